@@ -1,0 +1,99 @@
+//! Atomic writes and durable appends: the only way kit writes its state files (DESIGN §3).
+//! A write goes to a temporary file in the same folder, is fsynced, then renamed over the
+//! target, and the folder is fsynced, so a reader (or a crash) sees the old file or the new one,
+//! never half of one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{IoContext, Result};
+
+/// Write `bytes` to `path` atomically (temp file in the same folder, fsync, rename, fsync dir).
+///
+/// Errors: [`crate::Error::Io`] naming `path` if any step fails; the target is then unchanged.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
+    tmp.write_all(bytes).at(path)?;
+    tmp.as_file().sync_all().at(path)?;
+    tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Write `bytes` atomically, but only if `path` does not exist yet (never overwrites).
+/// Returns `Ok(false)` when the file already existed and was left alone.
+pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
+    tmp.write_all(bytes).at(path)?;
+    tmp.as_file().sync_all().at(path)?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => {
+            sync_dir(dir);
+            Ok(true)
+        }
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(crate::Error::io(path, e.error)),
+    }
+}
+
+/// Append one whole line (a `\n` is added) to `path` with a single `write` call on an
+/// `O_APPEND` descriptor, then fsync. If the file does not end in a newline (a torn line left by
+/// a killed writer), a newline is written first so the new line stays whole.
+pub fn append_line(path: &Path, line: &str) -> Result<()> {
+    debug_assert!(!line.contains('\n'));
+    let mut f = OpenOptions::new().create(true).append(true).read(true).open(path).at(path)?;
+    let len = f.metadata().at(path)?.len();
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    if len > 0 && !ends_with_newline(&mut f, len) {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    f.write_all(&buf).at(path)?;
+    f.sync_data().at(path)?;
+    Ok(())
+}
+
+fn ends_with_newline(f: &mut File, len: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] == b'\n'
+}
+
+fn sync_dir(dir: &Path) {
+    // Best effort: some filesystems refuse fsync on a directory.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Create `dir` and its parents; errors name the folder.
+pub fn create_dir_all(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).at(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_repairs_a_torn_last_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("j.jsonl");
+        fs::write(&p, "{\"a\":1}\n{\"torn\":").unwrap();
+        append_line(&p, "{\"b\":2}").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "{\"a\":1}\n{\"torn\":\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn create_new_never_overwrites() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        assert!(create_new_atomic(&p, b"one").unwrap());
+        assert!(!create_new_atomic(&p, b"two").unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+    }
+}

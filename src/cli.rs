@@ -1,0 +1,242 @@
+//! The command line, as clap derive types whose doc comments are the help text. These types stay
+//! here: `run` converts them to each module's own options before calling the domain.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// kit: run a coding agent unattended for hours — a goal as a contract, frozen tests, a headless
+/// loop in which the tests decide when the work is done — and measure what it cost.
+#[derive(Debug, Parser)]
+#[command(name = "kit", version, max_term_width = 100)]
+pub struct Cli {
+    /// Run as if kit was started in DIR.
+    #[arg(short = 'C', long = "dir", global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// kit's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create longrun/ with its seven state files in a git repository.
+    Init {
+        /// The repository (default: the current one).
+        dir: Option<PathBuf>,
+    },
+    /// Work with longrun/goal.md, the goal as a contract.
+    #[command(subcommand)]
+    Goal(GoalCommand),
+    /// Freeze files (tests, fixtures) so the agent cannot change them, or check for drift.
+    Freeze {
+        /// Files or folders to freeze.
+        #[arg(required_unless_present = "check")]
+        paths: Vec<PathBuf>,
+        /// Report drift from the manifest instead of freezing.
+        #[arg(long, conflicts_with = "paths")]
+        check: bool,
+    },
+    /// Run the agent in a headless loop until the goal's criteria pass or a cap is reached.
+    Loop(LoopArgs),
+    /// Show the loop's state from the journal.
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Say what this machine offers the loop (memory cap enforcer, agents found).
+    Doctor,
+    /// The one-minute tour: a real loop on a sample project with the fake agent.
+    Rehearse(RehearseArgs),
+    /// Measure sessions from Claude Code and Codex transcripts: tokens, cost, time, context.
+    Measure(MeasureArgs),
+    /// Search everything said in all transcripts.
+    Recall(RecallArgs),
+    /// The context-band hook for Claude Code, its installer and a rehearsal.
+    #[command(subcommand)]
+    Hook(HookCommand),
+    /// Idle-time arithmetic: resend a cold context or start clean from a handoff?
+    Cache(CacheArgs),
+    /// Save or verify the handoff (longrun/handoff.md).
+    #[command(subcommand)]
+    Handoff(HandoffCommand),
+}
+
+/// `kit goal …`
+#[derive(Debug, Subcommand)]
+pub enum GoalCommand {
+    /// Parse longrun/goal.md and rate it on the done-criterion scale (0–4).
+    Check {
+        /// Print JSON (level, reasons, shortcuts with their lines).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `kit loop …`
+#[derive(Debug, Args)]
+pub struct LoopArgs {
+    /// Agent: claude, codex, fake:SCENARIO, or any command line (overrides config.toml).
+    #[arg(long, value_name = "SPEC")]
+    pub agent: Option<String>,
+    /// Cap on agent iterations.
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Timeout of one iteration, e.g. 30m.
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<String>,
+    /// Memory cap of the agent's process tree, e.g. 4G.
+    #[arg(long, value_name = "SIZE")]
+    pub memory_max: Option<String>,
+    /// Cap on the loop's wall time, e.g. 4h.
+    #[arg(long, value_name = "DUR")]
+    pub max_wall: Option<String>,
+}
+
+/// `kit rehearse …`
+#[derive(Debug, Args)]
+pub struct RehearseArgs {
+    /// Fake-agent scenario to run (default: finish).
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub scenario: Option<String>,
+    /// Run every scenario and compare expected with actual outcomes.
+    #[arg(long)]
+    pub all: bool,
+    /// Build the sandbox in DIR and keep it.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+}
+
+/// `kit measure …`
+#[derive(Debug, Args)]
+pub struct MeasureArgs {
+    /// Roots, project folders or transcript files (default: the Claude Code and Codex roots).
+    pub paths: Vec<PathBuf>,
+    /// One row per API call of this session (id or prefix).
+    #[arg(long, value_name = "SESSION")]
+    pub turns: Option<String>,
+    /// Print JSON (schema kit.measure/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Only sessions active since this date or time (YYYY-MM-DD or RFC 3339).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Only this source.
+    #[arg(long, value_name = "claude|codex")]
+    pub source: Option<String>,
+    /// Only projects whose name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub project: Option<String>,
+    /// Fail on the first damaged line, naming file:line.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `kit recall …`
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    /// What to look for (a fixed string unless --regex).
+    pub query: String,
+    /// Roots, project folders or transcript files (default: the Claude Code and Codex roots).
+    pub paths: Vec<PathBuf>,
+    /// Treat QUERY as a regular expression.
+    #[arg(long)]
+    pub regex: bool,
+    /// Only this role: user, assistant, tool.
+    #[arg(long, value_name = "ROLE")]
+    pub role: Option<String>,
+    /// Only projects whose name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub project: Option<String>,
+    /// Only messages since this date or time.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// At most this many matches.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Fail on the first damaged line, naming file:line.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `kit hook …`
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// The Claude Code command hook: reads the event JSON on stdin.
+    Claude,
+    /// Merge kit's hook entries into .claude/settings.json.
+    Install {
+        /// Into ~/.claude/settings.json instead of the project's.
+        #[arg(long)]
+        user: bool,
+        /// Remove kit's entries only.
+        #[arg(long)]
+        uninstall: bool,
+        /// Show the result without writing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Drive the hook through the 50/70/85 % bands with a synthetic transcript.
+    Rehearse,
+}
+
+/// `kit cache …`
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// Model id, e.g. claude-opus-4-6.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Context size in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub context: Option<u64>,
+    /// Idle time, e.g. 2h.
+    #[arg(long, value_name = "DUR")]
+    pub idle: Option<String>,
+    /// Cache TTL: 5m or 1h.
+    #[arg(long, value_name = "5m|1h")]
+    pub ttl: Option<String>,
+    /// Size of a handoff to start clean from, in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub handoff: Option<u64>,
+    /// Read model, context and idle time from this transcript.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["model", "context"])]
+    pub transcript: Option<PathBuf>,
+    /// Read them from this session (id or prefix) under the default roots.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["model", "context", "transcript"])]
+    pub session: Option<String>,
+    /// With --transcript/--session: the moment to evaluate (default: now).
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+}
+
+/// `kit handoff …`
+#[derive(Debug, Subcommand)]
+pub enum HandoffCommand {
+    /// Write longrun/handoff.md: the summary (stdin or the file's body) and a stamp block.
+    Save,
+    /// Check the stamp block against HEAD and the files; optionally prove it in a transcript.
+    Verify {
+        /// The transcript of the session that should hold the `kit handoff save` call.
+        #[arg(long, value_name = "PATH")]
+        transcript: Option<PathBuf>,
+        /// The session id to look for under the default roots.
+        #[arg(long, value_name = "ID", conflicts_with = "transcript")]
+        session: Option<String>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

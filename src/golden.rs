@@ -1,0 +1,407 @@
+//! Golden cases: the kit test catalogue (`tests/cases/*.md`) and the exercises' `golden.md`
+//! share this format and this runner, and both `cargo test` and `kit verify` use it.
+//!
+//! A case is Markdown with a TOML front matter between `+++` lines:
+//!
+//! ````markdown
+//! +++
+//! name = "init_creates_the_seven_files"   # unique, snake_case, states the behaviour
+//! lesson = 1                              # the lesson it belongs to
+//! sandbox = "git"                         # "empty" | "git" | "rehearsal"
+//! timeout = "120s"                        # per command (default 120s)
+//! [env]                                   # extra environment for every command
+//! KIT_EXAMPLE = "1"
+//! +++
+//!
+//! Prose for the reader.
+//!
+//! ```text file=notes/todo.txt
+//! a file written into the sandbox before the next command
+//! ```
+//!
+//! ```console
+//! $ kit init
+//! ? 0
+//! created longrun/goal.md
+//! ...
+//! ```
+//! ````
+//!
+//! In a `console` block a line `$ COMMAND` starts a step; an optional `? N` line right after it
+//! sets the expected exit status (`? failed`: any non-zero; default 0); the lines until the next
+//! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
+//! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
+//! `CLAUDE_CONFIG_DIR` and `CODEX_HOME` inside the sandbox, `NO_COLOR=1`, `COLUMNS=100`,
+//! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
+//! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
+//! folder of the binaries as `[BIN]`.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::error::{Error, IoContext, Result};
+use crate::matcher::{self, Redactions};
+
+/// The fake time every golden runs at.
+pub const GOLDEN_CLOCK: &str = "2026-10-01T09:00:00Z";
+
+/// Builds the starting tree of a sandbox kind: `(kind, sandbox dir, environment)`.
+pub type SandboxFn = dyn Fn(&str, &Path, &[(String, String)]) -> Result<()>;
+
+/// The front matter of a case.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Meta {
+    /// Unique snake_case name stating the behaviour.
+    pub name: String,
+    /// The lesson (1–8) the case belongs to.
+    pub lesson: Option<u8>,
+    /// The sandbox it starts from: `empty`, `git` or `rehearsal`.
+    pub sandbox: Option<String>,
+    /// Per-command timeout, e.g. `120s`.
+    pub timeout: Option<String>,
+    /// Extra environment for every command.
+    pub env: BTreeMap<String, String>,
+}
+
+/// One thing a case does, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Write `content` to `path` (relative to the sandbox).
+    File { path: String, content: String },
+    /// Run `command`; expect `status` (None: any non-zero) and `output`.
+    Run { line: usize, command: String, status: Option<i32>, output: String },
+}
+
+/// A parsed case.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// Front matter.
+    pub meta: Meta,
+    /// Steps in order.
+    pub steps: Vec<Step>,
+}
+
+/// Parse a case's text; `origin` names it in errors (`tests/cases/x.md`).
+///
+/// Errors: [`Error::Input`] with the line of a malformed front matter or an unclosed block.
+pub fn parse(origin: &str, text: &str) -> Result<Case> {
+    let err = |line: usize, msg: &str| Error::input(origin, Some(line), msg.to_string());
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    let mut meta = Meta::default();
+    if lines.first().map(|l| l.trim()) == Some("+++") {
+        let end = lines[1..]
+            .iter()
+            .position(|l| l.trim() == "+++")
+            .ok_or_else(|| err(1, "front matter not closed with +++"))?
+            + 1;
+        let fm = lines[1..end].join("\n");
+        meta = toml::from_str(&fm).map_err(|e| {
+            let l = e.span().map_or(2, |s| crate::longrun::config::line_of(&fm, s.start) + 1);
+            err(l, e.message())
+        })?;
+        i = end + 1;
+    }
+    let mut steps = Vec::new();
+    while i < lines.len() {
+        let l = lines[i].trim_start();
+        let Some(info) = l.strip_prefix("```") else {
+            i += 1;
+            continue;
+        };
+        let start = i;
+        let close = lines[i + 1..]
+            .iter()
+            .position(|x| x.trim_start().starts_with("```"))
+            .ok_or_else(|| err(start + 1, "code block not closed"))?
+            + i
+            + 1;
+        let body = &lines[i + 1..close];
+        if let Some(path) = info.split_whitespace().find_map(|w| w.strip_prefix("file=")) {
+            let mut content = body.join("\n");
+            content.push('\n');
+            steps.push(Step::File { path: path.to_string(), content });
+        } else if info.trim() == "console" {
+            parse_console(body, start + 2, &mut steps);
+        }
+        i = close + 1;
+    }
+    Ok(Case { meta, steps })
+}
+
+fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
+    let mut k = 0;
+    while k < body.len() {
+        let Some(cmd) = body[k].strip_prefix("$ ") else {
+            k += 1;
+            continue;
+        };
+        let line = first_line + k;
+        k += 1;
+        let mut status = Some(0);
+        if let Some(s) = body.get(k).and_then(|l| l.strip_prefix("? ")) {
+            status = s.trim().parse().ok();
+            k += 1;
+        }
+        let from = k;
+        while k < body.len() && !body[k].starts_with("$ ") {
+            k += 1;
+        }
+        let output = body[from..k].join("\n");
+        steps.push(Step::Run { line, command: cmd.to_string(), status, output });
+    }
+}
+
+/// Where the binaries under test are.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    /// The `kit` binary.
+    pub kit: PathBuf,
+    /// The `fake-agent` binary (usually beside `kit`).
+    pub fake_agent: Option<PathBuf>,
+}
+
+/// One failed step.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// Line of the `$ ` command in the case file.
+    pub line: usize,
+    /// The command.
+    pub command: String,
+    /// What went wrong: a status mismatch and/or a diff of expected versus actual.
+    pub detail: String,
+}
+
+/// The result of one case.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The case's name.
+    pub name: String,
+    /// The first failure, if any (later steps are not run after one fails).
+    pub failure: Option<Failure>,
+}
+
+/// Prepare a sandbox of `kind` in `dir`. `rehearsal` is provided by the rehearse module.
+pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result<()> {
+    match kind {
+        "empty" => Ok(()),
+        "git" => git_init(dir, env),
+        other => Err(Error::usage(format!("unknown sandbox kind `{other}`"))
+            .with_hint("use sandbox = \"empty\", \"git\" or \"rehearsal\"")),
+    }
+}
+
+/// `git init` with a first empty commit, deterministic identities and dates.
+pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
+    for args in
+        [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "start"][..]]
+    {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .at(dir)?;
+        if !st.success() {
+            return Err(Error::internal(format!(
+                "git {} failed in {}",
+                args.join(" "),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The environment every golden command runs with (besides the inherited one).
+pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
+    let home = root.join(".home");
+    let mut path_dirs = vec![];
+    if let Some(d) = bins.kit.parent() {
+        path_dirs.push(d.to_path_buf());
+    }
+    if let Some(d) = bins.fake_agent.as_ref().and_then(|f| f.parent()) {
+        path_dirs.push(d.to_path_buf());
+    }
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    path_dirs.extend(std::env::split_paths(&old));
+    let path = std::env::join_paths(path_dirs).unwrap_or(old);
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let date = "2026-10-01T09:00:00+00:00";
+    [
+        ("PATH", path.to_string_lossy().into_owned()),
+        ("HOME", s(&home)),
+        ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
+        ("CODEX_HOME", s(&home.join(".codex"))),
+        ("NO_COLOR", "1".into()),
+        ("COLUMNS", "100".into()),
+        ("TERM", "dumb".into()),
+        ("TZ", "UTC".into()),
+        ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
+        ("GIT_AUTHOR_NAME", "Kit Learner".into()),
+        ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
+        ("GIT_COMMITTER_NAME", "Kit Learner".into()),
+        ("GIT_COMMITTER_EMAIL", "learner@example.com".into()),
+        ("GIT_AUTHOR_DATE", date.into()),
+        ("GIT_COMMITTER_DATE", date.into()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Run `case` in a fresh sandbox under a temporary folder. `sandbox` builds the starting tree
+/// for the case's sandbox kind (use [`build_sandbox`] unless you add kinds).
+pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Outcome> {
+    let tmp = tempfile::Builder::new()
+        .prefix("kit-golden-")
+        .tempdir()
+        .map_err(|e| Error::io("temporary folder", e))?;
+    let root = tmp.path().join("sandbox");
+    std::fs::create_dir_all(root.join(".home")).at(&root)?;
+    let mut env = golden_env(&root, bins);
+    env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
+    let timeout = case
+        .meta
+        .timeout
+        .as_deref()
+        .and_then(|t| crate::duration::parse_duration(t).ok())
+        .unwrap_or(Duration::from_secs(120));
+    let mut red = Redactions::new();
+    red.add("[ROOT]", root.to_string_lossy());
+    if let Ok(c) = root.canonicalize() {
+        red.add("[ROOT]", c.to_string_lossy());
+    }
+    red.add("[HOME]", root.join(".home").to_string_lossy());
+    if let Some(d) = bins.kit.parent() {
+        red.add("[BIN]", d.to_string_lossy());
+    }
+    let name = case.meta.name.clone();
+    for step in &case.steps {
+        match step {
+            Step::File { path, content } => {
+                let p = root.join(path);
+                if let Some(parent) = p.parent() {
+                    std::fs::create_dir_all(parent).at(parent)?;
+                }
+                std::fs::write(&p, content).at(&p)?;
+            }
+            Step::Run { line, command, status, output } => {
+                let (code, actual) = run_merged(command, &root, &env, timeout)?;
+                let actual = red.apply(&actual);
+                let status_ok = match status {
+                    Some(s) => code == Some(*s),
+                    None => code.is_some_and(|c| c != 0),
+                };
+                let out_ok = matcher::is_match(output, &actual);
+                if !(status_ok && out_ok) {
+                    let mut detail = String::new();
+                    if !status_ok {
+                        let want = status.map_or("non-zero".to_string(), |s| s.to_string());
+                        let got = code
+                            .map_or("killed by a signal or the timeout".into(), |c| c.to_string());
+                        detail.push_str(&format!("exit status: expected {want}, got {got}\n"));
+                    }
+                    if !out_ok {
+                        detail.push_str(&matcher::diff(output, &actual));
+                    }
+                    let failure = Failure { line: *line, command: command.clone(), detail };
+                    return Ok(Outcome { name, failure: Some(failure) });
+                }
+            }
+        }
+    }
+    Ok(Outcome { name, failure: None })
+}
+
+/// Run `command` through `sh -c` in `dir`, stdout and stderr into one pipe; kill it (and its
+/// process group) after `timeout`. Returns the exit code (None if killed) and the output.
+fn run_merged(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<(Option<i32>, String)> {
+    use std::os::unix::process::CommandExt;
+    let (mut reader, writer) = std::io::pipe().at(dir)?;
+    let writer2 = writer.try_clone().at(dir)?;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer2)
+        .process_group(0)
+        .spawn()
+        .at(dir)?;
+    let reader_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = reader.read_to_end(&mut buf);
+        buf
+    });
+    let start = Instant::now();
+    let code = loop {
+        if let Some(st) = child.try_wait().at(dir)? {
+            break st.code();
+        }
+        if start.elapsed() > timeout {
+            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let buf = reader_thread.join().unwrap_or_default();
+    Ok((code, String::from_utf8_lossy(&buf).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_front_matter_files_and_steps() {
+        let text = "+++\nname = \"x\"\nlesson = 2\nsandbox = \"git\"\n+++\n\nProse.\n\n```text file=a/b.txt\nhello\n```\n\n```console\n$ kit goal check\n? 2\nlevel 0\n...\n$ echo hi\nhi\n```\n";
+        let c = parse("x.md", text).unwrap();
+        assert_eq!(c.meta.name, "x");
+        assert_eq!(c.meta.lesson, Some(2));
+        assert_eq!(c.steps.len(), 3);
+        assert_eq!(c.steps[0], Step::File { path: "a/b.txt".into(), content: "hello\n".into() });
+        assert_eq!(
+            c.steps[1],
+            Step::Run {
+                line: 14,
+                command: "kit goal check".into(),
+                status: Some(2),
+                output: "level 0\n...".into()
+            }
+        );
+        assert_eq!(
+            c.steps[2],
+            Step::Run { line: 18, command: "echo hi".into(), status: Some(0), output: "hi".into() }
+        );
+    }
+
+    #[test]
+    fn malformed_front_matter_names_the_line() {
+        match parse("c.md", "+++\nname = \"x\"\nlesson = \"two\"\n+++\n") {
+            Err(Error::Input { line: Some(3), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(parse("c.md", "```console\n$ x\n").is_err());
+    }
+}

@@ -1,0 +1,22 @@
+//! kit: a harness for running a coding agent (Claude Code, Codex) unattended for hours, and the
+//! course that teaches it. See `DESIGN.md` in the shared folder for the specification.
+//!
+//! The library owns every concept; `src/main.rs` is glue. Terminal output goes through
+//! [`term`]; the clock through [`clock`], so goldens can pin exact text.
+
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod atomic;
+pub mod cli;
+pub mod clock;
+pub mod duration;
+pub mod embedded;
+pub mod error;
+pub mod golden;
+pub mod longrun;
+pub mod matcher;
+pub mod prices;
+pub mod run;
+pub mod term;
+
+pub use error::{Error, Result};

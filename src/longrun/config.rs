@@ -1,0 +1,347 @@
+//! `longrun/config.toml`: the human's settings for the loop, the hook and measurement.
+//! Written once by `kit init` (from `kit/templates/config.toml`), then edited by hand; kit never
+//! rewrites it. Every field has a default, so a file may hold only what it changes.
+//!
+//! Format, field by field (durations as `90s`/`15m`/`2h`, sizes as systemd's `MemoryMax=`):
+//!
+//! ```toml
+//! format_version = 1          # checked: a newer file asks for a newer kit
+//! [agent]
+//! command = "claude"          # "claude" | "codex" | "fake:SCENARIO" | any command line
+//! [caps]                      # all on; none may be unlimited (DESIGN §6)
+//! max_iterations = 10         # agent iterations per loop run
+//! max_wall = "4h"             # wall time of one loop run
+//! max_cost_usd = 25.0         # USD, from the agent's reported usage
+//! max_no_progress = 3         # consecutive iterations without a new passing criterion or commit
+//! [timeouts]
+//! iteration = "30m"           # one agent iteration; then SIGTERM to its process group
+//! grace = "10s"               # between SIGTERM and SIGKILL
+//! criterion = "5m"            # one criterion command
+//! [memory]
+//! max = "4G"                  # MemoryMax of the agent's process tree
+//! [goal]
+//! required_level = 3          # kit loop refuses a goal rated below this
+//! [context]
+//! compaction_point = 0        # tokens; 0 = derive (DESIGN §10)
+//! bands = [50, 70, 85]        # % of the compaction point: checkpoint, handoff, wrap up
+//! cache_ttl = "5m"            # prompt-cache TTL assumed when a transcript does not say
+//! [prices."claude-opus-4-6"]  # optional overrides, USD per million tokens
+//! input = 5.0
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::{parse_duration, parse_size};
+use crate::error::{Error, Result};
+
+/// The config format this kit reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Parsed `config.toml`. Durations and sizes stay as the user wrote them; use the accessor
+/// methods, which were validated by [`Config::load`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Version of this file's format; kit refuses a newer one.
+    pub format_version: u32,
+    /// Which agent the loop runs.
+    pub agent: AgentConfig,
+    /// The loop's caps.
+    pub caps: Caps,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// The agent's memory cap.
+    pub memory: Memory,
+    /// Goal requirements.
+    pub goal: GoalConfig,
+    /// Context bands, compaction point and cache TTL.
+    pub context: ContextConfig,
+    /// Per-model price overrides (USD per million tokens), keyed by model id.
+    pub prices: BTreeMap<String, PriceOverride>,
+}
+
+/// `[agent]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// `"claude"`, `"codex"`, `"fake:SCENARIO"` or any command line (run through `sh -c`).
+    pub command: String,
+}
+
+/// `[caps]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Caps {
+    /// Agent iterations per loop run (≥ 1).
+    pub max_iterations: u32,
+    /// Wall time of one loop run, e.g. `"4h"`.
+    pub max_wall: String,
+    /// USD, from the agent's reported usage priced by the price table.
+    pub max_cost_usd: f64,
+    /// Consecutive iterations without progress before the loop stops (≥ 1).
+    pub max_no_progress: u32,
+}
+
+/// `[timeouts]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timeouts {
+    /// One agent iteration, e.g. `"30m"`.
+    pub iteration: String,
+    /// Between SIGTERM and SIGKILL of the agent's process group, e.g. `"10s"`.
+    pub grace: String,
+    /// One criterion command, e.g. `"5m"`.
+    pub criterion: String,
+}
+
+/// `[memory]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Memory {
+    /// MemoryMax of the agent's process tree, systemd syntax, e.g. `"4G"`.
+    pub max: String,
+}
+
+/// `[goal]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalConfig {
+    /// Minimum done-criterion level (0–4) for `kit loop` to start.
+    pub required_level: u8,
+}
+
+/// `[context]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Compaction point in tokens; 0 derives it (DESIGN §10).
+    pub compaction_point: u64,
+    /// Band thresholds in % of the compaction point, ascending: checkpoint, handoff, wrap up.
+    pub bands: Vec<u8>,
+    /// Prompt-cache TTL assumed when a transcript does not say, `"5m"` or `"1h"`.
+    pub cache_ttl: String,
+}
+
+/// A price override for one model, USD per million tokens; unset fields keep the table's value.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PriceOverride {
+    /// Uncached input.
+    pub input: Option<f64>,
+    /// Output (and reasoning).
+    pub output: Option<f64>,
+    /// Cache write with a 5-minute TTL.
+    pub cache_write_5m: Option<f64>,
+    /// Cache write with a 1-hour TTL.
+    pub cache_write_1h: Option<f64>,
+    /// Cache read.
+    pub cache_read: Option<f64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            format_version: FORMAT_VERSION,
+            agent: AgentConfig::default(),
+            caps: Caps::default(),
+            timeouts: Timeouts::default(),
+            memory: Memory::default(),
+            goal: GoalConfig::default(),
+            context: ContextConfig::default(),
+            prices: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig { command: "claude".into() }
+    }
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps { max_iterations: 10, max_wall: "4h".into(), max_cost_usd: 25.0, max_no_progress: 3 }
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { iteration: "30m".into(), grace: "10s".into(), criterion: "5m".into() }
+    }
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory { max: "4G".into() }
+    }
+}
+
+impl Default for GoalConfig {
+    fn default() -> Self {
+        GoalConfig { required_level: 3 }
+    }
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig { compaction_point: 0, bands: vec![50, 70, 85], cache_ttl: "5m".into() }
+    }
+}
+
+impl Config {
+    /// Read and validate `path`. A missing file gives the defaults.
+    ///
+    /// Errors: [`Error::Input`] naming `config.toml:LINE` for TOML syntax, unknown keys, wrong
+    /// types, a `format_version` newer than this kit, or an invalid duration, size or cap.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        Config::parse(path, &text)
+    }
+
+    /// Parse and validate config text; `path` is used in messages only.
+    pub fn parse(path: &Path, text: &str) -> Result<Config> {
+        let cfg: Config = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            Error::input(path, line, e.message().trim().to_string())
+                .with_hint(format!("fix {} (kit init writes a commented example)", path.display()))
+        })?;
+        cfg.validate(path, text)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, path: &Path, text: &str) -> Result<()> {
+        let bad = |key: &str, msg: String| {
+            let line = find_key_line(text, key);
+            Err(Error::input(path, line, msg)
+                .with_hint(format!("fix `{key}` in {}", path.display())))
+        };
+        if self.format_version > FORMAT_VERSION {
+            return bad(
+                "format_version",
+                format!(
+                    "format_version {} is newer than this kit understands ({FORMAT_VERSION}); update kit",
+                    self.format_version
+                ),
+            );
+        }
+        for (key, v) in [
+            ("max_wall", &self.caps.max_wall),
+            ("iteration", &self.timeouts.iteration),
+            ("grace", &self.timeouts.grace),
+            ("criterion", &self.timeouts.criterion),
+            ("cache_ttl", &self.context.cache_ttl),
+        ] {
+            if let Err(msg) = parse_duration(v) {
+                return bad(key, msg);
+            }
+        }
+        if let Err(msg) = parse_size(&self.memory.max) {
+            return bad("max", msg);
+        }
+        if self.caps.max_iterations == 0 {
+            return bad(
+                "max_iterations",
+                "max_iterations must be at least 1 (caps may not be off)".into(),
+            );
+        }
+        if self.caps.max_no_progress == 0 {
+            return bad("max_no_progress", "max_no_progress must be at least 1".into());
+        }
+        if !(self.caps.max_cost_usd.is_finite() && self.caps.max_cost_usd > 0.0) {
+            return bad("max_cost_usd", "max_cost_usd must be a positive number of USD".into());
+        }
+        if self.goal.required_level > 4 {
+            return bad("required_level", "required_level is 0 to 4".into());
+        }
+        if self.agent.command.trim().is_empty() {
+            return bad("command", "agent command is empty".into());
+        }
+        let b = &self.context.bands;
+        if b.is_empty()
+            || b.windows(2).any(|w| w[0] >= w[1])
+            || b.iter().any(|&x| x == 0 || x >= 100)
+        {
+            return bad("bands", "bands must be ascending percentages between 1 and 99".into());
+        }
+        Ok(())
+    }
+
+    /// Wall-time cap of one loop run.
+    pub fn max_wall(&self) -> Duration {
+        parse_duration(&self.caps.max_wall).unwrap_or(Duration::from_secs(4 * 3600))
+    }
+    /// Timeout of one agent iteration.
+    pub fn iteration_timeout(&self) -> Duration {
+        parse_duration(&self.timeouts.iteration).unwrap_or(Duration::from_secs(1800))
+    }
+    /// Grace period between SIGTERM and SIGKILL.
+    pub fn grace(&self) -> Duration {
+        parse_duration(&self.timeouts.grace).unwrap_or(Duration::from_secs(10))
+    }
+    /// Timeout of one criterion command.
+    pub fn criterion_timeout(&self) -> Duration {
+        parse_duration(&self.timeouts.criterion).unwrap_or(Duration::from_secs(300))
+    }
+    /// Memory cap in bytes.
+    pub fn memory_max(&self) -> u64 {
+        parse_size(&self.memory.max).unwrap_or(4 << 30)
+    }
+    /// Assumed cache TTL.
+    pub fn cache_ttl(&self) -> Duration {
+        parse_duration(&self.context.cache_ttl).unwrap_or(Duration::from_secs(300))
+    }
+}
+
+/// 1-based line number of byte offset `pos` in `text`.
+pub fn line_of(text: &str, pos: usize) -> usize {
+    text[..pos.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start();
+            t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::parse(Path::new("config.toml"), "").unwrap();
+        assert_eq!(c.caps.max_iterations, 10);
+        assert_eq!(c.memory_max(), 4 << 30);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases = [
+            ("format_version = 1\n[caps]\nmax_iterations = \"ten\"\n", 3),
+            ("[caps]\nmax_wall = \"forever\"\n", 2),
+            ("[timeouts]\niteration = \"1h\"\nbogus = 1\n", 3),
+            ("format_version = 9\n", 1),
+            ("[caps]\nmax_iterations = 0\n", 2),
+            ("[memory]\nmax = \"lots\"\n", 2),
+            ("[context]\nbands = [70, 50]\n", 2),
+        ];
+        for (text, line) in cases {
+            match Config::parse(Path::new("config.toml"), text) {
+                Err(Error::Input { line: Some(l), .. }) => assert_eq!(l, line, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! `longrun/journal.jsonl`: kit's append-only event log and the loop's checkpoint (DESIGN §3).
+//! Only kit writes it. One JSON object per line, each with `ts` (RFC 3339 UTC, from the
+//! [`crate::clock`]) and `event` (a snake_case name), plus event fields. Lines are appended whole
+//! with fsync ([`crate::atomic::append_line`]); a reader skips a torn or malformed line and
+//! counts it, so a loop killed at any instant loses at most the line it was writing.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// Appends events to one journal file.
+#[derive(Clone, Debug)]
+pub struct Journal {
+    path: PathBuf,
+}
+
+/// What [`read`] found in a journal.
+#[derive(Debug, Default)]
+pub struct JournalRead {
+    /// Events in file order, each a JSON object with at least `ts` and `event`.
+    pub events: Vec<Value>,
+    /// 1-based line numbers of lines that were not a JSON object (torn, malformed).
+    pub skipped: Vec<usize>,
+}
+
+impl Journal {
+    /// A journal at `path` (created on first append).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Journal { path: path.into() }
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append event `event` with `fields` (a JSON object; other values are stored under `data`).
+    /// `ts` is set from the clock. Returns the line written.
+    pub fn append(&self, event: &str, fields: Value) -> Result<Value> {
+        let mut obj = Map::new();
+        obj.insert("ts".into(), Value::String(crate::clock::now_rfc3339()));
+        obj.insert("event".into(), Value::String(event.into()));
+        match fields {
+            Value::Object(m) => obj.extend(m),
+            Value::Null => {}
+            other => {
+                obj.insert("data".into(), other);
+            }
+        }
+        let v = Value::Object(obj);
+        let line = serde_json::to_string(&v).map_err(|e| Error::internal(e.to_string()))?;
+        crate::atomic::append_line(&self.path, &line)?;
+        Ok(v)
+    }
+}
+
+/// Read every event of the journal at `path`; a missing file reads as empty.
+pub fn read(path: &Path) -> Result<JournalRead> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut out = JournalRead::default();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v @ Value::Object(_)) => out.events.push(v),
+            _ => out.skipped.push(i + 1),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn append_then_read_skips_torn_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("journal.jsonl");
+        let j = Journal::new(&p);
+        j.append("loop_start", json!({"pid": 1})).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&p)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"ts\":\"x\",\"ev"))
+            .unwrap();
+        j.append("loop_end", json!({"outcome": "done"})).unwrap();
+        let r = read(&p).unwrap();
+        assert_eq!(r.events.len(), 2);
+        assert_eq!(r.skipped, vec![2]);
+        assert_eq!(r.events[1]["event"], "loop_end");
+    }
+}

@@ -1,0 +1,130 @@
+//! The `longrun/` folder (DESIGN §3): where it is, the names of its seven state files and its
+//! runtime files, and how a command finds it from the current directory.
+//!
+//! | file | single writer |
+//! |---|---|
+//! | `goal.md` | the human |
+//! | `config.toml` | the human (`kit init` writes defaults) |
+//! | `frozen.toml` | `kit freeze` |
+//! | `progress.md` | the agent |
+//! | `decisions.md` | the agent (kit appends marked entries) |
+//! | `handoff.md` | `kit handoff save` |
+//! | `journal.jsonl` | kit only |
+
+pub mod config;
+pub mod journal;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// Name of the state folder at the repository root.
+pub const DIR: &str = "longrun";
+
+/// The seven state files, in the order `kit init` lists them.
+pub const STATE_FILES: [&str; 7] = [
+    "goal.md",
+    "config.toml",
+    "frozen.toml",
+    "progress.md",
+    "decisions.md",
+    "handoff.md",
+    "journal.jsonl",
+];
+
+/// Paths of one project's `longrun/` folder. Built by [`Project::discover`] or [`Project::at`];
+/// nothing here touches the disk.
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// The git repository root (working directory for criteria and the agent).
+    pub root: PathBuf,
+    /// `<root>/longrun`.
+    pub dir: PathBuf,
+}
+
+impl Project {
+    /// A project whose repository root is `root` (no checks).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let dir = root.join(DIR);
+        Project { root, dir }
+    }
+
+    /// Find the git repository that contains `start` (`git rev-parse --show-toplevel`).
+    ///
+    /// Errors: [`Error::Usage`] when `start` is not inside a git repository, with the next step.
+    pub fn discover(start: &Path) -> Result<Self> {
+        git_toplevel(start).map(Project::at)
+    }
+
+    /// Like [`Project::discover`], and also require that `longrun/` exists.
+    pub fn discover_initialised(start: &Path) -> Result<Self> {
+        let p = Project::discover(start)?;
+        if !p.dir.is_dir() {
+            return Err(Error::usage(format!("no {} folder in {}", DIR, p.root.display()))
+                .with_hint("kit init"));
+        }
+        Ok(p)
+    }
+
+    /// `longrun/goal.md`.
+    pub fn goal(&self) -> PathBuf {
+        self.dir.join("goal.md")
+    }
+    /// `longrun/config.toml`.
+    pub fn config(&self) -> PathBuf {
+        self.dir.join("config.toml")
+    }
+    /// `longrun/frozen.toml`.
+    pub fn frozen(&self) -> PathBuf {
+        self.dir.join("frozen.toml")
+    }
+    /// `longrun/progress.md`.
+    pub fn progress(&self) -> PathBuf {
+        self.dir.join("progress.md")
+    }
+    /// `longrun/decisions.md`.
+    pub fn decisions(&self) -> PathBuf {
+        self.dir.join("decisions.md")
+    }
+    /// `longrun/handoff.md`.
+    pub fn handoff(&self) -> PathBuf {
+        self.dir.join("handoff.md")
+    }
+    /// `longrun/journal.jsonl`.
+    pub fn journal(&self) -> PathBuf {
+        self.dir.join("journal.jsonl")
+    }
+    /// `longrun/.lock` (flock target, holds the holder record).
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join(".lock")
+    }
+    /// `longrun/PAUSE`: while it exists the loop starts no new iteration.
+    pub fn pause(&self) -> PathBuf {
+        self.dir.join("PAUSE")
+    }
+    /// `longrun/.frozen/objects/`: content-addressed copies of frozen files.
+    pub fn frozen_objects(&self) -> PathBuf {
+        self.dir.join(".frozen").join("objects")
+    }
+    /// `longrun/.runs/`: the agent's output, one file per iteration.
+    pub fn runs(&self) -> PathBuf {
+        self.dir.join(".runs")
+    }
+}
+
+/// The repository root containing `start`.
+pub fn git_toplevel(start: &Path) -> Result<PathBuf> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(start)
+        .args(["rev-parse", "--show-toplevel"])
+        .output()
+        .map_err(|e| Error::internal(format!("cannot run git: {e}")).with_hint("install git"))?;
+    if !out.status.success() {
+        return Err(Error::usage(format!("{} is not inside a git repository", start.display()))
+            .with_hint("git init, then kit init"));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
