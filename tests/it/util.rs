@@ -1,0 +1,33 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `kit` binary under test.
+pub fn kit_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kit"))
+}
+
+/// The `fake-agent` binary under test.
+pub fn fake_agent_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fake-agent"))
+}
+
+/// A `kit` command running in `dir` with the deterministic golden environment
+/// (fake clock, NO_COLOR, HOME and CLAUDE_CONFIG_DIR inside `dir/.home`).
+pub fn kit(dir: &Path) -> Command {
+    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let mut c = Command::new(kit_bin());
+    c.current_dir(dir).envs(kit::golden::golden_env(dir, &bins));
+    c
+}
+
+/// A fresh git repository with one empty commit, in a temporary folder.
+pub fn git_repo() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    kit::golden::git_init(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
+    d
+}
