@@ -15,9 +15,11 @@ pub mod error;
 pub mod golden;
 pub mod longrun;
 pub mod matcher;
+pub mod measure;
 pub mod prices;
 pub mod run;
 pub mod term;
+pub mod transcript;
 pub mod verify;
 
 pub use error::{Error, Result};

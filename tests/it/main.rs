@@ -2,4 +2,5 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod golden;
+mod measure;
 mod util;
