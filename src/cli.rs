@@ -71,6 +71,15 @@ pub enum Command {
     /// Save or verify the handoff (longrun/handoff.md).
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// Run the kit test catalogue from this binary, each case in a temporary sandbox.
+    Verify {
+        /// Only cases whose file name contains this text.
+        #[arg(long, value_name = "TEXT")]
+        case: Option<String>,
+        /// Print each failure's diff in full.
+        #[arg(long, short)]
+        verbose: bool,
+    },
 }
 
 /// `kit goal …`

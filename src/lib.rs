@@ -19,5 +19,6 @@ pub mod matcher;
 pub mod prices;
 pub mod run;
 pub mod term;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -81,6 +81,10 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Hook(_) => not_built("hook", false, out),
         Command::Cache(_) => not_built("cache", false, out),
         Command::Handoff(_) => not_built("handoff", false, out),
+        Command::Verify { case, verbose } => {
+            let opts = crate::verify::Options { filter: case, verbose };
+            crate::verify::run(&opts, &ctx.theme, out)
+        }
     }
     .inspect(|_| {
         let _ = &ctx.cwd;
