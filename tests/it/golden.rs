@@ -56,6 +56,7 @@ fn kit_verify_runs_the_embedded_catalogue_and_counts() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.ends_with("1 passed, 0 failed\n"), "{text}");
-    let none = crate::util::kit(d.path()).args(["verify", "--case", "no-such-case"]).output().unwrap();
+    let none =
+        crate::util::kit(d.path()).args(["verify", "--case", "no-such-case"]).output().unwrap();
     assert_eq!(none.status.code(), Some(2));
 }
