@@ -264,8 +264,8 @@ pub fn save(opts: &SaveOptions, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
     } else {
         piped.trim().to_string()
     };
-    if summary.is_empty() {
-        return Err(Error::usage("no handoff summary to save: longrun/handoff.md is empty and nothing came on stdin")
+    if summary.is_empty() || is_template(&summary) {
+        return Err(Error::usage("no handoff summary to save: longrun/handoff.md holds no summary (only the template) and nothing came on stdin")
             .with_hint("write the summary and next action into longrun/handoff.md, or: echo \"…\" | kit handoff save"));
     }
     let stamp = stamp_now(&project, &summary)?;
@@ -286,6 +286,11 @@ pub fn save(opts: &SaveOptions, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
     )
     .map_err(|e| Error::io("stdout", e))?;
     Ok(0)
+}
+
+/// True when `text` is still the template `kit init` wrote.
+fn is_template(text: &str) -> bool {
+    crate::embedded::kit_file("templates/handoff.md").is_some_and(|t| t.trim() == text.trim())
 }
 
 fn stamp_now(project: &Project, summary: &str) -> Result<Stamp> {
@@ -479,7 +484,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
     for p in changed_since(&project, &stamp.base_commit).unwrap_or_default() {
         if !stamp.files.contains_key(&p) {
             problems.push(format!(
-                "{p} changed since the handoff (it was not changed when the handoff was saved)"
+                "{p} is new or changed since the handoff (it has no fingerprint in the stamp)"
             ));
         }
     }
@@ -529,7 +534,7 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
     let path = longrun.join("handoff.md");
     let text = std::fs::read_to_string(&path).ok()?;
     let h = parse(&path, &text).ok()?;
-    if h.summary.is_empty() {
+    if h.summary.is_empty() || (h.stamp.is_none() && is_template(&h.summary)) {
         return None;
     }
     let stamp = match &h.stamp {

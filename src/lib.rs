@@ -13,6 +13,7 @@ pub mod clock;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod frozen;
 pub mod golden;
 pub mod handoff;
 pub mod hook;
@@ -21,5 +22,6 @@ pub mod matcher;
 pub mod prices;
 pub mod run;
 pub mod term;
+pub mod verify;
 
 pub use error::{Error, Result};

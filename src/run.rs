@@ -11,6 +11,8 @@ use clap::Parser;
 
 use crate::cli::{CacheArgs, Cli, Command, HandoffCommand, HookCommand};
 use crate::error::{Error, ErrorReport, Result};
+use crate::frozen::freeze::FreezeAction;
+use crate::longrun::init::InitOptions;
 use crate::term::Theme;
 
 /// What every command gets: where it runs and how to print.
@@ -56,9 +58,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// Run one command, writing its output to `out`. Returns the exit code on success.
 pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     match command {
-        Command::Init { dir } => not_built("init", dir.is_some(), out),
+        Command::Init { path } => {
+            crate::longrun::init::run(&ctx.cwd, &InitOptions { dir: path }, &ctx.theme, out)
+        }
         Command::Goal(_) => not_built("goal", false, out),
-        Command::Freeze { .. } => not_built("freeze", false, out),
+        Command::Freeze { paths, check, restore } => {
+            let action = if check {
+                FreezeAction::Check
+            } else if restore {
+                FreezeAction::Restore
+            } else {
+                FreezeAction::Freeze(paths)
+            };
+            crate::frozen::freeze::run(&ctx.cwd, &action, &ctx.theme, out)
+        }
         Command::Loop(_) => not_built("loop", false, out),
         Command::Status { .. } => not_built("status", false, out),
         Command::Doctor => not_built("doctor", false, out),
@@ -68,6 +81,10 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
+        Command::Verify { case, verbose } => {
+            let opts = crate::verify::Options { filter: case, verbose };
+            crate::verify::run(&opts, &ctx.theme, out)
+        }
     }
     .inspect(|_| {
         let _ = &ctx.cwd;
