@@ -7,6 +7,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod atomic;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod duration;
@@ -14,6 +15,8 @@ pub mod embedded;
 pub mod error;
 pub mod frozen;
 pub mod golden;
+pub mod handoff;
+pub mod hook;
 pub mod longrun;
 pub mod matcher;
 pub mod prices;

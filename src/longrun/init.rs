@@ -15,8 +15,8 @@ use crate::longrun::{Project, DIR, STATE_FILES};
 use crate::term::Theme;
 
 /// Entries `kit init` adds to the repository's `.gitignore`: runtime files that are not state.
-pub const GITIGNORE_ENTRIES: [&str; 4] =
-    ["longrun/.lock", "longrun/.frozen/", "longrun/.runs/", "longrun/PAUSE"];
+pub const GITIGNORE_ENTRIES: [&str; 5] =
+    ["longrun/.lock", "longrun/.frozen/", "longrun/.runs/", "longrun/.hook/", "longrun/PAUSE"];
 
 /// Options of `kit init`.
 #[derive(Clone, Debug)]

@@ -129,7 +129,9 @@ fn init_creates_the_seven_files_and_the_gitignore_entries() {
     }
     assert_eq!(fs::read(d.path().join("longrun/journal.jsonl")).unwrap(), b"");
     let ignore = fs::read_to_string(d.path().join(".gitignore")).unwrap();
-    for e in ["longrun/.lock", "longrun/.frozen/", "longrun/.runs/", "longrun/PAUSE"] {
+    for e in
+        ["longrun/.lock", "longrun/.frozen/", "longrun/.runs/", "longrun/.hook/", "longrun/PAUSE"]
+    {
         assert_eq!(ignore.lines().filter(|l| *l == e).count(), 1, "{e} in {ignore}");
     }
     assert!(text.contains("kit goal check"), "{text}");
