@@ -18,10 +18,11 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{self, Manifest};
-use super::{inspect, walk, CACHE_DIRS};
+use super::{inspect, walk, ModeRule, CACHE_DIRS};
 use crate::error::{Error, IoContext, Result};
 use crate::longrun::Project;
 
@@ -178,18 +179,20 @@ impl Guard {
     /// nothing. The stored-copies folder counts as a frozen folder: a file that was not there
     /// at capture is a new file. A frozen folder kit cannot read is reported as [`DriftKind::Modified`].
     pub fn check(&self) -> Vec<Drift> {
-        let mut out = Vec::new();
-        for sha in &self.objects {
-            let rel = format!("{}/{sha}", self.objects_rel);
-            if let Some(kind) = inspect(&self.root, &rel, sha, &|_| true) {
-                out.push(Drift { path: rel, kind });
-            }
-        }
-        for h in &self.files {
-            if let Some(kind) = inspect(&self.root, &h.rel, &h.sha256, &|p| p == h.perm) {
-                out.push(Drift { path: h.rel.clone(), kind });
-            }
-        }
+        // Hashing dominates; spread it over the cores.
+        let objects: Vec<(String, &String, ModeRule)> = self
+            .objects
+            .iter()
+            .map(|sha| (format!("{}/{sha}", self.objects_rel), sha, ModeRule::Any))
+            .collect();
+        let files = self.files.iter().map(|h| (h.rel.clone(), &h.sha256, ModeRule::Exact(h.perm)));
+        let wanted: Vec<_> = objects.into_iter().chain(files).collect();
+        let mut out: Vec<Drift> = wanted
+            .into_par_iter()
+            .filter_map(|(rel, sha, mode)| {
+                inspect(&self.root, &rel, sha, mode).map(|kind| Drift { path: rel, kind })
+            })
+            .collect();
         if let Ok(w) = walk(&self.root, &self.objects_rel) {
             out.extend(
                 w.entries
