@@ -95,10 +95,7 @@ fn saved_then_verified() {
     assert_eq!(code, 0, "{out}");
     assert!(out.ends_with(&format!("handoff {id} verifies\n")), "{out}");
     let journal = fs::read_to_string(d.path().join("longrun/journal.jsonl")).unwrap();
-    assert!(
-        journal.contains(&format!("\"event\":\"handoff_saved\"")) && journal.contains(&id),
-        "{journal}"
-    );
+    assert!(journal.contains("\"event\":\"handoff_saved\"") && journal.contains(&id), "{journal}");
     // Saving again with no stdin keeps the summary and gives the same id at the same time.
     let (code, again) = run(d.path(), &["handoff", "save"]);
     assert_eq!(code, 0, "{again}");
