@@ -575,3 +575,32 @@ fn drift_kinds_serialise_in_snake_case_for_the_journal() {
         assert_eq!(json, serde_json::json!({"path": "tests/a.py", "kind": name}));
     }
 }
+
+#[test]
+fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() {
+    let d = frozen_repo();
+    let root = d.path();
+    let journal_path = root.join("longrun/journal.jsonl");
+    let journal = kit::longrun::journal::Journal::new(&journal_path);
+    journal.append("loop_started", serde_json::json!({"iteration": 0})).unwrap();
+    journal.append("cheat", serde_json::json!({"path": "tests/test_x.py"})).unwrap();
+    let mut guard = Guard::capture(&Project::at(root)).unwrap();
+
+    journal.append("criteria", serde_json::json!({"passed": 0})).unwrap();
+    assert_eq!(guard.check(), vec![], "kit's own appends are not drift");
+    guard.seal_journal().unwrap();
+    let sealed = fs::read_to_string(&journal_path).unwrap();
+    assert_eq!(sealed.lines().count(), 3);
+
+    let without_cheat: String =
+        sealed.lines().filter(|l| !l.contains("cheat")).map(|l| format!("{l}\n")).collect();
+    fs::write(&journal_path, without_cheat + "{\"event\":\"done\"}\n").unwrap();
+    assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Modified)]);
+    guard.restore().unwrap();
+    assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);
+
+    fs::remove_file(&journal_path).unwrap();
+    assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Deleted)]);
+    guard.restore().unwrap();
+    assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);
+}
