@@ -21,6 +21,7 @@ pub mod longrun;
 pub mod matcher;
 pub mod measure;
 pub mod prices;
+pub mod recall;
 pub mod run;
 pub mod term;
 pub mod transcript;
