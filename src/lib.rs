@@ -12,6 +12,7 @@ pub mod clock;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod goal;
 pub mod golden;
 pub mod longrun;
 pub mod matcher;

@@ -9,8 +9,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, GoalCommand};
 use crate::error::{Error, ErrorReport, Result};
+use crate::goal;
+use crate::longrun::Project;
 use crate::term::Theme;
 
 /// What every command gets: where it runs and how to print.
@@ -57,7 +59,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     match command {
         Command::Init { dir } => not_built("init", dir.is_some(), out),
-        Command::Goal(_) => not_built("goal", false, out),
+        Command::Goal(GoalCommand::Check { json }) => {
+            let project = Project::discover_initialised(&ctx.cwd)?;
+            goal::check(&project, &goal::CheckOptions { json }, &ctx.theme, out)
+        }
         Command::Freeze { .. } => not_built("freeze", false, out),
         Command::Loop(_) => not_built("loop", false, out),
         Command::Status { .. } => not_built("status", false, out),
