@@ -7,4 +7,5 @@ mod goal;
 mod golden;
 mod handoff;
 mod hook;
+mod measure;
 mod util;
