@@ -19,9 +19,11 @@ pub mod handoff;
 pub mod hook;
 pub mod longrun;
 pub mod matcher;
+pub mod measure;
 pub mod prices;
 pub mod run;
 pub mod term;
+pub mod transcript;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -6,4 +6,5 @@ mod freeze;
 mod golden;
 mod handoff;
 mod hook;
+mod measure;
 mod util;
