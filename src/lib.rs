@@ -16,6 +16,7 @@ pub mod golden;
 pub mod longrun;
 pub mod matcher;
 pub mod prices;
+pub mod rehearse;
 pub mod run;
 pub mod term;
 
