@@ -7,17 +7,22 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod atomic;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod frozen;
 pub mod golden;
+pub mod handoff;
+pub mod hook;
 pub mod longrun;
 pub mod matcher;
 pub mod prices;
 pub mod rehearse;
 pub mod run;
 pub mod term;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -2,5 +2,6 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod fake_agent;
+mod freeze;
 mod golden;
 mod util;
