@@ -19,10 +19,12 @@ pub mod handoff;
 pub mod hook;
 pub mod longrun;
 pub mod matcher;
+pub mod measure;
 pub mod prices;
 pub mod rehearse;
 pub mod run;
 pub mod term;
+pub mod transcript;
 pub mod verify;
 
 pub use error::{Error, Result};

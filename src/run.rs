@@ -83,7 +83,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             };
             crate::rehearse::run(&opts, &ctx.theme, out)
         }
-        Command::Measure(_) => not_built("measure", false, out),
+        Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
         Command::Recall(_) => not_built("recall", false, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
@@ -95,6 +95,18 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     }
     .inspect(|_| {
         let _ = &ctx.cwd;
+    })
+}
+
+fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::MeasureOptions> {
+    Ok(crate::measure::MeasureOptions {
+        paths: a.paths,
+        turns: a.turns,
+        json: a.json,
+        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        source: a.source.as_deref().map(crate::measure::parse_source).transpose()?,
+        project: a.project,
+        strict: a.strict,
     })
 }
 

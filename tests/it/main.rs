@@ -7,4 +7,5 @@ mod freeze;
 mod golden;
 mod handoff;
 mod hook;
+mod measure;
 mod util;
