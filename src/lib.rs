@@ -14,6 +14,7 @@ pub mod duration;
 pub mod embedded;
 pub mod error;
 pub mod frozen;
+pub mod goal;
 pub mod golden;
 pub mod handoff;
 pub mod hook;

@@ -4,6 +4,7 @@
 mod cache;
 mod fake_agent;
 mod freeze;
+mod goal;
 mod golden;
 mod handoff;
 mod hook;
