@@ -80,7 +80,14 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Loop(_) => not_built("loop", false, out),
         Command::Status { .. } => not_built("status", false, out),
         Command::Doctor => not_built("doctor", false, out),
-        Command::Rehearse(_) => not_built("rehearse", false, out),
+        Command::Rehearse(a) => {
+            let opts = crate::rehearse::Options {
+                scenario: a.scenario.unwrap_or_else(|| "finish".into()),
+                all: a.all,
+                keep: a.keep.map(|k| ctx.cwd.join(k)),
+            };
+            crate::rehearse::run(&opts, &ctx.theme, out)
+        }
         Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
         Command::Recall(_) => not_built("recall", false, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
