@@ -83,9 +83,13 @@ pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
 
     let mut reasons = Vec::with_capacity(4);
     reasons.push(if commands + prose == 0 {
-        "criteria: none — list under `## Criteria` what must be true when the work is done, one item a line".to_string()
+        "criteria: none — list under `## Criteria` what must be true when the work is done"
+            .to_string()
     } else {
-        format!("criteria: {} written under `## Criteria`", count(commands + prose, "criterion", "criteria"))
+        format!(
+            "criteria: {} written under `## Criteria`",
+            count(commands + prose, "criterion", "criteria")
+        )
     });
     reasons.push(if commands == 0 {
         if prose == 0 {
