@@ -248,9 +248,9 @@ impl Guard {
     /// intact; call this after kit's own appends to protect them before the agent runs again.
     ///
     /// Errors: [`Error::Io`] when the journal exists but cannot be read.
-    pub fn seal_journal(&self) -> Result<()> {
+    pub fn seal_journal(&mut self) -> Result<()> {
         let path = self.root.join(&self.journal_rel);
-        let mut hold = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        let hold = self.journal.get_mut().unwrap_or_else(|p| p.into_inner());
         match fs::read(&path) {
             Ok(bytes) => {
                 hold.perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;

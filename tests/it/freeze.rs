@@ -584,7 +584,7 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
     let journal = kit::longrun::journal::Journal::new(&journal_path);
     journal.append("loop_started", serde_json::json!({"iteration": 0})).unwrap();
     journal.append("cheat", serde_json::json!({"path": "tests/test_x.py"})).unwrap();
-    let guard = Guard::capture(&Project::at(root)).unwrap();
+    let mut guard = Guard::capture(&Project::at(root)).unwrap();
 
     journal.append("criteria", serde_json::json!({"passed": 0})).unwrap();
     assert_eq!(guard.check(), vec![], "kit's own appends are not drift");

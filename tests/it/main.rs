@@ -2,7 +2,9 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod cache;
+mod fake_agent;
 mod freeze;
+mod goal;
 mod golden;
 mod handoff;
 mod hook;
