@@ -14,14 +14,18 @@ pub mod duration;
 pub mod embedded;
 pub mod error;
 pub mod frozen;
+pub mod goal;
 pub mod golden;
 pub mod handoff;
 pub mod hook;
 pub mod longrun;
 pub mod matcher;
+pub mod measure;
 pub mod prices;
+pub mod rehearse;
 pub mod run;
 pub mod term;
+pub mod transcript;
 pub mod verify;
 
 pub use error::{Error, Result};

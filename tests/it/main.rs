@@ -2,8 +2,11 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod cache;
+mod fake_agent;
 mod freeze;
+mod goal;
 mod golden;
 mod handoff;
 mod hook;
+mod measure;
 mod util;
