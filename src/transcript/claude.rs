@@ -353,14 +353,18 @@ fn skim_message(m: &[u8]) -> Option<Message<'_>> {
     let (mut usage, mut content) = (None, None);
     let mut ok = true;
     skim::fields(m, |k, v| match k {
-        b"id" => msg.id = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
-            ok &= v == b"null";
-            None
-        }),
-        b"model" => msg.model = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
-            ok &= v == b"null";
-            None
-        }),
+        b"id" => {
+            msg.id = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
+                ok &= v == b"null";
+                None
+            })
+        }
+        b"model" => {
+            msg.model = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
+                ok &= v == b"null";
+                None
+            })
+        }
         b"usage" => usage = Some(v),
         b"content" => content = Some(v),
         _ => {}
@@ -655,7 +659,8 @@ mod skim_tests {
         let mut n = 0;
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
-            if !p.to_string_lossy().ends_with(".jsonl") || p.to_string_lossy().contains("hook_logs") {
+            if !p.to_string_lossy().ends_with(".jsonl") || p.to_string_lossy().contains("hook_logs")
+            {
                 continue;
             }
             for line in std::fs::read_to_string(&p).unwrap().lines() {

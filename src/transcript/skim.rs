@@ -158,8 +158,8 @@ mod tests {
 
     #[test]
     fn walks_top_level_fields_and_skips_nested_values() {
-        let got = all(r#"{"a":1,"b":"x\"}{[","c":{"d":[1,{"e":"]"}]},"f":true, "g" : null }"#)
-            .unwrap();
+        let got =
+            all(r#"{"a":1,"b":"x\"}{[","c":{"d":[1,{"e":"]"}]},"f":true, "g" : null }"#).unwrap();
         let keys: Vec<_> = got.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["a", "b", "c", "f", "g"]);
         assert_eq!(got[1].1, r#""x\"}{[""#);
