@@ -149,16 +149,14 @@ pub(crate) fn rehearse(
     }
     let check = sb.kit(&["goal", "check"])?;
     n.ran("kit goal check", &check)?;
-    if let Some(v) = blocked("kit goal check", &check) {
-        return Ok(v);
+    if check.missing() {
+        return Ok(Verdict { ok: false, actual: "`kit goal check` is not in this build yet".into() });
+    }
+    if check.code != Some(0) {
+        n.note("Not enough yet: the tests the criteria run are not frozen, so an agent could weaken them.")?;
     }
 
-    n.step(
-        4,
-        STEPS,
-        "kit freeze tests tools",
-        "The tests now belong to the loop: any change the agent makes is put back.",
-    )?;
+    n.step(4, STEPS, "kit freeze tests tools", "The tests now belong to the loop: any change the agent makes is put back. Now the goal rates level 4.")?;
     let mut args = vec!["freeze"];
     args.extend(sample::FROZEN);
     let freeze = sb.kit(&args)?;
@@ -166,14 +164,13 @@ pub(crate) fn rehearse(
     if let Some(v) = blocked("kit freeze", &freeze) {
         return Ok(v);
     }
+    let check = sb.kit(&["goal", "check"])?;
+    n.ran("kit goal check", &check)?;
+    if let Some(v) = blocked("kit goal check", &check) {
+        return Ok(v);
+    }
     let setup = sample::git(&sb.project, &sb.env, &["add", "-A"])
-        .and_then(|_| {
-            sample::git(
-                &sb.project,
-                &sb.env,
-                &["commit", "-q", "-m", "longrun: goal, config and frozen tests"],
-            )
-        })
+        .and_then(|_| sample::git(&sb.project, &sb.env, &["commit", "-q", "-m", "longrun: goal, config and frozen tests"]))
         .and_then(|_| sample::git(&sb.project, &sb.env, &["rev-parse", "--short=7", "HEAD"]));
     n.note(&format!("committed longrun/ ({})", setup?.trim()))?;
 
