@@ -150,7 +150,10 @@ pub(crate) fn rehearse(
     let check = sb.kit(&["goal", "check"])?;
     n.ran("kit goal check", &check)?;
     if check.missing() {
-        return Ok(Verdict { ok: false, actual: "`kit goal check` is not in this build yet".into() });
+        return Ok(Verdict {
+            ok: false,
+            actual: "`kit goal check` is not in this build yet".into(),
+        });
     }
     if check.code != Some(0) {
         n.note("Not enough yet: the tests the criteria run are not frozen, so an agent could weaken them.")?;
@@ -170,14 +173,20 @@ pub(crate) fn rehearse(
         return Ok(v);
     }
     let setup = sample::git(&sb.project, &sb.env, &["add", "-A"])
-        .and_then(|_| sample::git(&sb.project, &sb.env, &["commit", "-q", "-m", "longrun: goal, config and frozen tests"]))
+        .and_then(|_| {
+            sample::git(
+                &sb.project,
+                &sb.env,
+                &["commit", "-q", "-m", "longrun: goal, config and frozen tests"],
+            )
+        })
         .and_then(|_| sample::git(&sb.project, &sb.env, &["rev-parse", "--short=7", "HEAD"]));
     n.note(&format!("committed longrun/ ({})", setup?.trim()))?;
 
-    let agent = format!("--agent=fake:{}", plan.name);
-    let mut loop_args = vec!["loop", agent.as_str()];
+    let agent = format!("fake:{}", plan.name);
+    let mut loop_args = vec!["loop", "--agent", agent.as_str()];
     loop_args.extend(plan.loop_args);
-    let shown = format!("kit {}", loop_args.join(" ").replace("--agent=", "--agent "));
+    let shown = format!("kit {}", loop_args.join(" "));
     n.step(5, STEPS, &shown, plan.proves)?;
     let verdict = if plan.name == "race" {
         race(&sb, &loop_args, &shown, n)?
@@ -326,7 +335,7 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
                 .to_string();
             let peak = agent_end
                 .and_then(|e| e["peak_rss_bytes"].as_u64())
-                .map(|b| format!(", peak {}", crate::duration::format_size(b)))
+                .map(|b| format!(", peak {} MiB", b >> 20))
                 .unwrap_or_default();
             let actual = if killed {
                 format!(
