@@ -213,11 +213,12 @@ pub(crate) fn rehearse(
     if transcripts.is_empty() {
         n.note("no transcript was written (the agent never ran); nothing to measure")?;
     } else {
-        let rels: Vec<String> = transcripts
-            .iter()
-            .map(|p| p.strip_prefix(&sb.home).map_or(p.clone(), |r| Path::new("~").join(r)))
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
+        n.note(&format!(
+            "the fake agent wrote {} transcript{} under {}",
+            transcripts.len(),
+            if transcripts.len() == 1 { "" } else { "s" },
+            sb.home.join(".claude/projects").display()
+        ))?;
         let mut args = vec!["measure".to_string()];
         args.extend(transcripts.iter().map(|p| p.to_string_lossy().into_owned()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -225,7 +226,7 @@ pub(crate) fn rehearse(
         if measure.missing() {
             n.note("kit measure is not in this build yet; skipped")?;
         } else {
-            n.ran(&format!("kit measure {}", rels.join(" ")), &measure)?;
+            n.ran("kit measure $CLAUDE_CONFIG_DIR/projects/*/*.jsonl", &measure)?;
         }
     }
     Ok(verdict)
