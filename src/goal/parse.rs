@@ -282,6 +282,7 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
     if rest.starts_with('(') {
         rest = take_exit(path, line, rest, &mut exit)?.trim_start();
     }
+    let arrow = strip_arrow(rest).is_some();
     if let Some(after) = strip_arrow(rest) {
         let mut r = after.trim_start();
         if !r.starts_with('`') {
@@ -322,6 +323,20 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
         rest = take_exit(path, line, rest, &mut exit)?;
     }
     let rest = rest.trim().trim_end_matches('.').trim();
+    if !rest.is_empty() && has_arrow(&command) {
+        return err(
+            format!("the command `{command}` holds an arrow: a closing backquote is probably missing after the command"),
+            CRITERION_SHAPE,
+        );
+    }
+    if !rest.is_empty() && !arrow {
+        return err(
+            format!(
+                "expected → (or ->) between the command and its expected output, found `{rest}`"
+            ),
+            CRITERION_SHAPE,
+        );
+    }
     if !rest.is_empty() {
         return err(
             format!("unexpected text after the criterion: `{rest}`"),
@@ -636,10 +651,11 @@ mod tests {
         // (goal text, line, a word the message must hold)
         let cases: &[(&str, usize, &str)] = &[
             ("# G\n## Criteria\n- function: python3 x.py → `OK`\n", 3, "backquotes"),
-            ("# G\n## Criteria\n\n- function: `python3 x.py → `OK`\n", 4, "after the criterion"),
+            ("# G\n## Criteria\n\n- function: `python3 x.py → `OK`\n", 4, "closing backquote"),
             ("## Criteria\n- function: `a` → OK\n", 2, "backquotes"),
             ("## Criteria\n- function: `a` →\n", 2, "nothing after the arrow"),
             ("## Criteria\n- function: `a` → `b` `c`\n", 2, "unexpected text"),
+            ("## Criteria\n- function: `a` prints `b`\n", 2, "expected → (or ->)"),
             ("## Criteria\n- function: `a` → `b` and\n", 2, "`and`"),
             ("## Criteria\n- function: `a` → `re:(`\n", 2, "regular expression"),
             ("## Criteria\n- function: `a` → `b` (exit x)\n", 2, "exit status"),
