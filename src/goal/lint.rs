@@ -748,13 +748,13 @@ impl Runner {
     fn of(words: &[String]) -> Option<Runner> {
         let (prog, args) = shell::program(words)?;
         let base = prog.rsplit('/').next().unwrap_or(prog);
-        let is_python = base.starts_with("python");
+        let module = if base.starts_with("python") { python_module(args) } else { None };
         let (kind, args) = if matches!(base, "pytest" | "py.test") {
             (RunnerKind::Pytest, args)
-        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "pytest" {
-            (RunnerKind::Pytest, &args[2..])
-        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "unittest" {
-            (RunnerKind::Unittest, &args[2..])
+        } else if let Some(("pytest", rest)) = module {
+            (RunnerKind::Pytest, rest)
+        } else if let Some(("unittest", rest)) = module {
+            (RunnerKind::Unittest, rest)
         } else if base == "cargo" && args.first().is_some_and(|a| a == "test") {
             (RunnerKind::Cargo, &args[1..])
         } else if base == "go" && args.first().is_some_and(|a| a == "test") {
@@ -967,6 +967,21 @@ impl Runner {
             RunnerKind::Go => vec![Target::Dir(".".into(), vec!["*_test.go".into()])],
         }
     }
+}
+
+/// The module of `python [OPTIONS] -m MODULE ARGS…` and its arguments: interpreter options
+/// such as `-B`, `-u`, `-X dev` may come before `-m`.
+fn python_module(args: &[String]) -> Option<(&str, &[String])> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-m" => return args.get(i + 1).map(|m| (m.as_str(), &args[i + 2..])),
+            "-X" | "-W" | "--check-hash-based-pycs" => i += 2,
+            a if a.starts_with('-') && a != "-c" && a != "-" => i += 1,
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)
@@ -1283,6 +1298,9 @@ mod tests {
             ("- regression: `pytest pyt/test_api.py::test_one` → `1 passed`", none.clone(), "pyt/test_api.py is not frozen"),
             ("- regression: `cd rs && cargo test` → `3 passed`", none.clone(), "rs/tests/cli.rs is not frozen"),
             ("- regression: `sh tests/helpers.py` → `3 passed`", none.clone(), "tests/helpers.py is not frozen"),
+            ("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests`", none.clone(), "tests/test_durations.py is not frozen"),
+            ("- regression: `python3 -X dev -u -m unittest discover -s tests` → `Ran 9 tests`", none.clone(), "kit freeze tests/"),
+            ("- regression: `python3 -B -m pytest -k x pyt` → `9 passed`", none.clone(), "`-k x` selects"),
             ("- regression: `pytest tests/` → `3 passed`", none.clone(), "2 test files the command runs are not frozen (tests/test_config.py, tests/test_durations.py)"),
             ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ];

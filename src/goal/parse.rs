@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 /// backquotes, unknown kind, unquoted expected output, bad `re:` pattern, bad `(exit N)`) or a
 /// malformed budget item (unknown name, value that is not a count, duration or amount).
 pub fn parse(path: &Path, text: &str) -> Result<Goal> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines = clean_lines(text);
     let mut goal = Goal {
         title: String::new(),
@@ -636,6 +637,15 @@ mod tests {
         assert_eq!(g.criteria.len(), 1);
         assert_eq!(g.criteria[0].command, "e");
         assert_eq!(g.criteria[0].line, 10);
+    }
+
+    #[test]
+    fn crlf_and_a_byte_order_mark_are_read() {
+        let text = DESIGN_EXAMPLE.replace('\n', "\r\n");
+        let g = p(&format!("\u{feff}{text}")).unwrap();
+        assert_eq!(g.title, "parse durations in the config loader");
+        assert_eq!(g.criteria.len(), 3);
+        assert_eq!(g.criteria[2].expectations[0].as_written(), "re:^p95_ms=([0-9]|1[0-9])$");
     }
 
     #[test]
