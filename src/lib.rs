@@ -22,6 +22,7 @@ pub mod longrun;
 pub mod matcher;
 pub mod measure;
 pub mod prices;
+pub mod recall;
 pub mod rehearse;
 pub mod run;
 pub mod term;

@@ -9,4 +9,5 @@ mod golden;
 mod handoff;
 mod hook;
 mod measure;
+mod recall;
 mod util;
