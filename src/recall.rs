@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn snippets_mark_the_match_on_one_line() {
-        let (s, a, b) = snippet("first line\nthe cache expired here", 16, 21);
+        let (s, a, b) = snippet("first line\nthe cache expired here", 15, 20);
         assert_eq!(s, "first line the cache expired here");
         assert_eq!(&s[a..b], "cache");
         let long = format!("{}needle{}", "x".repeat(100), "y".repeat(100));
