@@ -9,14 +9,19 @@
 pub mod atomic;
 pub mod cli;
 pub mod clock;
+pub mod doctor;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod frozen;
+pub mod goal;
 pub mod golden;
 pub mod longrun;
+pub mod looprun;
 pub mod matcher;
 pub mod prices;
 pub mod run;
+pub mod status;
 pub mod term;
 
 pub use error::{Error, Result};

@@ -2,4 +2,5 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod golden;
+mod r#loop;
 mod util;
