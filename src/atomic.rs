@@ -22,6 +22,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Like [`write_atomic`], and give the file the Unix permission bits `perm` (e.g. `0o755`)
+/// before it is renamed into place, so no reader ever sees the right bytes with the wrong mode.
+/// A symbolic link at `path` is replaced, not followed.
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
+    tmp.write_all(bytes).at(path)?;
+    tmp.as_file().set_permissions(fs::Permissions::from_mode(perm)).at(path)?;
+    tmp.as_file().sync_all().at(path)?;
+    tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
+    sync_dir(dir);
+    Ok(())
+}
+
 /// Write `bytes` atomically, but only if `path` does not exist yet (never overwrites).
 /// Returns `Ok(false)` when the file already existed and was left alone.
 pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {

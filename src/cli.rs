@@ -23,20 +23,29 @@ pub struct Cli {
 pub enum Command {
     /// Create longrun/ with its seven state files in a git repository.
     Init {
-        /// The repository (default: the current one).
-        dir: Option<PathBuf>,
+        /// A folder in the repository (default: the current one); longrun/ goes at its root.
+        #[arg(value_name = "DIR")]
+        path: Option<PathBuf>,
     },
     /// Work with longrun/goal.md, the goal as a contract.
     #[command(subcommand)]
     Goal(GoalCommand),
     /// Freeze files (tests, fixtures) so the agent cannot change them, or check for drift.
+    ///
+    /// Records each file's sha256, size and mode in longrun/frozen.toml and stores a copy in
+    /// longrun/.frozen/objects/. A frozen folder also forbids new files under it.
+    /// Exit status of --check: 0 clean, 1 drift found, 2 bad input.
     Freeze {
         /// Files or folders to freeze.
-        #[arg(required_unless_present = "check")]
+        #[arg(required_unless_present_any = ["check", "restore"])]
         paths: Vec<PathBuf>,
-        /// Report drift from the manifest instead of freezing.
-        #[arg(long, conflicts_with = "paths")]
+        /// Report drift from the manifest instead of freezing (exit 1 when drift is found).
+        #[arg(long, conflicts_with_all = ["paths", "restore"])]
         check: bool,
+        /// Put every drifted frozen file back from its stored copy; remove new files under
+        /// frozen folders.
+        #[arg(long, conflicts_with = "paths")]
+        restore: bool,
     },
     /// Run the agent in a headless loop until the goal's criteria pass or a cap is reached.
     Loop(LoopArgs),
@@ -62,6 +71,15 @@ pub enum Command {
     /// Save or verify the handoff (longrun/handoff.md).
     #[command(subcommand)]
     Handoff(HandoffCommand),
+    /// Run the kit test catalogue from this binary, each case in a temporary sandbox.
+    Verify {
+        /// Only cases whose file name contains this text.
+        #[arg(long, value_name = "TEXT")]
+        case: Option<String>,
+        /// Print each failure's diff in full.
+        #[arg(long, short)]
+        verbose: bool,
+    },
 }
 
 /// `kit goal …`

@@ -7,6 +7,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod atomic;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod doctor;
@@ -16,6 +17,8 @@ pub mod error;
 pub mod frozen;
 pub mod goal;
 pub mod golden;
+pub mod handoff;
+pub mod hook;
 pub mod longrun;
 pub mod looprun;
 pub mod matcher;
@@ -23,5 +26,6 @@ pub mod prices;
 pub mod run;
 pub mod status;
 pub mod term;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -9,8 +9,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{CacheArgs, Cli, Command, HandoffCommand, HookCommand};
 use crate::error::{Error, ErrorReport, Result};
+use crate::frozen::freeze::FreezeAction;
+use crate::longrun::init::InitOptions;
 use crate::term::Theme;
 
 /// What every command gets: where it runs and how to print.
@@ -56,9 +58,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
 /// Run one command, writing its output to `out`. Returns the exit code on success.
 pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     match command {
-        Command::Init { dir } => not_built("init", dir.is_some(), out),
+        Command::Init { path } => {
+            crate::longrun::init::run(&ctx.cwd, &InitOptions { dir: path }, &ctx.theme, out)
+        }
         Command::Goal(_) => not_built("goal", false, out),
-        Command::Freeze { .. } => not_built("freeze", false, out),
+        Command::Freeze { paths, check, restore } => {
+            let action = if check {
+                FreezeAction::Check
+            } else if restore {
+                FreezeAction::Restore
+            } else {
+                FreezeAction::Freeze(paths)
+            };
+            crate::frozen::freeze::run(&ctx.cwd, &action, &ctx.theme, out)
+        }
         Command::Loop(args) => crate::looprun::run(&ctx.cwd, &loop_options(args)?, out),
         Command::Status { json } => {
             crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
@@ -67,9 +80,13 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Rehearse(_) => not_built("rehearse", false, out),
         Command::Measure(_) => not_built("measure", false, out),
         Command::Recall(_) => not_built("recall", false, out),
-        Command::Hook(_) => not_built("hook", false, out),
-        Command::Cache(_) => not_built("cache", false, out),
-        Command::Handoff(_) => not_built("handoff", false, out),
+        Command::Hook(cmd) => hook(ctx, cmd, out),
+        Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
+        Command::Handoff(cmd) => handoff(ctx, cmd, out),
+        Command::Verify { case, verbose } => {
+            let opts = crate::verify::Options { filter: case, verbose };
+            crate::verify::run(&opts, &ctx.theme, out)
+        }
     }
     .inspect(|_| {
         let _ = &ctx.cwd;
@@ -99,6 +116,83 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
     })
+}
+
+fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write) -> Result<u8> {
+    match cmd {
+        HookCommand::Claude => {
+            let mut stdin = std::io::stdin().lock();
+            let mut err = std::io::stderr().lock();
+            Ok(crate::hook::run_claude(&mut stdin, out, &mut err, ctx.cwd.clone()))
+        }
+        HookCommand::Install { user, uninstall, dry_run } => {
+            let settings = crate::hook::install::settings_path(&ctx.cwd, user)?;
+            crate::hook::install::run(
+                &crate::hook::install::InstallOptions { settings, uninstall, dry_run },
+                out,
+            )
+        }
+        HookCommand::Rehearse => crate::hook::rehearse::run(out),
+    }
+}
+
+fn cache_options(ctx: &Ctx, a: CacheArgs) -> Result<crate::cache::CacheOptions> {
+    use crate::cache::{Source, Ttl};
+    let ttl = a.ttl.as_deref().map(Ttl::parse).transpose()?;
+    let transcript = match (a.transcript, a.session) {
+        (Some(p), _) => Some(p),
+        (None, Some(id)) => Some(crate::hook::tail::find_session(&id)?),
+        (None, None) => None,
+    };
+    let source = match transcript {
+        Some(path) => {
+            if a.idle.is_some() {
+                return Err(Error::usage(
+                    "--idle comes from the transcript; drop it or use --at TIME",
+                ));
+            }
+            let at = match a.at {
+                Some(t) => Some(t.trim().parse::<jiff::Timestamp>().map_err(|e| {
+                    Error::usage(format!("--at `{t}` is not an RFC 3339 time ({e})"))
+                        .with_hint("e.g. --at 2026-10-01T11:00:00Z")
+                })?),
+                None => None,
+            };
+            Source::Transcript { path, at }
+        }
+        None => {
+            if a.at.is_some() {
+                return Err(Error::usage("--at needs --transcript or --session"));
+            }
+            let (Some(model), Some(context), Some(idle)) = (a.model, a.context, a.idle) else {
+                return Err(Error::usage(
+                    "kit cache needs --model, --context and --idle, or --transcript/--session",
+                )
+                .with_hint("kit cache --model claude-opus-4-6 --context 150000 --idle 2h"));
+            };
+            let idle = crate::duration::parse_duration(&idle).map_err(Error::usage)?;
+            Source::Given { model, context, idle }
+        }
+    };
+    Ok(crate::cache::CacheOptions { source, ttl, handoff: a.handoff, cwd: ctx.cwd.clone() })
+}
+
+fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
+    use crate::handoff::{ProofSource, SaveOptions, VerifyOptions};
+    match cmd {
+        HandoffCommand::Save => {
+            let mut stdin = std::io::stdin().lock();
+            crate::handoff::save(&SaveOptions { cwd: ctx.cwd.clone() }, &mut stdin, out)
+        }
+        HandoffCommand::Verify { transcript, session } => {
+            let proof = match (transcript, session) {
+                (Some(p), _) => Some(ProofSource::Transcript(p)),
+                (None, Some(id)) => Some(ProofSource::Session(id)),
+                (None, None) => None,
+            };
+            crate::handoff::verify(&VerifyOptions { cwd: ctx.cwd.clone(), proof }, out)
+        }
+    }
 }
 
 // Scaffolding while the modules land on main; each arm above is replaced as its module arrives.

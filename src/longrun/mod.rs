@@ -12,6 +12,7 @@
 //! | `journal.jsonl` | kit only |
 
 pub mod config;
+pub mod init;
 pub mod journal;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 //! kit's integration tests: one test binary, a module per area (STYLE.md §9). Each test works in
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
+mod freeze;
 mod golden;
 mod r#loop;
 mod util;

@@ -1,0 +1,387 @@
+//! `kit cache`: the idle-time arithmetic of DESIGN §10. Anthropic's prompt cache keeps a
+//! context warm for its TTL (5 minutes, or 1 hour when written with the 1-hour TTL); the first
+//! message after a longer idle gap re-writes the whole context at the cache-write rate. The
+//! alternative is a clean start from the handoff, which writes only the handoff-sized context.
+//! This module prices both with the embedded price table (DESIGN §9) and says which is cheaper.
+//!
+//! The clean start is [`DEFAULT_HANDOFF_TOKENS`] unless `--handoff` says otherwise: a fresh
+//! Claude Code session re-reads its system prompt and tool definitions (about 20,000 tokens,
+//! formats/claude-code.md §4.5 `/context` breakdown: 3.2k + 17.9k) plus the handoff and state
+//! files (a few thousand tokens).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::duration::format_duration;
+use crate::error::{Error, Result};
+use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
+
+/// Tokens of a clean start from a handoff, when not given: system prompt and tools (≈20k) plus
+/// the handoff and state files (≈5k).
+pub const DEFAULT_HANDOFF_TOKENS: u64 = 25_000;
+
+/// The two prompt-cache TTLs Anthropic offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// 5 minutes (cache writes at 1.25× input).
+    FiveMinutes,
+    /// 1 hour (cache writes at 2× input).
+    OneHour,
+}
+
+impl Ttl {
+    /// Parse `5m` or `1h` (also `300s`, `60m`…: any duration equal to one of them).
+    pub fn parse(s: &str) -> Result<Ttl> {
+        match crate::duration::parse_duration(s) {
+            Ok(d) if d == Duration::from_secs(300) => Ok(Ttl::FiveMinutes),
+            Ok(d) if d == Duration::from_secs(3600) => Ok(Ttl::OneHour),
+            _ => Err(Error::usage(format!("cache TTL `{s}` is not 5m or 1h"))
+                .with_hint("use --ttl 5m or --ttl 1h (the two TTLs the API offers)")),
+        }
+    }
+
+    /// The TTL closest to `d` (≥ 1 h → 1 h, else 5 m).
+    pub fn from_duration(d: Duration) -> Ttl {
+        if d >= Duration::from_secs(3600) {
+            Ttl::OneHour
+        } else {
+            Ttl::FiveMinutes
+        }
+    }
+
+    /// Its length.
+    pub fn duration(self) -> Duration {
+        match self {
+            Ttl::FiveMinutes => Duration::from_secs(300),
+            Ttl::OneHour => Duration::from_secs(3600),
+        }
+    }
+
+    /// `5m` or `1h`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Ttl::FiveMinutes => "5m",
+            Ttl::OneHour => "1h",
+        }
+    }
+
+    /// `Usage` of writing `tokens` to the cache at this TTL.
+    pub fn write(self, tokens: u64) -> Usage {
+        match self {
+            Ttl::FiveMinutes => Usage { cache_write_5m: tokens, ..Usage::default() },
+            Ttl::OneHour => Usage { cache_write_1h: tokens, ..Usage::default() },
+        }
+    }
+}
+
+/// The two costs of the next message after an idle gap.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// True when the gap is within the TTL (the context is still cached).
+    pub warm: bool,
+    /// USD of resending the context: a cache read when warm, a cache write when cold.
+    pub resend_usd: f64,
+    /// USD of starting clean: the handoff tokens written to the cache.
+    pub clean_usd: f64,
+    /// Tokens of the clean start.
+    pub handoff_tokens: u64,
+    /// What resending counts as (`Usage` of one request).
+    pub resend: Usage,
+}
+
+/// Price the next message after `idle` with `context` tokens cached at `ttl`, against a clean
+/// start of `handoff_tokens`. Each is priced as one request (the long-context tier applies per
+/// request, DESIGN §9).
+pub fn compare(
+    price: &ModelPrice,
+    context: u64,
+    ttl: Ttl,
+    handoff_tokens: u64,
+    idle: Duration,
+) -> Comparison {
+    let warm = idle <= ttl.duration();
+    let resend =
+        if warm { Usage { cache_read: context, ..Usage::default() } } else { ttl.write(context) };
+    Comparison {
+        warm,
+        resend_usd: price.cost(&resend),
+        clean_usd: price.cost(&ttl.write(handoff_tokens)),
+        handoff_tokens,
+        resend,
+    }
+}
+
+/// Where `kit cache` takes its numbers from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Given on the command line.
+    Given {
+        /// Model id.
+        model: String,
+        /// Context, tokens.
+        context: u64,
+        /// Idle time.
+        idle: Duration,
+    },
+    /// Read from a transcript's tail: model, context and the time of the last API call.
+    Transcript {
+        /// The transcript file.
+        path: PathBuf,
+        /// The moment to evaluate (default: now).
+        at: Option<Timestamp>,
+    },
+}
+
+/// Options of `kit cache`, validated.
+#[derive(Clone, Debug)]
+pub struct CacheOptions {
+    /// Where the numbers come from.
+    pub source: Source,
+    /// TTL (default: the transcript's, else config `context.cache_ttl`, else 5m).
+    pub ttl: Option<Ttl>,
+    /// Clean-start tokens (default [`DEFAULT_HANDOFF_TOKENS`]).
+    pub handoff: Option<u64>,
+    /// Where kit runs (for `longrun/config.toml` price overrides and TTL).
+    pub cwd: PathBuf,
+}
+
+/// Run `kit cache`.
+///
+/// Errors: [`Error::Usage`] for an unpriced model; [`Error::Input`] for a transcript with no API
+/// call; [`Error::Io`] for an unreadable transcript.
+pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
+    let config = match crate::hook::find_longrun(&opts.cwd) {
+        Some(dir) => crate::longrun::config::Config::load(&dir.join("config.toml"))?,
+        None => crate::longrun::config::Config::default(),
+    };
+    let (model, context, idle, ttl, origin) = match &opts.source {
+        Source::Given { model, context, idle } => (
+            model.clone(),
+            *context,
+            *idle,
+            opts.ttl.unwrap_or(Ttl::from_duration(config.cache_ttl())),
+            None,
+        ),
+        Source::Transcript { path, at } => {
+            let tail = crate::hook::tail::read_tail(path)?;
+            let call = tail.last_call.clone().ok_or_else(|| {
+                Error::input(
+                    path,
+                    None,
+                    "no main-chain API call with usage in this transcript's tail",
+                )
+            })?;
+            let last = call
+                .timestamp
+                .ok_or_else(|| Error::input(path, None, "the last API call has no timestamp"))?;
+            let at = at.unwrap_or_else(crate::clock::now);
+            let idle = Duration::try_from(at.duration_since(last)).unwrap_or(Duration::ZERO);
+            let ttl = opts.ttl.unwrap_or(if call.cache_write_1h > 0 {
+                Ttl::OneHour
+            } else if call.cache_write_5m > 0 {
+                Ttl::FiveMinutes
+            } else {
+                Ttl::from_duration(config.cache_ttl())
+            });
+            let context = tail.context().unwrap_or(0);
+            let origin =
+                format!("last API call {} in {}", crate::clock::format_ts(last), path.display());
+            (call.model, context, idle, ttl, Some(origin))
+        }
+    };
+    let table = PriceTable::embedded().with_overrides(&config.prices);
+    let Lookup::Priced(price) = table.lookup(&model) else {
+        return Err(Error::usage(format!("model `{model}` is not in the price table")).with_hint(format!(
+            "add [prices.\"{model}\"] with input, output, cache_write_5m, cache_write_1h and cache_read to longrun/config.toml"
+        )));
+    };
+    let handoff = opts.handoff.unwrap_or(DEFAULT_HANDOFF_TOKENS);
+    let c = compare(price, context, ttl, handoff, idle);
+    print_report(
+        out,
+        price,
+        &model,
+        context,
+        idle,
+        ttl,
+        &c,
+        origin.as_deref(),
+        opts.handoff.is_none(),
+    )
+    .map_err(|e| Error::io("stdout", e))?;
+    Ok(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_report(
+    out: &mut dyn Write,
+    price: &ModelPrice,
+    model: &str,
+    context: u64,
+    idle: Duration,
+    ttl: Ttl,
+    c: &Comparison,
+    origin: Option<&str>,
+    default_handoff: bool,
+) -> std::io::Result<()> {
+    let idle_s = format_duration(idle);
+    let ttl_s = format_duration(ttl.duration());
+    writeln!(
+        out,
+        "{model} · {} tokens of context · idle {idle_s} · cache TTL {}",
+        fmt_tokens(context),
+        ttl.label()
+    )?;
+    if let Some(o) = origin {
+        writeln!(out, "from the {o}")?;
+    }
+    writeln!(out)?;
+    writeln!(out, "timeline")?;
+    if c.warm {
+        let left = format_duration(ttl.duration() - idle);
+        writeln!(out, "  0s → {ttl_s:<8} warm: the context is cached; {left} left at {idle_s}")?;
+        writeln!(
+            out,
+            "  {ttl_s:<4} → …        cold: after that the next message re-writes the whole context"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  0s → {ttl_s:<8} warm: the next message would have read the context from the cache"
+        )?;
+        writeln!(out, "  {ttl_s} → {idle_s:<7} cold: the cache expired at {ttl_s}; the next message re-writes the whole context")?;
+    }
+    writeln!(out)?;
+    let write_rate = price.rates_for(&ttl.write(context));
+    let (resend_what, resend_rate) = if c.warm {
+        ("cache read".to_string(), price.rates_for(&c.resend).cache_read)
+    } else {
+        (format!("{} cache write", ttl.label()), rate_of(write_rate, ttl))
+    };
+    let clean_rate = rate_of(price.rates_for(&ttl.write(c.handoff_tokens)), ttl);
+    writeln!(out, "next message after {idle_s} idle")?;
+    writeln!(
+        out,
+        "  resend the context        {:>9} tokens × ${}/M ({resend_what})  {}",
+        fmt_tokens(context),
+        fmt_rate(resend_rate),
+        fmt_usd(c.resend_usd)
+    )?;
+    writeln!(
+        out,
+        "  clean start from handoff  {:>9} tokens × ${}/M ({} cache write)  {}",
+        fmt_tokens(c.handoff_tokens),
+        fmt_rate(clean_rate),
+        ttl.label(),
+        fmt_usd(c.clean_usd)
+    )?;
+    if default_handoff {
+        writeln!(
+            out,
+            "  (handoff size: the default {} tokens; --handoff TOKENS sets it)",
+            fmt_tokens(DEFAULT_HANDOFF_TOKENS)
+        )?;
+    }
+    writeln!(out)?;
+    let diff = (c.resend_usd - c.clean_usd).abs();
+    if c.clean_usd < c.resend_usd {
+        writeln!(
+            out,
+            "clean start is cheaper by {} ({:.0}% less than resending)",
+            fmt_usd(diff),
+            diff * 100.0 / c.resend_usd
+        )?;
+    } else if c.resend_usd < c.clean_usd {
+        writeln!(
+            out,
+            "resending is cheaper by {} ({:.0}% less than a clean start){}",
+            fmt_usd(diff),
+            diff * 100.0 / c.clean_usd,
+            if c.warm { "; the cache is still warm" } else { "" }
+        )?;
+    } else {
+        writeln!(out, "both cost the same")?;
+    }
+    Ok(())
+}
+
+fn rate_of(r: &crate::prices::Rates, ttl: Ttl) -> f64 {
+    match ttl {
+        Ttl::FiveMinutes => r.cache_write_5m,
+        Ttl::OneHour => r.cache_write_1h,
+    }
+}
+
+/// Tokens with thousands separators: `150,000`.
+pub fn fmt_tokens(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// USD to four decimals, halves rounded up: `$0.9375`, `$0.1563`.
+pub fn fmt_usd(usd: f64) -> String {
+    format!("${:.4}", (usd * 10_000.0).round() / 10_000.0)
+}
+
+fn fmt_rate(r: f64) -> String {
+    format!("{r:.2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opus() -> &'static ModelPrice {
+        match PriceTable::embedded().lookup("claude-opus-4-6") {
+            Lookup::Priced(p) => p,
+            _ => panic!("opus 4.6 is priced"),
+        }
+    }
+
+    #[test]
+    fn worked_check_of_issue_4() {
+        let c = compare(opus(), 150_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(7200));
+        assert!(!c.warm);
+        assert!((c.resend_usd - 0.9375).abs() < 1e-12);
+        assert!((c.clean_usd - 0.15625).abs() < 1e-12);
+        assert_eq!(fmt_usd(c.resend_usd), "$0.9375");
+        assert_eq!(fmt_usd(c.clean_usd), "$0.1563");
+    }
+
+    #[test]
+    fn warm_cache_reads_and_one_hour_writes() {
+        let c = compare(opus(), 150_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(240));
+        assert!(c.warm);
+        assert!((c.resend_usd - 0.075).abs() < 1e-12);
+        let c = compare(opus(), 150_000, Ttl::OneHour, 25_000, Duration::from_secs(7200));
+        assert!((c.resend_usd - 1.5).abs() < 1e-12);
+        assert!((c.clean_usd - 0.25).abs() < 1e-12);
+        // The long-context tier applies per request: 250k tokens re-written cost double rate.
+        let c = compare(opus(), 250_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(7200));
+        assert!((c.resend_usd - 250_000.0 * 12.5 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn number_formats() {
+        for (n, s) in [
+            (0, "0"),
+            (999, "999"),
+            (1000, "1,000"),
+            (164_831, "164,831"),
+            (1_000_000, "1,000,000"),
+        ] {
+            assert_eq!(fmt_tokens(n), s);
+        }
+        assert!(Ttl::parse("1h").is_ok() && Ttl::parse("10m").is_err());
+    }
+}

@@ -1,0 +1,364 @@
+//! `kit freeze PATH…`, `kit freeze --check` and `kit freeze --restore` (DESIGN §5).
+//!
+//! Freezing records each file's sha256, size and git-style mode in `longrun/frozen.toml` and
+//! stores its content at `longrun/.frozen/objects/<sha256>`; a folder is walked (skipping `.git`,
+//! `longrun/` and test-runner caches) and recorded in `dirs`, so a file appearing under it later
+//! counts as a cheat. Freezing again adds and updates entries; re-freezing a folder drops the
+//! entries of files no longer in it. Every path is checked before anything is written, and the
+//! copies are stored before the manifest that names them is rewritten.
+//!
+//! Exit status of `--check`: 0 when the tree matches, 1 when drift was found (each path is
+//! named with its kind), 2 for bad input.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use super::guard::{Drift, DriftKind, Guard};
+use super::manifest::{self, FileEntry, Manifest};
+use super::{inspect, walk};
+use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::longrun::Project;
+use crate::term::Theme;
+
+/// Exit status of `kit freeze --check` when drift was found.
+pub const EXIT_DRIFT: u8 = EXIT_INTERNAL;
+
+/// What `kit freeze` was asked to do.
+#[derive(Clone, Debug)]
+pub enum FreezeAction {
+    /// Freeze these files and folders (relative to the current folder, or absolute).
+    Freeze(Vec<PathBuf>),
+    /// List drift from the manifest.
+    Check,
+    /// Put every drifted frozen file back from its stored copy.
+    Restore,
+}
+
+/// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status.
+///
+/// Errors: [`Error::Usage`] for a path that is missing, a link, outside the repository or inside
+/// `longrun/`/`.git`, or when `longrun/` does not exist; [`Error::Input`] for a malformed
+/// `frozen.toml`; [`Error::Io`] naming the file that could not be read or written.
+pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let project = Project::discover_initialised(cwd)?;
+    match action {
+        FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, theme, out),
+        FreezeAction::Check => check(&project, theme, out),
+        FreezeAction::Restore => restore(&project, theme, out),
+    }
+}
+
+/// Every drift of the tree from the manifest on disk: each frozen file (content and git-style
+/// mode), each stored copy, and new files under the frozen folders; sorted by path. Unlike the
+/// [`Guard`], it trusts `frozen.toml` as it is now.
+pub fn check_manifest(project: &Project, m: &Manifest) -> Result<Vec<Drift>> {
+    let root = &project.root;
+    let objects_rel = format!("{}/.frozen/objects", crate::longrun::DIR);
+    let mut out = Vec::new();
+    for (rel, e) in &m.files {
+        if let Some(kind) = inspect(root, rel, &e.sha256, &|p| manifest::git_mode(p) == e.mode) {
+            out.push(Drift { path: rel.clone(), kind });
+        }
+        let obj = format!("{objects_rel}/{}", e.sha256);
+        if let Some(kind) = inspect(root, &obj, &e.sha256, &|_| true) {
+            out.push(Drift { path: obj, kind });
+        }
+    }
+    for d in &m.dirs {
+        for e in walk(root, d)?.entries {
+            if !m.files.contains_key(&e.rel) {
+                out.push(Drift { path: e.rel, kind: DriftKind::NewFile });
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// One file to freeze, found while resolving the arguments.
+struct Found {
+    rel: String,
+    bytes: Vec<u8>,
+    perm: u32,
+}
+
+fn freeze(
+    project: &Project,
+    cwd: &Path,
+    paths: &[PathBuf],
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let root = project.root.canonicalize().at(&project.root)?;
+    let mut m = Manifest::load(&project.frozen())?;
+    m.format_version = manifest::FORMAT_VERSION;
+
+    // Resolve and read everything first: a bad argument writes nothing.
+    let mut found: Vec<Found> = Vec::new();
+    let mut new_dirs: Vec<(String, usize)> = Vec::new();
+    for p in paths {
+        let rel = resolve(&root, cwd, p)?;
+        let abs = root.join(&rel);
+        let meta = fs::symlink_metadata(&abs).at(&abs)?;
+        if meta.is_dir() {
+            let w = walk(&root, &rel)?;
+            let mut n = 0;
+            for e in w.entries {
+                if e.is_link {
+                    return Err(Error::usage(format!(
+                        "{} is a symbolic link inside {rel}/; kit freezes regular files only",
+                        e.rel
+                    ))
+                    .with_hint(format!(
+                        "remove the link or freeze the files of {rel}/ one by one"
+                    )));
+                }
+                if !e.is_file {
+                    return Err(Error::usage(format!("{} is not a regular file", e.rel))
+                        .with_hint(format!("freeze the files of {rel}/ one by one")));
+                }
+                found.push(read_found(&root, e.rel)?);
+                n += 1;
+            }
+            new_dirs.push((rel, n));
+        } else {
+            found.push(read_found(&root, rel)?);
+        }
+    }
+
+    // Store the copies, then rewrite the manifest that names them.
+    let objects = project.frozen_objects();
+    crate::atomic::create_dir_all(&objects)?;
+    let mut lines = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (dir, _) in &new_dirs {
+        let gone: Vec<String> = m
+            .files
+            .keys()
+            .filter(|k| manifest::is_under(k, dir) && !found.iter().any(|f| &f.rel == *k))
+            .cloned()
+            .collect();
+        for k in gone {
+            m.files.remove(&k);
+            lines.push(("dropped", k, None));
+        }
+        if !m.dirs.contains(dir) {
+            m.dirs.push(dir.clone());
+        }
+    }
+    m.dirs.sort();
+    for f in found {
+        if !seen.insert(f.rel.clone()) {
+            continue;
+        }
+        let sha256 = manifest::sha256_hex(&f.bytes);
+        let obj = objects.join(&sha256);
+        if fs::read(&obj).map(|b| manifest::sha256_hex(&b)).ok().as_deref() != Some(&sha256) {
+            crate::atomic::write_atomic_mode(&obj, &f.bytes, 0o644)?;
+        }
+        let entry = FileEntry {
+            sha256,
+            size: f.bytes.len() as u64,
+            mode: manifest::git_mode(f.perm).to_string(),
+        };
+        let status = match m.files.get(&f.rel) {
+            None => "added",
+            Some(old) if *old == entry => "unchanged",
+            Some(_) => "updated",
+        };
+        lines.push((status, f.rel.clone(), Some(entry.clone())));
+        m.files.insert(f.rel, entry);
+    }
+    m.base_commit = head_commit(&project.root);
+    m.save(&project.frozen())?;
+
+    for (dir, n) in &new_dirs {
+        let files = if *n == 1 { "file" } else { "files" };
+        writeln!(
+            out,
+            "froze {dir}/ ({n} {files}; a new file appearing under it counts as a cheat)"
+        )
+        .at(Path::new("stdout"))?;
+    }
+    let width = lines.iter().map(|(_, rel, _)| rel.len()).max().unwrap_or(0);
+    for (status, rel, entry) in &lines {
+        let status = match *status {
+            "added" | "updated" => theme.ok(&format!("{status:<9}")),
+            "dropped" => theme.warn(&format!("{status:<9}")),
+            s => format!("{s:<9}"),
+        };
+        let detail = match entry {
+            Some(e) => format!("{}  {} bytes  sha256 {}", e.mode, e.size, &e.sha256[..12]),
+            None => "no longer there; its entry is removed".to_string(),
+        };
+        writeln!(out, "  {status} {rel:<width$}  {detail}").at(Path::new("stdout"))?;
+    }
+    let base = if m.base_commit.is_empty() {
+        "no commit yet".to_string()
+    } else {
+        format!("base commit {}", &m.base_commit[..m.base_commit.len().min(7)])
+    };
+    let (nf, nd) = (m.files.len(), m.dirs.len());
+    writeln!(
+        out,
+        "longrun/frozen.toml: {nf} {} in {nd} {}, {base}; copies in longrun/.frozen/objects/",
+        if nf == 1 { "file" } else { "files" },
+        if nd == 1 { "frozen folder" } else { "frozen folders" },
+    )
+    .at(Path::new("stdout"))?;
+    writeln!(out, "{}", theme.dim(NEXT_AFTER_FREEZE)).at(Path::new("stdout"))?;
+    Ok(EXIT_OK)
+}
+
+fn check(project: &Project, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let m = Manifest::load(&project.frozen())?;
+    let stdout = Path::new("stdout");
+    if m.files.is_empty() && m.dirs.is_empty() {
+        writeln!(out, "nothing is frozen yet: longrun/frozen.toml lists no files").at(stdout)?;
+        writeln!(out, "next: kit freeze tests   (the folder of the tests your criteria run)")
+            .at(stdout)?;
+        return Ok(EXIT_OK);
+    }
+    let drifts = check_manifest(project, &m)?;
+    if drifts.is_empty() {
+        let (nf, nd) = (m.files.len(), m.dirs.len());
+        writeln!(
+            out,
+            "{}: {nf} frozen {} and {nd} frozen {} match longrun/frozen.toml",
+            theme.ok("clean"),
+            if nf == 1 { "file" } else { "files" },
+            if nd == 1 { "folder" } else { "folders" },
+        )
+        .at(stdout)?;
+        return Ok(EXIT_OK);
+    }
+    let width = drifts.iter().map(|d| d.kind.describe().len()).max().unwrap_or(0);
+    for d in &drifts {
+        let kind = theme.bad(&format!("{:<width$}", d.kind.describe()));
+        writeln!(out, "{kind}  {}{}", d.path, detail(project, &m, d)).at(stdout)?;
+    }
+    let n = drifts.len();
+    writeln!(
+        out,
+        "{n} {} from longrun/frozen.toml",
+        if n == 1 { "path drifted" } else { "paths drifted" }
+    )
+    .at(stdout)?;
+    writeln!(out, "{NEXT_AFTER_DRIFT}").at(stdout)?;
+    Ok(EXIT_DRIFT)
+}
+
+fn restore(project: &Project, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let reverts = Guard::capture(project)?.restore()?;
+    let stdout = Path::new("stdout");
+    if reverts.is_empty() {
+        writeln!(out, "nothing to restore: every frozen file matches longrun/frozen.toml")
+            .at(stdout)?;
+        return Ok(EXIT_OK);
+    }
+    for r in &reverts {
+        let verb = if r.kind == DriftKind::NewFile { "removed " } else { "restored" };
+        writeln!(out, "{} {}  (was {})", theme.ok(verb), r.path, r.kind.describe()).at(stdout)?;
+    }
+    writeln!(out, "{} paths put back; kit freeze --check now reports clean", reverts.len())
+        .at(stdout)?;
+    Ok(EXIT_OK)
+}
+
+/// Extra words after a drifted path: the mode change, or which frozen file a copy belongs to.
+fn detail(project: &Project, m: &Manifest, d: &Drift) -> String {
+    if let Some(e) = m.files.get(&d.path) {
+        if d.kind == DriftKind::ModeChanged {
+            let now = fs::symlink_metadata(project.root.join(&d.path))
+                .map(|md| manifest::git_mode(md.permissions().mode()))
+                .unwrap_or("?");
+            return format!("  ({} → {now})", e.mode);
+        }
+        return String::new();
+    }
+    if let Some(sha) = d.path.rsplit('/').next() {
+        if let Some((rel, _)) = m.files.iter().find(|(_, e)| e.sha256 == sha) {
+            return format!("  (the stored copy of {rel})");
+        }
+    }
+    String::new()
+}
+
+/// Resolve an argument to a path relative to the root, refusing what kit will not freeze.
+fn resolve(root: &Path, cwd: &Path, p: &Path) -> Result<String> {
+    let abs = cwd.join(p);
+    let shown = p.display();
+    let meta = fs::symlink_metadata(&abs).map_err(|_| {
+        Error::usage(format!("{shown}: no such file or folder"))
+            .with_hint("kit freeze takes paths of existing files or folders, e.g. kit freeze tests")
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::usage(format!(
+            "{shown} is a symbolic link; kit freezes regular files and folders, not links"
+        ))
+        .with_hint("freeze the file or folder it points to"));
+    }
+    if !meta.is_dir() && !meta.is_file() {
+        return Err(Error::usage(format!("{shown} is neither a regular file nor a folder")));
+    }
+    let canon = abs.canonicalize().at(&abs)?;
+    let rel = canon.strip_prefix(root).map_err(|_| {
+        Error::usage(format!("{shown} is outside the repository {}", root.display()))
+            .with_hint("freeze files inside the repository kit init set up")
+    })?;
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str().ok_or_else(|| {
+                Error::usage(format!("{shown}: kit freezes paths that are valid UTF-8"))
+            })?),
+            _ => return Err(Error::internal(format!("{shown}: unexpected path component"))),
+        }
+    }
+    let rel = parts.join("/");
+    if rel.is_empty() {
+        return Err(Error::usage(
+            "refusing to freeze the whole repository: the agent could change nothing",
+        )
+        .with_hint("freeze the tests and fixtures only, e.g. kit freeze tests"));
+    }
+    if manifest::is_under(&rel, crate::longrun::DIR) || parts.contains(&".git") {
+        return Err(Error::usage(format!(
+            "{rel} belongs to kit or git; goal.md, config.toml and frozen.toml are frozen during a \
+             loop without kit freeze"
+        ))
+        .with_hint("freeze your project's tests, e.g. kit freeze tests"));
+    }
+    Ok(rel)
+}
+
+fn read_found(root: &Path, rel: String) -> Result<Found> {
+    let abs = root.join(&rel);
+    let bytes = fs::read(&abs).at(&abs)?;
+    let perm = fs::metadata(&abs).at(&abs)?.permissions().mode();
+    Ok(Found { rel, bytes, perm })
+}
+
+/// HEAD's commit id, or "" before the first commit.
+fn head_commit(root: &Path) -> String {
+    Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+const NEXT_AFTER_FREEZE: &str =
+    "next: name the frozen paths under Constraints in longrun/goal.md, then kit goal check";
+
+const NEXT_AFTER_DRIFT: &str = "next: kit freeze --restore puts them back from the stored copies\n\
+     (to accept a deliberate change instead, kit freeze PATH again)";

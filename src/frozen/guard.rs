@@ -1,0 +1,349 @@
+//! The frozen-file guard the loop runs after every agent iteration (DESIGN §5, §12).
+//!
+//! [`Guard::capture`] loads `frozen.toml` once, at the start of a loop, and holds in memory the
+//! bytes and permission bits of every frozen file, of the implicitly frozen `goal.md`,
+//! `config.toml` and `frozen.toml`, and of the stored copies in `longrun/.frozen/objects/`.
+//! From then on nothing on disk can change what is protected: an agent that edits the manifest
+//! or a stored copy has edited two more frozen files.
+//!
+//! [`Guard::check`] compares the working tree with what it holds; [`Guard::restore`] puts every
+//! drifted path back byte for byte. The cheat catalogue it answers (tests/it/freeze.rs proves
+//! each one): edit, delete, rename (deleted + new file), truncate, mode change, link swap (of the
+//! file or of a folder above it), new file in a frozen folder, edit of goal/config/manifest,
+//! edit or delete of a stored copy, and a `git commit` or `git reset` that changes frozen files
+//! (the guard compares the working tree, whatever HEAD says).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{self, Manifest};
+use super::{inspect, walk, CACHE_DIRS};
+use crate::error::{Error, IoContext, Result};
+use crate::longrun::Project;
+
+/// How a frozen path differs from what was frozen. Serialised in snake_case
+/// (`"modified"`, `"deleted"`, `"mode_changed"`, `"replaced_by_link"`, `"new_file"`), as the
+/// journal's `cheat` events carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriftKind {
+    /// Different content (including truncation), or a folder where the file was.
+    Modified,
+    /// Gone: deleted, or renamed away.
+    Deleted,
+    /// Same content, other permission bits (e.g. `chmod +x`).
+    ModeChanged,
+    /// The file, or a folder above it, is now a symbolic link.
+    ReplacedByLink,
+    /// A file that was not there appeared under a frozen folder (a rename lands here too).
+    NewFile,
+}
+
+impl DriftKind {
+    /// How kit prints it: `modified`, `deleted`, `mode changed`, `replaced by a link`,
+    /// `new file in a frozen folder`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DriftKind::Modified => "modified",
+            DriftKind::Deleted => "deleted",
+            DriftKind::ModeChanged => "mode changed",
+            DriftKind::ReplacedByLink => "replaced by a link",
+            DriftKind::NewFile => "new file in a frozen folder",
+        }
+    }
+}
+
+/// One frozen path that differs from what the guard holds.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Drift {
+    /// Path relative to the repository root, `/`-separated.
+    pub path: String,
+    /// What happened to it.
+    pub kind: DriftKind,
+}
+
+/// One path [`Guard::restore`] put back (or removed, for [`DriftKind::NewFile`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revert {
+    /// Path relative to the repository root, `/`-separated.
+    pub path: String,
+    /// The drift that was reverted.
+    pub kind: DriftKind,
+}
+
+/// One protected file: where it lives, its content (by sha256 in [`Guard::blobs`]) and the
+/// permission bits to restore.
+#[derive(Clone, Debug)]
+struct Held {
+    rel: String,
+    sha256: String,
+    perm: u32,
+}
+
+/// Everything the loop protects, held in memory from the loop's start. Build with
+/// [`Guard::capture`]; cheap to [`Guard::check`] (reads and hashes each protected file).
+#[derive(Clone, Debug)]
+pub struct Guard {
+    root: PathBuf,
+    /// `longrun/.frozen/objects`, relative to the root.
+    objects_rel: String,
+    /// Frozen files, then goal.md, config.toml, frozen.toml.
+    files: Vec<Held>,
+    /// Content by sha256: frozen files, implicitly frozen files and stored copies.
+    blobs: BTreeMap<String, Vec<u8>>,
+    /// Stored copies that must exist in `objects_rel`.
+    objects: BTreeSet<String>,
+    /// Everything in the stored-copies folder at capture (older copies included), relative to
+    /// the root: anything else appearing there is a new file.
+    objects_at_capture: BTreeSet<String>,
+    /// Frozen folders.
+    dirs: Vec<String>,
+    /// Sub-folders of the frozen folders when captured (new ones are removed once empty).
+    dirs_at_capture: BTreeSet<String>,
+}
+
+impl Guard {
+    /// Load `frozen.toml` once and hold every protected file's bytes and mode.
+    ///
+    /// Each frozen file's content comes from its stored copy, whose sha256 is re-checked; if the
+    /// copy is missing or damaged but the file in the tree still matches the manifest, the file
+    /// is used (and the copy is re-written at the next [`Guard::restore`]). `goal.md`,
+    /// `config.toml` and `frozen.toml` are held as they are now (a missing one is not held).
+    ///
+    /// Errors: [`Error::Input`] for a malformed `frozen.toml`; [`Error::Internal`] naming the
+    /// path when a frozen file can be found neither in its stored copy nor in the tree.
+    pub fn capture(project: &Project) -> Result<Guard> {
+        let manifest = Manifest::load(&project.frozen())?;
+        let root = project.root.clone();
+        let objects_dir = project.frozen_objects();
+        let objects_rel = rel_of(&root, &objects_dir);
+        let mut g = Guard {
+            root,
+            objects_rel,
+            files: Vec::new(),
+            blobs: BTreeMap::new(),
+            objects: BTreeSet::new(),
+            objects_at_capture: BTreeSet::new(),
+            dirs: manifest.dirs.clone(),
+            dirs_at_capture: BTreeSet::new(),
+        };
+        for (rel, entry) in &manifest.files {
+            let live = g.root.join(rel);
+            let bytes = read_verified(&objects_dir.join(&entry.sha256), &entry.sha256)
+                .or_else(|| read_verified(&live, &entry.sha256))
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "cannot protect {rel}: its stored copy {}/{} is missing or damaged and \
+                         the file no longer matches frozen.toml",
+                        g.objects_rel, entry.sha256
+                    ))
+                    .with_hint(format!(
+                        "restore {rel} to the version you trust, then kit freeze {rel}"
+                    ))
+                })?;
+            let perm = match fs::symlink_metadata(&live) {
+                Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+                _ => 0,
+            };
+            let perm = if perm != 0 && manifest::git_mode(perm) == entry.mode {
+                perm
+            } else {
+                manifest::default_perm(&entry.mode)
+            };
+            g.files.push(Held { rel: rel.clone(), sha256: entry.sha256.clone(), perm });
+            g.objects.insert(entry.sha256.clone());
+            g.blobs.insert(entry.sha256.clone(), bytes);
+        }
+        for path in [project.goal(), project.config(), project.frozen()] {
+            let Ok(bytes) = fs::read(&path) else { continue };
+            let perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;
+            let sha256 = manifest::sha256_hex(&bytes);
+            g.files.push(Held { rel: rel_of(&g.root, &path), sha256: sha256.clone(), perm });
+            g.blobs.insert(sha256, bytes);
+        }
+        for d in &g.dirs {
+            g.dirs_at_capture.extend(walk(&g.root, d)?.dirs);
+        }
+        let stored = walk(&g.root, &g.objects_rel)?.entries.into_iter().map(|e| e.rel);
+        g.objects_at_capture =
+            stored.chain(g.objects.iter().map(|s| format!("{}/{s}", g.objects_rel))).collect();
+        Ok(g)
+    }
+
+    /// Every protected path that differs from what was captured, sorted by path. Changes
+    /// nothing. The stored-copies folder counts as a frozen folder: a file that was not there
+    /// at capture is a new file. A frozen folder kit cannot read is reported as [`DriftKind::Modified`].
+    pub fn check(&self) -> Vec<Drift> {
+        let mut out = Vec::new();
+        for sha in &self.objects {
+            let rel = format!("{}/{sha}", self.objects_rel);
+            if let Some(kind) = inspect(&self.root, &rel, sha, &|_| true) {
+                out.push(Drift { path: rel, kind });
+            }
+        }
+        for h in &self.files {
+            if let Some(kind) = inspect(&self.root, &h.rel, &h.sha256, &|p| p == h.perm) {
+                out.push(Drift { path: h.rel.clone(), kind });
+            }
+        }
+        if let Ok(w) = walk(&self.root, &self.objects_rel) {
+            out.extend(
+                w.entries
+                    .into_iter()
+                    .filter(|e| !self.objects_at_capture.contains(&e.rel))
+                    .map(|e| Drift { path: e.rel, kind: DriftKind::NewFile }),
+            );
+        }
+        let held: BTreeSet<&str> = self.files.iter().map(|h| h.rel.as_str()).collect();
+        for d in &self.dirs {
+            match walk(&self.root, d) {
+                Ok(w) => out.extend(
+                    w.entries
+                        .into_iter()
+                        .filter(|e| !held.contains(e.rel.as_str()))
+                        .map(|e| Drift { path: e.rel, kind: DriftKind::NewFile }),
+                ),
+                Err(_) => out.push(Drift { path: d.clone(), kind: DriftKind::Modified }),
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Put back every drifted path byte for byte, with its permission bits: links and folders
+    /// in the way are removed, deleted folders re-created, new files under frozen folders
+    /// removed (and new sub-folders, once empty), stored copies re-written. Test-runner caches
+    /// ([`CACHE_DIRS`]) next to frozen files are deleted too, so call this after every agent
+    /// iteration, not only when [`Guard::check`] found drift. Returns what was reverted, sorted by
+    /// path (empty when nothing had drifted). Writes go through [`crate::atomic`].
+    ///
+    /// Errors: [`Error::Io`] naming the path that could not be written or removed, or
+    /// [`Error::Internal`] naming the paths still drifted afterwards; either way the caller must
+    /// not go on as if the tree were protected.
+    pub fn restore(&self) -> Result<Vec<Revert>> {
+        let drifts = self.check();
+        let mut reverts = Vec::with_capacity(drifts.len());
+        // New files first: a link that appeared where a frozen folder was is one of them.
+        for d in drifts.iter().filter(|d| d.kind == DriftKind::NewFile) {
+            let p = self.root.join(&d.path);
+            match fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(&p, e));
+                }
+                _ => {}
+            }
+            reverts.push(Revert { path: d.path.clone(), kind: d.kind });
+        }
+        for d in drifts.iter().filter(|d| d.kind != DriftKind::NewFile) {
+            let (sha, perm) = self.wanted(&d.path).ok_or_else(|| {
+                Error::internal(format!("{} drifted but the guard holds no copy of it", d.path))
+            })?;
+            put_back(&self.root, &d.path, &self.blobs[sha], perm)?;
+            reverts.push(Revert { path: d.path.clone(), kind: d.kind });
+        }
+        self.purge_caches();
+        for d in &self.dirs {
+            let Ok(w) = walk(&self.root, d) else { continue };
+            for sub in w.dirs.iter().rev().filter(|s| !self.dirs_at_capture.contains(*s)) {
+                let _ = fs::remove_dir(self.root.join(sub));
+            }
+        }
+        let left = self.check();
+        if !left.is_empty() {
+            let list: Vec<String> =
+                left.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
+            return Err(Error::internal(format!(
+                "could not restore frozen files: {}",
+                list.join(", ")
+            ))
+            .with_hint("fix the permissions of those paths, then kit freeze --check"));
+        }
+        reverts.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(reverts)
+    }
+
+    /// Paths the guard protects (frozen files, then goal.md, config.toml, frozen.toml).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|h| h.rel.as_str())
+    }
+
+    /// The frozen folders.
+    pub fn dirs(&self) -> &[String] {
+        &self.dirs
+    }
+
+    /// What `rel` must hold: its sha256 and permission bits.
+    fn wanted(&self, rel: &str) -> Option<(&String, u32)> {
+        if let Some(h) = self.files.iter().find(|h| h.rel == rel) {
+            return Some((&h.sha256, h.perm));
+        }
+        let sha = rel.strip_prefix(&self.objects_rel)?.strip_prefix('/')?;
+        self.objects.get(sha).map(|s| (s, 0o644))
+    }
+
+    /// Delete test-runner caches in the frozen folders (at any depth) and beside frozen files.
+    fn purge_caches(&self) {
+        let mut places: BTreeSet<String> = BTreeSet::new();
+        for d in &self.dirs {
+            places.insert(d.clone());
+            if let Ok(w) = walk(&self.root, d) {
+                places.extend(w.dirs);
+            }
+        }
+        for h in &self.files {
+            places.insert(h.rel.rsplit_once('/').map_or(String::new(), |(p, _)| p.to_string()));
+        }
+        for place in places {
+            for cache in CACHE_DIRS {
+                let p = self.root.join(&place).join(cache);
+                if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                    let _ = fs::remove_dir_all(&p);
+                } else if fs::symlink_metadata(&p).is_ok() {
+                    let _ = fs::remove_file(&p);
+                }
+            }
+        }
+    }
+}
+
+/// Write `bytes` with `perm` at `root/rel`, first clearing the way: a link or file where a
+/// folder above it should be is removed and the folder created; a folder in its place is removed.
+fn put_back(root: &Path, rel: &str, bytes: &[u8], perm: u32) -> Result<()> {
+    let mut above = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len() - 1] {
+        above.push(part);
+        match fs::symlink_metadata(&above) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => fs::remove_file(&above).at(&above)?,
+            Err(_) => {}
+        }
+        fs::create_dir(&above).at(&above)?;
+    }
+    let path = root.join(rel);
+    if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        fs::remove_dir_all(&path).at(&path)?;
+    }
+    crate::atomic::write_atomic_mode(&path, bytes, perm)
+}
+
+/// The content of `path` if its sha256 is `sha256`.
+fn read_verified(path: &Path, sha256: &str) -> Option<Vec<u8>> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = fs::read(path).ok()?;
+    (manifest::sha256_hex(&bytes) == sha256).then_some(bytes)
+}
+
+/// `path` relative to `root`, `/`-separated.
+fn rel_of(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}

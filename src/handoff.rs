@@ -1,0 +1,653 @@
+//! The verified handoff (DESIGN §11). A handoff the agent writes about itself certifies nothing;
+//! `kit handoff save` appends a stamp block that kit writes, and `kit handoff verify` checks it
+//! against the repository and, optionally, against the session's transcript.
+//!
+//! `longrun/handoff.md` = the agent's summary, then the stamp block:
+//!
+//! ````markdown
+//! <summary: what is done, what remains, next action>
+//!
+//! <!-- kit handoff stamp: written by `kit handoff save`; any edit makes `kit handoff verify` fail -->
+//! ```toml kit-handoff-stamp
+//! format_version = 1
+//! stamp = "5d0c1f2a9b3e"          # id: sha256 of everything below and the summary, 12 hex
+//! time = "2026-10-01T09:00:00Z"   # kit::clock
+//! commit = "<40 hex>"             # HEAD when saved
+//! dirty = true                    # uncommitted changes at that moment
+//! base_commit = "<40 hex>"        # frozen.toml base_commit, else HEAD
+//! [files]                         # repo-relative path = sha256 hex, or "deleted"
+//! "longrun/progress.md" = "…"
+//! "src/lib.rs" = "…"
+//! ```
+//! ````
+//!
+//! Fingerprinted: the state files `goal.md`, `config.toml`, `frozen.toml`, `progress.md`,
+//! `decisions.md` (those that exist) and every file changed since the base commit (tracked
+//! changes and untracked, non-ignored files). Not fingerprinted, by design: `handoff.md` (it
+//! holds the stamp itself) and `journal.jsonl` (kit appends to it on every hook firing, so it
+//! changes after every save without anything being wrong).
+//!
+//! The stamp id is derived from the block's fields and the summary, so it is deterministic under
+//! `KIT_FAKE_CLOCK` and a block typed by hand (or edited) does not match its own id.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, IoContext, Result};
+use crate::longrun::journal::Journal;
+use crate::longrun::Project;
+
+/// The stamp format this kit writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// The fence info string that opens the stamp block.
+pub const FENCE: &str = "```toml kit-handoff-stamp";
+/// The comment line kit writes before the block.
+pub const MARKER: &str =
+    "<!-- kit handoff stamp: written by `kit handoff save`; any edit makes `kit handoff verify` fail -->";
+/// State files that are fingerprinted (in `longrun/`).
+pub const FINGERPRINTED_STATE: [&str; 5] =
+    ["goal.md", "config.toml", "frozen.toml", "progress.md", "decisions.md"];
+/// Recorded instead of a hash for a file deleted since the base commit.
+pub const DELETED: &str = "deleted";
+
+/// The stamp block.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stamp {
+    /// Format of the block.
+    pub format_version: u32,
+    /// The stamp id (12 hex digits).
+    pub stamp: String,
+    /// When it was saved (RFC 3339 UTC, kit clock).
+    pub time: String,
+    /// HEAD when it was saved.
+    pub commit: String,
+    /// Whether the tree had uncommitted changes.
+    pub dirty: bool,
+    /// The goal's base commit the changed files were listed against.
+    pub base_commit: String,
+    /// Repo-relative path → sha256 hex, or [`DELETED`].
+    pub files: BTreeMap<String, String>,
+}
+
+impl Stamp {
+    /// The id these fields and `summary` give.
+    pub fn compute_id(&self, summary: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(format!(
+            "kit-handoff/{}\n{}\n{}\n{}\n{}\n",
+            self.format_version, self.time, self.commit, self.dirty, self.base_commit
+        ));
+        for (p, v) in &self.files {
+            h.update(format!("{p}\0{v}\n"));
+        }
+        h.update(summary.trim().as_bytes());
+        hex::encode(h.finalize())[..12].to_string()
+    }
+}
+
+/// A parsed `handoff.md`.
+#[derive(Clone, Debug)]
+pub struct Handoff {
+    /// The summary (everything before the stamp block), trimmed.
+    pub summary: String,
+    /// The stamp, when the file has a block.
+    pub stamp: Option<Stamp>,
+}
+
+/// Split `text` into summary and stamp block. `path` names the file in errors.
+///
+/// Errors: [`Error::Input`] with `handoff.md:LINE` when the block does not parse.
+pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(open) = lines.iter().rposition(|l| l.trim_end() == FENCE) else {
+        return Ok(Handoff { summary: text.trim().to_string(), stamp: None });
+    };
+    let close = lines[open + 1..]
+        .iter()
+        .position(|l| l.trim_end() == "```")
+        .map(|i| open + 1 + i)
+        .ok_or_else(|| {
+            Error::input(path, Some(open + 1), "the stamp block is not closed with ```")
+        })?;
+    let body = lines[open + 1..close].join("\n");
+    let stamp: Stamp = toml::from_str(&body).map_err(|e| {
+        let line = e.span().map(|s| open + 1 + crate::longrun::config::line_of(&body, s.start));
+        Error::input(path, line, format!("stamp block: {}", e.message().trim()))
+            .with_hint("kit handoff save (rewrites the block)")
+    })?;
+    let mut cut = open;
+    if cut > 0 && lines[cut - 1].trim() == MARKER {
+        cut -= 1;
+    }
+    Ok(Handoff { summary: lines[..cut].join("\n").trim().to_string(), stamp: Some(stamp) })
+}
+
+/// The stamp id of the handoff at `path`, if it has a block that parses (cheap; for the hook).
+pub fn current_stamp_id(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    parse(path, &text).ok()?.stamp.map(|s| s.stamp)
+}
+
+/// True when a shell command line runs `kit handoff save` (any path to `kit`).
+pub fn runs_handoff_save(command: &str) -> bool {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || ";|&(){}`".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(3)
+        .any(|w| (w[0] == "kit" || w[0].ends_with("/kit")) && w[1] == "handoff" && w[2] == "save")
+}
+
+/// The stamp id in the output of `kit handoff save` (`… stamp 5d0c1f2a9b3e …`).
+pub fn stamp_in_output(text: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(i) = rest.find("stamp ") {
+        let cand = &rest[i + 6..];
+        let id: String = cand.chars().take(12).collect();
+        if id.len() == 12
+            && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            && !cand[12..].starts_with(|c: char| c.is_ascii_hexdigit())
+        {
+            return Some(id);
+        }
+        rest = &rest[i + 6..];
+    }
+    None
+}
+
+/// Where a transcript proves a save.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proof {
+    /// The `tool_use` id of the call.
+    pub tool_use_id: String,
+    /// 1-based line of the tool_use.
+    pub call_line: usize,
+    /// 1-based line of its tool_result carrying the stamp id.
+    pub result_line: usize,
+}
+
+/// Search the transcript at `path` for a tool call that ran `kit handoff save` and whose result
+/// carries `stamp`. Reads the file as a stream (bounded memory); damaged lines are skipped.
+///
+/// Errors: [`Error::Io`] when the file cannot be read.
+pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
+    let f = std::fs::File::open(path).at(path)?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    let mut calls: BTreeMap<String, usize> = BTreeMap::new();
+    let mut line = Vec::new();
+    let mut n = 0;
+    let save = memchr::memmem::Finder::new(b"handoff save");
+    let stamp_f = memchr::memmem::Finder::new(stamp.as_bytes());
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line).at(path)? == 0 {
+            return Ok(None);
+        }
+        n += 1;
+        let has_save = save.find(&line).is_some();
+        let has_stamp = !calls.is_empty() && stamp_f.find(&line).is_some();
+        if !has_save && !has_stamp {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) else {
+            continue;
+        };
+        for b in blocks {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_use") if has_save => {
+                    let cmd = b.pointer("/input/command").and_then(Value::as_str).unwrap_or("");
+                    if runs_handoff_save(cmd) {
+                        if let Some(id) = b.get("id").and_then(Value::as_str) {
+                            calls.insert(id.to_string(), n);
+                        }
+                    }
+                }
+                Some("tool_result") if has_stamp => {
+                    let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                    let Some(&call_line) = calls.get(id) else { continue };
+                    let text = match b.get("content") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => String::new(),
+                    };
+                    if stamp_in_output(&text).as_deref() == Some(stamp) {
+                        return Ok(Some(Proof {
+                            tool_use_id: id.to_string(),
+                            call_line,
+                            result_line: n,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Options of `kit handoff save`.
+#[derive(Clone, Debug)]
+pub struct SaveOptions {
+    /// Where kit runs.
+    pub cwd: PathBuf,
+}
+
+/// `kit handoff save`: write the summary (stdin when it is not a terminal and not empty, else the
+/// file's current body) and a fresh stamp block to `longrun/handoff.md` atomically; journal
+/// `handoff_saved`; print one line with the stamp id.
+///
+/// Errors: [`Error::Usage`] outside an initialised repository or with no summary;
+/// [`Error::Internal`] when git fails (e.g. no commit yet).
+pub fn save(opts: &SaveOptions, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<u8> {
+    let project = Project::discover_initialised(&opts.cwd)?;
+    let path = project.handoff();
+    let mut piped = String::new();
+    if !std::io::stdin().is_terminal() {
+        let _ = stdin.read_to_string(&mut piped);
+    }
+    let summary = if piped.trim().is_empty() {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                parse(&path, &text).map(|h| h.summary).unwrap_or_else(|_| text.trim().to_string())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+    } else {
+        piped.trim().to_string()
+    };
+    if summary.is_empty() || is_template(&summary) {
+        return Err(Error::usage("no handoff summary to save: longrun/handoff.md holds no summary (only the template) and nothing came on stdin")
+            .with_hint("write the summary and next action into longrun/handoff.md, or: echo \"…\" | kit handoff save"));
+    }
+    let stamp = stamp_now(&project, &summary)?;
+    let block = toml::to_string(&stamp).map_err(|e| Error::internal(e.to_string()))?;
+    let text = format!("{summary}\n\n{MARKER}\n{FENCE}\n{}```\n", block);
+    crate::atomic::write_atomic(&path, text.as_bytes())?;
+    Journal::new(project.journal()).append(
+        "handoff_saved",
+        json!({"stamp": stamp.stamp, "commit": stamp.commit, "dirty": stamp.dirty, "files": stamp.files.len()}),
+    )?;
+    writeln!(
+        out,
+        "handoff saved: stamp {} (commit {}{}, {} files fingerprinted) in longrun/handoff.md",
+        stamp.stamp,
+        &stamp.commit[..stamp.commit.len().min(7)],
+        if stamp.dirty { ", dirty" } else { "" },
+        stamp.files.len()
+    )
+    .map_err(|e| Error::io("stdout", e))?;
+    Ok(0)
+}
+
+/// True when `text` is still the template `kit init` wrote.
+fn is_template(text: &str) -> bool {
+    crate::embedded::kit_file("templates/handoff.md").is_some_and(|t| t.trim() == text.trim())
+}
+
+fn stamp_now(project: &Project, summary: &str) -> Result<Stamp> {
+    let root = &project.root;
+    let commit = git(root, &["rev-parse", "HEAD"])
+        .map_err(|e| e.with_hint("commit once before saving a handoff"))?;
+    let commit = commit.trim().to_string();
+    let dirty = !git(root, &["status", "--porcelain"])?.trim().is_empty();
+    let base_commit = base_commit(project).unwrap_or_else(|| commit.clone());
+    let mut files = BTreeMap::new();
+    for path in fingerprinted_paths(project, &base_commit)? {
+        files.insert(path.clone(), fingerprint(&root.join(&path))?);
+    }
+    let mut stamp = Stamp {
+        format_version: FORMAT_VERSION,
+        stamp: String::new(),
+        time: crate::clock::now_rfc3339(),
+        commit,
+        dirty,
+        base_commit,
+        files,
+    };
+    stamp.stamp = stamp.compute_id(summary);
+    Ok(stamp)
+}
+
+/// The goal's base commit: `base_commit` in `longrun/frozen.toml`, when present.
+fn base_commit(project: &Project) -> Option<String> {
+    let text = std::fs::read_to_string(project.frozen()).ok()?;
+    let v: toml::Value = toml::from_str(&text).ok()?;
+    v.get("base_commit").and_then(|b| b.as_str()).map(str::to_string).filter(|s| !s.is_empty())
+}
+
+/// Repo-relative paths to fingerprint: existing state files, then files changed since `base`.
+fn fingerprinted_paths(project: &Project, base: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = FINGERPRINTED_STATE
+        .iter()
+        .filter(|f| project.dir.join(f).is_file())
+        .map(|f| format!("{}/{f}", crate::longrun::DIR))
+        .collect();
+    out.extend(changed_since(project, base)?);
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Files changed since `base` (tracked, in the working tree) and untracked non-ignored files,
+/// minus the two state files that change by design.
+fn changed_since(project: &Project, base: &str) -> Result<Vec<String>> {
+    let root = &project.root;
+    let tracked = git(root, &["diff", "--name-only", "-z", base, "--"])?;
+    let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+    let skip = [
+        format!("{}/handoff.md", crate::longrun::DIR),
+        format!("{}/journal.jsonl", crate::longrun::DIR),
+    ];
+    Ok(tracked
+        .split('\0')
+        .chain(untracked.split('\0'))
+        .filter(|p| !p.is_empty() && !skip.iter().any(|s| s == p))
+        .map(str::to_string)
+        .collect())
+}
+
+/// sha256 hex of a file, or [`DELETED`] when it does not exist.
+fn fingerprint(path: &Path) -> Result<String> {
+    match std::fs::File::open(path) {
+        Ok(mut f) => {
+            let mut h = Sha256::new();
+            std::io::copy(&mut f, &mut h).at(path)?;
+            Ok(hex::encode(h.finalize()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DELETED.to_string()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+fn git(root: &Path, args: &[&str]) -> Result<String> {
+    let out =
+        Command::new("git").arg("-C").arg(root).args(args).output().map_err(|e| {
+            Error::internal(format!("cannot run git: {e}")).with_hint("install git")
+        })?;
+    if !out.status.success() {
+        return Err(Error::internal(format!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            root.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Where `kit handoff verify` looks for the save in a transcript.
+#[derive(Clone, Debug)]
+pub enum ProofSource {
+    /// A transcript file.
+    Transcript(PathBuf),
+    /// A session id (or prefix) under the Claude Code roots.
+    Session(String),
+}
+
+/// Options of `kit handoff verify`.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// Where kit runs.
+    pub cwd: PathBuf,
+    /// Also prove the save in this session's transcript.
+    pub proof: Option<ProofSource>,
+}
+
+/// `kit handoff verify`: print one line per check, then the verdict.
+///
+/// Errors: [`Error::Input`] naming `longrun/handoff.md` when it has no block, the block does not
+/// parse, or any check fails (exit 2); [`Error::Usage`] outside an initialised repository.
+pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
+    let project = Project::discover_initialised(&opts.cwd)?;
+    let path = project.handoff();
+    let shown = PathBuf::from(format!("{}/handoff.md", crate::longrun::DIR));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(
+                Error::input(&shown, None, "no handoff saved yet").with_hint("kit handoff save")
+            )
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let handoff = parse(&shown, &text)?;
+    let Some(stamp) = handoff.stamp else {
+        return Err(Error::input(&shown, None, "no stamp block: this handoff was not written by `kit handoff save` (a hand-written handoff proves nothing)")
+            .with_hint("kit handoff save"));
+    };
+    let mut problems: Vec<String> = Vec::new();
+    let w =
+        |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| Error::io("stdout", e));
+    w(
+        out,
+        format!(
+            "handoff stamp {} saved {} at commit {}",
+            stamp.stamp,
+            stamp.time,
+            short(&stamp.commit)
+        ),
+    )?;
+    let id = stamp.compute_id(&handoff.summary);
+    if id == stamp.stamp {
+        w(out, "  ok   stamp id matches the block and the summary".into())?;
+    } else {
+        problems.push(format!(
+            "stamp id {} does not match its block and summary (expected {id}): written or edited by hand",
+            stamp.stamp
+        ));
+    }
+    let head = git(&project.root, &["rev-parse", "HEAD"])?.trim().to_string();
+    if head == stamp.commit {
+        w(out, format!("  ok   HEAD is still {}", short(&head)))?;
+    } else {
+        let count =
+            git(&project.root, &["rev-list", "--count", &format!("{}..HEAD", stamp.commit)])
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+        problems.push(match count {
+            Some(n) if n > 0 => format!(
+                "HEAD moved: {n} new commit(s) since the handoff (saved at {}, HEAD is now {})",
+                short(&stamp.commit),
+                short(&head)
+            ),
+            _ => format!(
+                "HEAD is {}, not the handoff's commit {}",
+                short(&head),
+                short(&stamp.commit)
+            ),
+        });
+    }
+    let mut mismatched = 0;
+    for (p, want) in &stamp.files {
+        let now = fingerprint(&project.root.join(p))?;
+        if &now != want {
+            mismatched += 1;
+            problems.push(match (want.as_str(), now.as_str()) {
+                (DELETED, _) => format!("{p} reappeared since the handoff"),
+                (_, DELETED) => format!("{p} was deleted since the handoff"),
+                _ => format!("{p} changed since the handoff"),
+            });
+        }
+    }
+    if mismatched == 0 {
+        w(out, format!("  ok   {} fingerprints match", stamp.files.len()))?;
+    }
+    for p in changed_since(&project, &stamp.base_commit).unwrap_or_default() {
+        if !stamp.files.contains_key(&p) {
+            problems.push(format!(
+                "{p} is new or changed since the handoff (it has no fingerprint in the stamp)"
+            ));
+        }
+    }
+    if let Some(src) = &opts.proof {
+        let transcript = match src {
+            ProofSource::Transcript(p) => p.clone(),
+            ProofSource::Session(id) => crate::hook::tail::find_session(id)?,
+        };
+        match prove_in_transcript(&transcript, &stamp.stamp)? {
+            Some(p) => w(
+                out,
+                format!(
+                    "  ok   transcript line {} runs `kit handoff save` ({}); its result on line {} carries stamp {}",
+                    p.call_line, p.tool_use_id, p.result_line, stamp.stamp
+                ),
+            )?,
+            None => problems.push(format!(
+                "{} holds no tool call that ran `kit handoff save` with a result carrying stamp {}: not saved in that session",
+                transcript.display(),
+                stamp.stamp
+            )),
+        }
+    }
+    for p in &problems {
+        w(out, format!("  FAIL {p}"))?;
+    }
+    if problems.is_empty() {
+        w(out, format!("handoff {} verifies", stamp.stamp))?;
+        Ok(0)
+    } else {
+        Err(Error::input(
+            shown,
+            None,
+            format!("handoff {} does not verify ({} problem(s))", stamp.stamp, problems.len()),
+        )
+        .with_hint("update the summary in longrun/handoff.md, then kit handoff save"))
+    }
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(7)]
+}
+
+/// What a session resuming after a compaction (or a resume) is told: the handoff's summary and
+/// its next action (from the handoff, else from `progress.md`). `None` when there is no handoff.
+pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
+    let path = longrun.join("handoff.md");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let h = parse(&path, &text).ok()?;
+    if h.summary.is_empty() || (h.stamp.is_none() && is_template(&h.summary)) {
+        return None;
+    }
+    let stamp = match &h.stamp {
+        Some(s) => format!("stamp {}, saved {} at commit {}", s.stamp, s.time, short(&s.commit)),
+        None => "not stamped: written by hand, unverified".to_string(),
+    };
+    let next = next_action(&h.summary)
+        .or_else(|| {
+            std::fs::read_to_string(longrun.join("progress.md")).ok().and_then(|p| next_action(&p))
+        })
+        .unwrap_or_else(|| "see longrun/progress.md".to_string());
+    let mut summary = h.summary.clone();
+    if summary.len() > MAX_SUMMARY {
+        let mut cut = MAX_SUMMARY;
+        while !summary.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        summary.truncate(cut);
+        summary.push_str("\n[… cut; read longrun/handoff.md]");
+    }
+    let after = if source == "compact" { "a compaction" } else { "a resume" };
+    Some(format!(
+        "kit: this session continues after {after}. The last handoff (longrun/handoff.md, {stamp}):\n\n{summary}\n\nNext action: {next}\n\nRun `kit handoff verify` to check the handoff still matches the tree before relying on it."
+    ))
+}
+
+/// Longest summary injected at SessionStart, bytes (Claude Code spills longer context to a file).
+const MAX_SUMMARY: usize = 6000;
+
+/// The next action in a Markdown text: the paragraph under a heading that says "next", or the
+/// rest of a line starting `Next action:` / `- Next:`.
+pub fn next_action(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim().trim_start_matches(['-', '*', ' ']);
+        let lower = t.to_ascii_lowercase();
+        if t.starts_with('#') && lower.contains("next") {
+            let body: Vec<&str> = lines[i + 1..]
+                .iter()
+                .skip_while(|l| l.trim().is_empty())
+                .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                .map(|l| l.trim())
+                .collect();
+            if !body.is_empty() {
+                return Some(body.join(" "));
+            }
+        }
+        for prefix in ["next action:", "next:"] {
+            if lower.starts_with(prefix) {
+                let rest = t[prefix.len()..].trim();
+                if !rest.is_empty() {
+                    return Some(rest.trim_matches('*').trim().to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_the_save_command() {
+        for (cmd, yes) in [
+            ("kit handoff save", true),
+            ("cd /r && kit handoff save", true),
+            ("echo done | /usr/local/bin/kit handoff save", true),
+            ("kit handoff verify", false),
+            ("echo 'kit handoff' save", false),
+            ("mykit handoff save", false),
+        ] {
+            assert_eq!(runs_handoff_save(cmd), yes, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn finds_the_stamp_in_output() {
+        assert_eq!(
+            stamp_in_output("handoff saved: stamp 5d0c1f2a9b3e (commit abc)").as_deref(),
+            Some("5d0c1f2a9b3e")
+        );
+        assert_eq!(stamp_in_output("stamp 5d0c1f2a9b3e0 too long"), None);
+        assert_eq!(stamp_in_output("no stamp here"), None);
+    }
+
+    #[test]
+    fn parse_splits_summary_and_block_and_names_bad_lines() {
+        let text = format!(
+            "Done: a.\n\n{MARKER}\n{FENCE}\nformat_version = 1\nstamp = \"x\"\ntime = \"t\"\ncommit = \"c\"\ndirty = false\nbase_commit = \"b\"\n[files]\n\"a\" = \"h\"\n```\n"
+        );
+        let h = parse(Path::new("handoff.md"), &text).unwrap();
+        assert_eq!(h.summary, "Done: a.");
+        assert_eq!(h.stamp.unwrap().files["a"], "h");
+        let bad = text.replace("dirty = false", "dirty = maybe");
+        match parse(Path::new("handoff.md"), &bad) {
+            Err(Error::Input { line: Some(9), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn next_action_from_heading_or_line() {
+        assert_eq!(
+            next_action("# Progress\n## Next action\n\nWrite the parser.\nThen test.\n\n## Done")
+                .as_deref(),
+            Some("Write the parser. Then test.")
+        );
+        assert_eq!(
+            next_action("Done: x\nNext action: run the tests").as_deref(),
+            Some("run the tests")
+        );
+        assert_eq!(next_action("nothing"), None);
+    }
+}

@@ -1,0 +1,622 @@
+//! `kit hook claude`: the context-band hook for Claude Code (DESIGN §10).
+//!
+//! Claude Code runs it as a command hook on `UserPromptSubmit`, `PostToolUse`, `Stop`,
+//! `PreCompact` and `SessionStart`, with the event JSON on stdin (formats/claude-code.md §5.3).
+//! It measures the context from the transcript's tail ([`tail`]), divides it by the compaction
+//! point ([`compaction`]) and acts once per band per session ([`state`]):
+//!
+//! | band (config `context.bands`) | what the agent is told (`additionalContext`) |
+//! |---|---|
+//! | first (50 %) | checkpoint: bring `longrun/progress.md` up to date |
+//! | middle (70 %) | handoff: run `kit handoff save` now |
+//! | last (85 %) | wrap up: finish the step, save the handoff, stop; a `Stop` with no handoff proven saved in this session is blocked once (`decision:"block"` + `reason`), never when `stop_hook_active` |
+//!
+//! `PreCompact` is never blocked (only journaled). `SessionStart` with source `compact` or
+//! `resume` injects the handoff's summary and next action. `UserPromptSubmit` after an idle gap
+//! longer than the cache TTL warns the user (`systemMessage`) what re-writing the context costs
+//! against a clean start from the handoff. Every firing is a `hook` event in the journal.
+//!
+//! Output follows formats §5.4–5.5: exit 0 always, and at most one JSON object on stdout. Any
+//! problem — malformed stdin, a missing or empty transcript, an unreadable config — is one line on
+//! stderr (Claude Code shows it in the debug log only) and no decision: a broken hook must not
+//! break the user's session. Without a `longrun/` folder the hook only measures.
+
+pub mod compaction;
+pub mod install;
+pub mod rehearse;
+pub mod state;
+pub mod tail;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::cache;
+use crate::handoff;
+use crate::longrun::config::Config;
+use crate::longrun::journal::Journal;
+use crate::prices::{Lookup, PriceTable};
+use state::HookState;
+
+/// The hook events kit answers; others are ignored (exit 0, no output).
+pub const EVENTS: [&str; 5] =
+    ["UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionStart"];
+
+/// The fields of the hook's stdin JSON that kit reads (formats §5.3); unknown fields are ignored.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HookInput {
+    /// Claude Code session id.
+    pub session_id: String,
+    /// The session's transcript (`~/.claude/projects/<project>/<session>.jsonl`).
+    pub transcript_path: Option<PathBuf>,
+    /// The session's working directory.
+    pub cwd: Option<PathBuf>,
+    /// The event, e.g. `PostToolUse`.
+    pub hook_event_name: String,
+    /// SessionStart: `startup`, `resume`, `clear`, `compact` or `fork`.
+    pub source: Option<String>,
+    /// PostToolUse: the tool's name, e.g. `Bash`.
+    pub tool_name: Option<String>,
+    /// PostToolUse: the tool's input (`{command, …}` for Bash).
+    pub tool_input: Option<Value>,
+    /// PostToolUse: the tool's result (`{stdout, stderr, …}` for Bash).
+    pub tool_response: Option<Value>,
+    /// Stop: true when Claude is already continuing because of a Stop hook.
+    pub stop_hook_active: bool,
+    /// PreCompact: `manual` or `auto`.
+    pub trigger: Option<String>,
+}
+
+/// What the hook process sees besides stdin: the time, the environment and the directory it
+/// runs in. Production uses [`HookEnv::process`]; the rehearsal builds its own.
+pub struct HookEnv<'a> {
+    /// The current time (the kit clock).
+    pub now: Timestamp,
+    /// Looks up an environment variable.
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    /// The process's working directory (used when the input has no `cwd`).
+    pub cwd: PathBuf,
+}
+
+impl HookEnv<'_> {
+    /// The real process environment.
+    pub fn process(cwd: PathBuf) -> HookEnv<'static> {
+        HookEnv { now: crate::clock::now(), var: &|k| std::env::var(k).ok(), cwd }
+    }
+}
+
+/// The kind of one firing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// First band: update progress.md.
+    Checkpoint,
+    /// Middle band: run `kit handoff save`.
+    Handoff,
+    /// Last band: finish, save the handoff, stop.
+    WrapUp,
+    /// A Stop blocked at the last band for want of a proven handoff.
+    StopBlocked,
+    /// A Stop at the last band let through: the handoff was proven saved (or the Stop hook
+    /// already continued once).
+    StopAllowed,
+    /// Idle longer than the cache TTL before a prompt.
+    IdleWarning,
+    /// A compaction is starting (PreCompact) or was seen in the transcript.
+    Compaction,
+    /// The handoff's summary was injected after a compaction or resume.
+    ContextInjected,
+    /// A `kit handoff save` tool call of this session was recorded.
+    HandoffSeen,
+}
+
+impl Action {
+    /// The name journaled in the `action` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Checkpoint => "checkpoint",
+            Action::Handoff => "handoff",
+            Action::WrapUp => "wrap_up",
+            Action::StopBlocked => "stop_blocked",
+            Action::StopAllowed => "stop_allowed",
+            Action::IdleWarning => "idle_warning",
+            Action::Compaction => "compaction",
+            Action::ContextInjected => "context_injected",
+            Action::HandoffSeen => "handoff_seen",
+        }
+    }
+}
+
+/// One thing the hook did, as journaled (`hook` event) and as the rehearsal prints it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Firing {
+    /// What it did.
+    pub action: Action,
+    /// The band (percent) it concerns, if any.
+    pub band: Option<u8>,
+    /// Why, in one line.
+    pub why: String,
+}
+
+/// The outcome of one hook run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// The JSON object to print on stdout, if any.
+    pub stdout: Option<Value>,
+    /// One line for stderr (a note: Claude Code puts it in the debug log).
+    pub note: Option<String>,
+    /// What fired.
+    pub firings: Vec<Firing>,
+    /// The context in tokens, when measured.
+    pub context: Option<u64>,
+    /// The context in percent of the compaction point, when measured.
+    pub pct: Option<f64>,
+}
+
+/// `kit hook claude`: read the event on `stdin`, answer on `out`, notes on `err`. Always
+/// returns exit code 0 (a hook that fails must not break the session).
+pub fn run_claude(
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    cwd: PathBuf,
+) -> u8 {
+    let mut input = Vec::new();
+    let outcome = match stdin.read_to_end(&mut input) {
+        Ok(_) => handle(&input, &HookEnv::process(cwd)),
+        Err(e) => Outcome { note: Some(format!("cannot read stdin: {e}")), ..Outcome::default() },
+    };
+    if let Some(v) = &outcome.stdout {
+        let _ = writeln!(out, "{v}");
+    }
+    if let Some(n) = &outcome.note {
+        let _ = writeln!(err, "kit hook: {n}");
+    }
+    0
+}
+
+/// Handle one event (the bytes of stdin). Never fails: problems become [`Outcome::note`].
+pub fn handle(input: &[u8], env: &HookEnv) -> Outcome {
+    let input: HookInput = match serde_json::from_slice(input) {
+        Ok(i) => i,
+        Err(e) => return note(format!("stdin is not hook event JSON ({e}); nothing done")),
+    };
+    if !EVENTS.contains(&input.hook_event_name.as_str()) {
+        return Outcome::default();
+    }
+    let cwd = input.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+    let project = find_longrun(&cwd)
+        .or_else(|| (env.var)("CLAUDE_PROJECT_DIR").and_then(|d| find_longrun(Path::new(&d))));
+    let config = match &project {
+        Some(p) => match Config::load(&p.join("config.toml")) {
+            Ok(c) => c,
+            Err(e) => return note(format!("{e}; nothing done")),
+        },
+        None => Config::default(),
+    };
+    let mut run = Run {
+        input: &input,
+        env,
+        project: project.as_deref(),
+        config: &config,
+        outcome: Outcome::default(),
+    };
+    run.dispatch();
+    run.outcome
+}
+
+fn note(msg: String) -> Outcome {
+    Outcome { note: Some(msg), ..Outcome::default() }
+}
+
+/// The `longrun/` folder that governs `start`: the nearest ancestor holding one, not looking
+/// above the first git repository root met on the way. No git process: the hook must be quick.
+pub fn find_longrun(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(crate::longrun::DIR);
+        if candidate.is_dir() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+struct Run<'a> {
+    input: &'a HookInput,
+    env: &'a HookEnv<'a>,
+    project: Option<&'a Path>,
+    config: &'a Config,
+    outcome: Outcome,
+}
+
+/// The context measured for one event.
+struct Measured {
+    context: u64,
+    point: u64,
+    pct: f64,
+    tail: tail::Tail,
+}
+
+impl Run<'_> {
+    fn dispatch(&mut self) {
+        match self.input.hook_event_name.as_str() {
+            "SessionStart" => self.session_start(),
+            "PreCompact" => self.pre_compact(),
+            _ => self.measured_event(),
+        }
+    }
+
+    fn measure(&mut self) -> Option<Measured> {
+        let Some(path) = &self.input.transcript_path else {
+            self.outcome.note = Some("the event has no transcript_path; nothing done".into());
+            return None;
+        };
+        let tail = match tail::read_tail(path) {
+            Ok(t) => t,
+            Err(e) => {
+                let why = match &e {
+                    crate::Error::Io { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        format!("transcript {} not found", path.display())
+                    }
+                    other => other.to_string(),
+                };
+                self.outcome.note = Some(format!("{why}; nothing done"));
+                return None;
+            }
+        };
+        let Some(context) = tail.context() else {
+            self.outcome.note = Some(format!(
+                "transcript {} has no API call with usage yet; nothing done",
+                path.display()
+            ));
+            return None;
+        };
+        let point = compaction::resolve(self.config.context.compaction_point, self.env.var).tokens;
+        let pct = context as f64 * 100.0 / point as f64;
+        self.outcome.context = Some(context);
+        self.outcome.pct = Some(pct);
+        Some(Measured { context, point, pct, tail })
+    }
+
+    fn measured_event(&mut self) {
+        let Some(m) = self.measure() else { return };
+        let Some(longrun) = self.project else {
+            self.outcome.note = Some(format!(
+                "context {} tokens, {:.1}% of the compaction point ({}); no longrun/ folder, so only measured",
+                cache::fmt_tokens(m.context),
+                m.pct,
+                cache::fmt_tokens(m.point)
+            ));
+            return;
+        };
+        let mut st = HookState::load(longrun, &self.input.session_id);
+        let before = st.clone();
+        st.rearm_above(m.pct);
+        if let Some(c) = &m.tail.compaction_after {
+            // The transcript shows a compaction after the last call: everything re-arms.
+            st.rearm_above(-1.0);
+            if before.fired != st.fired {
+                self.fire(
+                    Action::Compaction,
+                    None,
+                    format!("{} compaction seen in the transcript; bands re-armed", c.trigger),
+                    &m,
+                );
+            }
+        }
+        let mut context_msgs: Vec<String> = Vec::new();
+        let mut user_msgs: Vec<String> = Vec::new();
+        match self.input.hook_event_name.as_str() {
+            "PostToolUse" => self.record_handoff_call(&mut st, &m),
+            "UserPromptSubmit" => {
+                if let Some(w) = self.idle_warning(&m) {
+                    user_msgs.push(w);
+                }
+            }
+            _ => {}
+        }
+        let bands = &self.config.context.bands;
+        let last = bands.last().copied().unwrap_or(85);
+        if self.input.hook_event_name == "Stop" {
+            if m.pct >= f64::from(last) {
+                self.stop_check(&mut st, &m, last);
+            }
+        } else if let Some(band) = st.crossed(bands, m.pct) {
+            let (action, text) = band_message(bands, band, &m);
+            context_msgs.push(text.clone());
+            user_msgs.push(format!(
+                "kit: context at {:.0}% of the compaction point — {}",
+                m.pct,
+                action_summary(action)
+            ));
+            self.fire(
+                action,
+                Some(band),
+                format!("{:.1}% ≥ {band}% for the first time since the last compaction", m.pct),
+                &m,
+            );
+        }
+        if st != before {
+            if let Err(e) = st.save(longrun) {
+                self.outcome.note = Some(format!("cannot save hook state: {e}"));
+            }
+        }
+        if self.outcome.stdout.is_none() && (!context_msgs.is_empty() || !user_msgs.is_empty()) {
+            let mut obj = serde_json::Map::new();
+            if !context_msgs.is_empty() {
+                obj.insert(
+                    "hookSpecificOutput".into(),
+                    json!({"hookEventName": self.input.hook_event_name, "additionalContext": context_msgs.join("\n\n")}),
+                );
+            }
+            if !user_msgs.is_empty() {
+                obj.insert("systemMessage".into(), Value::String(user_msgs.join("\n")));
+            }
+            self.outcome.stdout = Some(Value::Object(obj));
+        }
+    }
+
+    /// Stop at or above the last band: block once unless a handoff was proven saved.
+    fn stop_check(&mut self, st: &mut HookState, m: &Measured, last: u8) {
+        if !st.fired.contains(&last) {
+            st.crossed(&self.config.context.bands, m.pct);
+        }
+        if self.input.stop_hook_active {
+            let why = "stop_hook_active: Claude is already continuing because of a Stop hook; never block twice".to_string();
+            self.fire(Action::StopAllowed, Some(last), why, m);
+            return;
+        }
+        if st.stop_blocked {
+            return;
+        }
+        if let Some(stamp) = self.proven_handoff(st) {
+            self.fire(
+                Action::StopAllowed,
+                Some(last),
+                format!("handoff {stamp} was proven saved in this session"),
+                m,
+            );
+            return;
+        }
+        st.stop_blocked = true;
+        let reason = format!(
+            "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
+            m.pct,
+            cache::fmt_tokens(m.context),
+            cache::fmt_tokens(m.point)
+        );
+        self.outcome.stdout = Some(json!({"decision": "block", "reason": reason}));
+        self.fire(
+            Action::StopBlocked,
+            Some(last),
+            "no `kit handoff save` with the current stamp in this session".into(),
+            m,
+        );
+    }
+
+    /// The stamp id of `longrun/handoff.md` when this session is known to have saved it: seen
+    /// by a PostToolUse of this hook, or found in the transcript (then remembered).
+    fn proven_handoff(&mut self, st: &mut HookState) -> Option<String> {
+        let longrun = self.project?;
+        let stamp = handoff::current_stamp_id(&longrun.join("handoff.md"))?;
+        if st.handoff_stamp.as_deref() == Some(stamp.as_str()) {
+            return Some(stamp);
+        }
+        let transcript = self.input.transcript_path.as_ref()?;
+        match handoff::prove_in_transcript(transcript, &stamp) {
+            Ok(Some(_)) => {
+                st.handoff_stamp = Some(stamp.clone());
+                Some(stamp)
+            }
+            _ => None,
+        }
+    }
+
+    /// PostToolUse of a Bash call that ran `kit handoff save`: remember the stamp it printed.
+    fn record_handoff_call(&mut self, st: &mut HookState, m: &Measured) {
+        if self.input.tool_name.as_deref() != Some("Bash") {
+            return;
+        }
+        let command =
+            self.input.tool_input.as_ref().and_then(|i| i.get("command")).and_then(Value::as_str);
+        if !command.is_some_and(handoff::runs_handoff_save) {
+            return;
+        }
+        let response = match &self.input.tool_response {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v
+                .get("stdout")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string()),
+            None => String::new(),
+        };
+        if let Some(stamp) = handoff::stamp_in_output(&response) {
+            if st.handoff_stamp.as_deref() != Some(stamp.as_str()) {
+                st.handoff_stamp = Some(stamp.clone());
+                self.fire(
+                    Action::HandoffSeen,
+                    None,
+                    format!("`kit handoff save` printed stamp {stamp}"),
+                    m,
+                );
+            }
+        }
+    }
+
+    /// The idle warning for a prompt after a gap longer than the cache TTL.
+    fn idle_warning(&mut self, m: &Measured) -> Option<String> {
+        let call = m.tail.last_call.as_ref()?;
+        if m.tail.compaction_after.is_some() {
+            return None;
+        }
+        let last = call.timestamp?;
+        let idle = self.env.now.duration_since(last);
+        let idle = Duration::try_from(idle).ok()?;
+        let ttl = if call.cache_write_1h > 0 {
+            cache::Ttl::OneHour
+        } else if call.cache_write_5m > 0 {
+            cache::Ttl::FiveMinutes
+        } else {
+            cache::Ttl::from_duration(self.config.cache_ttl())
+        };
+        if idle <= ttl.duration() {
+            return None;
+        }
+        let table = PriceTable::embedded().with_overrides(&self.config.prices);
+        let text = match table.lookup(&call.model) {
+            Lookup::Priced(price) => {
+                let c = cache::compare(price, m.context, ttl, cache::DEFAULT_HANDOFF_TOKENS, idle);
+                format!(
+                    "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
+                    crate::duration::format_duration(idle),
+                    ttl.label(),
+                    cache::fmt_tokens(m.context),
+                    cache::fmt_usd(c.resend_usd),
+                    call.model,
+                    cache::fmt_tokens(c.handoff_tokens),
+                    cache::fmt_usd(c.clean_usd)
+                )
+            }
+            _ => format!(
+                "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
+                crate::duration::format_duration(idle),
+                ttl.label(),
+                cache::fmt_tokens(m.context),
+                call.model,
+                cache::fmt_tokens(cache::DEFAULT_HANDOFF_TOKENS)
+            ),
+        };
+        self.fire(
+            Action::IdleWarning,
+            None,
+            format!("idle {} > {} TTL", crate::duration::format_duration(idle), ttl.label()),
+            m,
+        );
+        Some(text)
+    }
+
+    fn pre_compact(&mut self) {
+        // Never blocked: a blocked compaction near the limit surfaces a context-limit error.
+        let Some(longrun) = self.project else { return };
+        let mut st = HookState::load(longrun, &self.input.session_id);
+        let before = st.clone();
+        st.rearm_above(-1.0);
+        if st != before {
+            if let Err(e) = st.save(longrun) {
+                self.outcome.note = Some(format!("cannot save hook state: {e}"));
+            }
+        }
+        let trigger = self.input.trigger.clone().unwrap_or_else(|| "unknown".into());
+        self.journal(
+            Action::Compaction,
+            None,
+            &format!("{trigger} compaction starting; bands re-armed"),
+            None,
+            None,
+        );
+    }
+
+    fn session_start(&mut self) {
+        let source = self.input.source.clone().unwrap_or_default();
+        if source != "compact" && source != "resume" {
+            return;
+        }
+        let Some(longrun) = self.project else { return };
+        if source == "compact" {
+            let mut st = HookState::load(longrun, &self.input.session_id);
+            if st.rearm_above(-1.0) {
+                if let Err(e) = st.save(longrun) {
+                    self.outcome.note = Some(format!("cannot save hook state: {e}"));
+                }
+            }
+        }
+        let Some(text) = handoff::resume_context(longrun, &source) else {
+            self.outcome.note =
+                Some("no longrun/handoff.md to inject after the ".to_string() + &source);
+            return;
+        };
+        self.outcome.stdout = Some(json!({
+            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
+        }));
+        self.journal(
+            Action::ContextInjected,
+            None,
+            &format!("after {source}: handoff summary and next action injected"),
+            None,
+            None,
+        );
+    }
+
+    fn fire(&mut self, action: Action, band: Option<u8>, why: String, m: &Measured) {
+        self.journal(action, band, &why, Some(m.context), Some(m.pct));
+    }
+
+    fn journal(
+        &mut self,
+        action: Action,
+        band: Option<u8>,
+        why: &str,
+        context: Option<u64>,
+        pct: Option<f64>,
+    ) {
+        self.outcome.firings.push(Firing { action, band, why: why.to_string() });
+        let Some(longrun) = self.project else { return };
+        let fields = json!({
+            "hook_event": self.input.hook_event_name,
+            "session": self.input.session_id,
+            "action": action.name(),
+            "band": band,
+            "context": context,
+            "pct": pct.map(|p| (p * 10.0).round() / 10.0),
+            "why": why,
+        });
+        if let Err(e) = Journal::new(longrun.join("journal.jsonl")).append("hook", fields) {
+            self.outcome.note = Some(format!("cannot journal: {e}"));
+        }
+    }
+}
+
+fn band_message(bands: &[u8], band: u8, m: &Measured) -> (Action, String) {
+    let action = if Some(&band) == bands.first() && bands.len() > 1 {
+        Action::Checkpoint
+    } else if Some(&band) == bands.last() {
+        Action::WrapUp
+    } else {
+        Action::Handoff
+    };
+    let head = format!(
+        "kit: the context is at {:.0}% of the compaction point ({} of {} tokens).",
+        m.pct,
+        cache::fmt_tokens(m.context),
+        cache::fmt_tokens(m.point)
+    );
+    let body = match action {
+        Action::Checkpoint => CHECKPOINT,
+        Action::Handoff => HANDOFF,
+        _ => WRAP_UP,
+    };
+    (action, format!("{head} {body}"))
+}
+
+fn action_summary(action: Action) -> &'static str {
+    match action {
+        Action::Checkpoint => "asked the agent to checkpoint longrun/progress.md",
+        Action::Handoff => "asked the agent to run `kit handoff save` now",
+        _ => "asked the agent to wrap up: finish the step, save the handoff, stop",
+    }
+}
+
+const CHECKPOINT: &str = "Checkpoint: bring longrun/progress.md up to date now (done, remaining, next action), then continue.";
+const HANDOFF: &str = "Save a handoff now: write your summary and the next action into longrun/handoff.md (or pipe them in), then run `kit handoff save` as a command; it stamps the file with the commit and file fingerprints.";
+const WRAP_UP: &str = "Compaction is near. Wrap up: finish the current step only, update longrun/progress.md, run `kit handoff save`, then stop.";
+const STOP_REASON: &str = "Before stopping: update longrun/progress.md, then run `kit handoff save` as a command (so this session's transcript holds the proof), then stop.";

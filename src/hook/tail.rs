@@ -1,0 +1,362 @@
+//! Reading the end of a Claude Code transcript, backwards, to find the current context.
+//!
+//! The hook runs on every prompt and tool call, so its cost must not grow with the transcript:
+//! this reader seeks to the end and reads 64 KiB blocks backwards until it finds the last
+//! main-chain assistant line that carries `message.usage` (formats/claude-code.md §4.3), and
+//! gives up after [`MAX_TAIL_BYTES`]. Only lines that can matter are parsed as JSON: a cheap
+//! substring test skips the rest (progress lines, tool results).
+//!
+//! Context = `input_tokens + cache_creation_input_tokens + cache_read_input_tokens` of that line
+//! (output excluded, as the statusline documents). Sidechain lines, the `<synthetic>` model and
+//! `isApiErrorMessage` lines are skipped. A `system/compact_boundary` line found *after* it
+//! means the context was compacted since; the context is then `postTokens` where the boundary
+//! carries it, else unknown until the next API call.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::Deserialize;
+
+use crate::error::{IoContext, Result};
+
+/// Block size of one backwards read, bytes.
+pub const BLOCK: usize = 64 * 1024;
+/// How far back from the end the reader looks before it gives up, bytes.
+pub const MAX_TAIL_BYTES: u64 = 32 * 1024 * 1024;
+
+/// One main-chain API call, as its assistant line reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiCall {
+    /// `message.model`, e.g. `claude-opus-4-6`.
+    pub model: String,
+    /// Uncached input tokens.
+    pub input: u64,
+    /// Cache-write tokens at the 5-minute TTL (all writes when the line has no split).
+    pub cache_write_5m: u64,
+    /// Cache-write tokens at the 1-hour TTL.
+    pub cache_write_1h: u64,
+    /// Cache-read tokens.
+    pub cache_read: u64,
+    /// The line's `timestamp`, when it parses.
+    pub timestamp: Option<Timestamp>,
+}
+
+impl ApiCall {
+    /// Context in tokens: input + cache writes + cache reads.
+    pub fn context(&self) -> u64 {
+        self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
+    }
+}
+
+/// A `system/compact_boundary` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    /// `compactMetadata.trigger`: `auto` or `manual`.
+    pub trigger: String,
+    /// `compactMetadata.preTokens`.
+    pub pre_tokens: Option<u64>,
+    /// `compactMetadata.postTokens` (newer versions only).
+    pub post_tokens: Option<u64>,
+    /// The line's `timestamp`.
+    pub timestamp: Option<Timestamp>,
+}
+
+/// What the end of a transcript says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tail {
+    /// The last main-chain API call with usage, if one was found within [`MAX_TAIL_BYTES`].
+    pub last_call: Option<ApiCall>,
+    /// The latest compaction boundary written after `last_call` (or anywhere in the scanned
+    /// tail when there is no call).
+    pub compaction_after: Option<Compaction>,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+}
+
+impl Tail {
+    /// Current context in tokens: the last call's, or after a compaction its `postTokens`
+    /// (else 0: unknown until the next call, which the bands treat as empty). `None` when the
+    /// transcript holds no call at all.
+    pub fn context(&self) -> Option<u64> {
+        match (&self.compaction_after, &self.last_call) {
+            (Some(c), _) => Some(c.post_tokens.unwrap_or(0)),
+            (None, Some(call)) => Some(call.context()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Read the tail of the transcript at `path`.
+///
+/// Errors: [`crate::Error::Io`] when the file cannot be opened or read. Malformed, partial and
+/// unknown lines are skipped, never an error.
+pub fn read_tail(path: &Path) -> Result<Tail> {
+    let mut f = File::open(path).at(path)?;
+    let len = f.metadata().at(path)?.len();
+    let mut tail = Tail::default();
+    let mut start = len;
+    // `buf` holds file[start..end] where everything after `end` has been looked at.
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        while let Some(nl) = memchr::memrchr(b'\n', &buf) {
+            if look_at(&buf[nl + 1..], &mut tail) {
+                return Ok(tail);
+            }
+            buf.truncate(nl);
+        }
+        if start == 0 {
+            look_at(&buf, &mut tail);
+            return Ok(tail);
+        }
+        if len - start >= MAX_TAIL_BYTES {
+            return Ok(tail);
+        }
+        let n = (start as usize).min(BLOCK);
+        start -= n as u64;
+        let mut block = vec![0u8; n + buf.len()];
+        f.seek(SeekFrom::Start(start)).at(path)?;
+        f.read_exact(&mut block[..n]).at(path)?;
+        tail.bytes_read += n as u64;
+        block[n..].copy_from_slice(&buf);
+        buf = block;
+    }
+}
+
+/// Look at one complete line; true when it is the last API call (the search is over).
+fn look_at(line: &[u8], tail: &mut Tail) -> bool {
+    let finder = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+    if finder(b"compact_boundary") {
+        if tail.compaction_after.is_none() {
+            if let Ok(l) = serde_json::from_slice::<Line>(line) {
+                if l.kind.as_deref() == Some("system")
+                    && l.subtype.as_deref() == Some("compact_boundary")
+                {
+                    let m = l.compact_metadata.unwrap_or_default();
+                    tail.compaction_after = Some(Compaction {
+                        trigger: m.trigger.unwrap_or_default(),
+                        pre_tokens: m.pre_tokens,
+                        post_tokens: m.post_tokens,
+                        timestamp: l.timestamp.and_then(|t| t.parse().ok()),
+                    });
+                }
+            }
+        }
+        return false;
+    }
+    if !(finder(b"\"assistant\"") && finder(b"\"usage\"")) {
+        return false;
+    }
+    let Ok(l) = serde_json::from_slice::<Line>(line) else { return false };
+    if l.kind.as_deref() != Some("assistant")
+        || l.is_sidechain == Some(true)
+        || l.is_api_error_message == Some(true)
+    {
+        return false;
+    }
+    let Some(msg) = l.message else { return false };
+    let Some(u) = msg.usage else { return false };
+    let model = msg.model.unwrap_or_default();
+    if model == "<synthetic>" {
+        return false;
+    }
+    let written = u.cache_creation_input_tokens.unwrap_or(0);
+    let (w5, w1) = match u.cache_creation {
+        Some(c) => {
+            (c.ephemeral_5m_input_tokens.unwrap_or(0), c.ephemeral_1h_input_tokens.unwrap_or(0))
+        }
+        None => (written, 0),
+    };
+    // Keep the total exact even if a line's split disagrees with its sum.
+    let w5 = w5 + written.saturating_sub(w5 + w1);
+    tail.last_call = Some(ApiCall {
+        model,
+        input: u.input_tokens.unwrap_or(0),
+        cache_write_5m: w5,
+        cache_write_1h: w1,
+        cache_read: u.cache_read_input_tokens.unwrap_or(0),
+        timestamp: l.timestamp.and_then(|t| t.parse().ok()),
+    });
+    true
+}
+
+#[derive(Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    subtype: Option<String>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "isApiErrorMessage")]
+    is_api_error_message: Option<bool>,
+    timestamp: Option<String>,
+    message: Option<Message>,
+    #[serde(rename = "compactMetadata")]
+    compact_metadata: Option<CompactMetadata>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    model: Option<String>,
+    usage: Option<UsageLine>,
+}
+
+#[derive(Deserialize)]
+struct UsageLine {
+    input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation: Option<CacheCreation>,
+}
+
+#[derive(Deserialize)]
+struct CacheCreation {
+    ephemeral_5m_input_tokens: Option<u64>,
+    ephemeral_1h_input_tokens: Option<u64>,
+}
+
+#[derive(Default, Deserialize)]
+struct CompactMetadata {
+    trigger: Option<String>,
+    #[serde(rename = "preTokens")]
+    pre_tokens: Option<u64>,
+    #[serde(rename = "postTokens")]
+    post_tokens: Option<u64>,
+}
+
+/// Find the transcript of session `id` (a full id or a unique prefix) under the Claude Code
+/// roots: each entry of `$CLAUDE_CONFIG_DIR` (a comma list; default `~/.claude`) `/projects/*/`.
+///
+/// Errors: [`crate::Error::Usage`] when no transcript or more than one matches.
+pub fn find_session(id: &str) -> Result<PathBuf> {
+    let mut found = Vec::new();
+    for root in claude_roots() {
+        let projects = root.join("projects");
+        let Ok(dirs) = std::fs::read_dir(&projects) else { continue };
+        for d in dirs.flatten() {
+            let Ok(files) = std::fs::read_dir(d.path()) else { continue };
+            for f in files.flatten() {
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with(id) && name.ends_with(".jsonl") {
+                    found.push(f.path());
+                }
+            }
+        }
+    }
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(crate::Error::usage(format!(
+            "no transcript of session `{id}` under the Claude Code roots"
+        ))
+        .with_hint("kit measure (lists the sessions), or pass --transcript PATH")),
+        n => Err(crate::Error::usage(format!("session prefix `{id}` matches {n} transcripts"))
+            .with_hint("give more of the session id")),
+    }
+}
+
+/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `~/.claude`.
+pub fn claude_roots() -> Vec<PathBuf> {
+    match std::env::var("CLAUDE_CONFIG_DIR") {
+        Ok(v) if !v.trim().is_empty() => {
+            v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+        }
+        _ => std::env::var_os("HOME")
+            .map(|h| vec![PathBuf::from(h).join(".claude")])
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared samples: `../shared` from the main checkout, `../../shared` from a worktree.
+    pub(crate) fn samples() -> PathBuf {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        ["../shared/samples/claude-code", "../../shared/samples/claude-code"]
+            .iter()
+            .map(|p| here.join(p))
+            .find(|p| p.is_dir())
+            .expect("the shared samples folder")
+    }
+
+    fn sample(name: &str) -> Tail {
+        read_tail(&samples().join(name)).unwrap()
+    }
+
+    #[test]
+    fn real_transcripts_give_the_context_of_their_last_call() {
+        // fasthooks ends with a manual /compact: last context 21,331, preTokens 21,558
+        // (formats §4.3); until the next call the context is unknown (0).
+        let t = sample("fasthooks_sample_main_transcript.jsonl");
+        let call = t.last_call.clone().unwrap();
+        assert_eq!(call.model, "claude-haiku-4-5-20251001");
+        assert_eq!(call.context(), 21_331);
+        let c = t.compaction_after.clone().unwrap();
+        assert_eq!((c.trigger.as_str(), c.pre_tokens), ("manual", Some(21_558)));
+        assert_eq!(t.context(), Some(0));
+        // spotter_tool_heavy writes the 1-hour cache.
+        let t = sample("spotter_tool_heavy.jsonl");
+        assert!(t.last_call.unwrap().cache_write_1h > 0);
+    }
+
+    #[test]
+    fn a_boundary_after_the_last_call_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let src = std::fs::read_to_string(
+            samples().join("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl"),
+        )
+        .unwrap();
+        // Cut the excerpt right after its compact_boundary line (file line 754 = excerpt 114).
+        let lines: Vec<&str> = src.lines().collect();
+        let cut = lines.iter().position(|l| l.contains("\"compact_boundary\"")).unwrap();
+        let p = d.path().join("t.jsonl");
+        std::fs::write(&p, lines[..=cut].join("\n") + "\n").unwrap();
+        let t = read_tail(&p).unwrap();
+        assert_eq!(t.last_call.as_ref().unwrap().context(), 164_831);
+        let c = t.compaction_after.as_ref().unwrap();
+        assert_eq!((c.trigger.as_str(), c.pre_tokens), ("auto", Some(170_251)));
+        assert_eq!(t.context(), Some(0));
+        std::fs::write(&p, lines[..cut].join("\n") + "\n").unwrap();
+        assert_eq!(read_tail(&p).unwrap().context(), Some(164_831));
+    }
+
+    #[test]
+    fn partial_last_line_and_sidechains_are_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let call = |side: bool, n: u64| {
+            format!(
+                r#"{{"type":"assistant","isSidechain":{side},"timestamp":"2026-10-01T08:00:00Z","message":{{"model":"claude-opus-4-6","usage":{{"input_tokens":{n},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}}}}"#
+            )
+        };
+        let text = format!(
+            "{}\n{}\n{{\"type\":\"assistant\",\"message\":{{\"usa",
+            call(false, 7),
+            call(true, 9)
+        );
+        std::fs::write(&p, text).unwrap();
+        assert_eq!(read_tail(&p).unwrap().context(), Some(7));
+        std::fs::write(&p, "").unwrap();
+        assert_eq!(read_tail(&p).unwrap(), Tail::default());
+    }
+
+    #[test]
+    fn cost_does_not_grow_with_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.jsonl");
+        let filler = format!("{{\"type\":\"progress\",\"data\":\"{}\"}}\n", "x".repeat(1000));
+        let call = r#"{"type":"assistant","message":{"model":"m","usage":{"input_tokens":5,"cache_read_input_tokens":10}}}"#;
+        let mut text = filler.repeat(5000);
+        text.push_str(call);
+        text.push('\n');
+        text.push_str(&filler.repeat(3));
+        std::fs::write(&p, text).unwrap();
+        let t = read_tail(&p).unwrap();
+        assert_eq!(t.context(), Some(15));
+        assert!(t.bytes_read <= BLOCK as u64, "read {} bytes", t.bytes_read);
+    }
+}
