@@ -184,8 +184,8 @@ fn caps_of(project: &Project, started: Option<&Value>, run: &[Value], ended: Opt
 }
 
 /// The next action written in `progress.md`: the first non-empty line under a heading that
-/// says "next action", or the text after `Next action:` on a line. HTML comments (template
-/// guidance) are ignored.
+/// says "next action", or the text after `Next action:` on a line. HTML comments and a
+/// parenthesised placeholder line (template guidance) are ignored.
 pub fn next_action(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let text = strip_comments(&text);
@@ -198,7 +198,10 @@ pub fn next_action(path: &Path) -> Option<String> {
             continue;
         }
         if under_heading && !t.is_empty() {
-            return Some(t.trim_start_matches(['-', '*', ' ']).trim().to_string()).filter(|s| !s.is_empty());
+            let item = t.trim_start_matches(['-', '*', ' ']).trim();
+            // A template's placeholder, e.g. "(The one concrete step to take next.)".
+            let placeholder = item.starts_with('(') && item.ends_with(')');
+            return Some(item.to_string()).filter(|s| !s.is_empty() && !placeholder);
         }
         let bare = lower.trim_start_matches(['-', '*', ' ']).replace("**", "");
         if let Some(rest) = bare.strip_prefix("next action:") {
@@ -383,6 +386,7 @@ mod tests {
             ("Done: a\nNext action: run the benchmark\n", Some("run the benchmark")),
             ("- **Next action:** fix test 3\n", Some("fix test 3")),
             ("## Next action\n<!-- fill in -->\n", None),
+            ("## Next action\n(The one concrete step to take next.)\n", None),
             ("nothing here\n", None),
         ];
         for (text, want) in cases {

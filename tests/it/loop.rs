@@ -25,41 +25,26 @@ fn read(root: &Path, rel: &str) -> String {
     std::fs::read_to_string(root.join(rel)).unwrap_or_default()
 }
 
-/// Write `longrun/frozen.toml` and the stored copies for `files`, with `dirs` frozen, the way
-/// `kit freeze` does (format of src/frozen/manifest.rs).
-fn freeze(root: &Path, files: &[&str], dirs: &[&str]) {
-    use sha2::Digest;
-    let objects = root.join("longrun/.frozen/objects");
-    std::fs::create_dir_all(&objects).unwrap();
-    let dirs: Vec<String> = dirs.iter().map(|d| format!("\"{d}\"")).collect();
-    let mut text = format!("format_version = 1\nbase_commit = \"\"\ndirs = [{}]\n", dirs.join(", "));
-    for f in files {
-        let bytes = std::fs::read(root.join(f)).unwrap();
-        let sha = hex::encode(sha2::Sha256::digest(&bytes));
-        std::fs::write(objects.join(&sha), &bytes).unwrap();
-        text.push_str(&format!(
-            "\n[files.\"{f}\"]\nsha256 = \"{sha}\"\nsize = {}\nmode = \"100644\"\n",
-            bytes.len()
-        ));
-    }
-    write(root, "longrun/frozen.toml", &text);
+/// Run kit in `root` and require success.
+fn kit_ok(root: &Path, args: &[&str]) {
+    let o = kit(root).args(args).output().unwrap();
+    assert!(o.status.success(), "kit {args:?}: {}", text(&o));
 }
 
-/// A repository with the calc project (broken unless `fixed`), a level 3 goal, a config with a
-/// short grace period, and tests/ frozen.
+/// A repository set up as a user would: `kit init`, the calc project (broken unless `fixed`), a
+/// level 3 goal, a config with a short grace period, `kit freeze tests`, all committed.
 fn project(fixed: bool) -> tempfile::TempDir {
     let d = git_repo();
     let root = d.path();
+    kit_ok(root, &["init"]);
     write(root, "calc.py", if fixed { CALC_FIXED } else { CALC_BROKEN });
     write(root, "tests/__init__.py", "");
     write(root, "tests/test_calc.py", TEST_CALC);
-    write(root, ".gitignore", "__pycache__/\nlongrun/.runs/\nlongrun/.lock\nlongrun/.frozen/\n.home/\n");
+    let ignore = read(root, ".gitignore");
+    write(root, ".gitignore", &format!("{ignore}__pycache__/\n.home/\n"));
     write(root, "longrun/goal.md", GOAL);
     write(root, "longrun/config.toml", CONFIG);
-    for f in ["progress.md", "decisions.md", "handoff.md"] {
-        write(root, &format!("longrun/{f}"), "");
-    }
-    freeze(root, &["tests/__init__.py", "tests/test_calc.py"], &["tests"]);
+    kit_ok(root, &["freeze", "tests"]);
     let git = |args: &[&str]| {
         assert!(Command::new("git")
             .args(args)
@@ -359,7 +344,6 @@ fn a_pause_file_stops_the_loop_with_exit_5() {
 fn the_no_progress_cap_stops_an_agent_that_changes_nothing() {
     let d = project(false);
     write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 2\n"));
-    freeze(d.path(), &["tests/__init__.py", "tests/test_calc.py"], &["tests"]);
     // It claims success and touches only a frozen file, which is reverted: no progress.
     write(d.path(), "agent.sh", "echo 'DONE: all tests pass'\necho '# gone' > tests/test_calc.py\n");
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
@@ -374,7 +358,6 @@ fn the_no_progress_cap_stops_an_agent_that_changes_nothing() {
 fn a_malformed_config_exits_2_naming_the_line() {
     let d = project(false);
     write(d.path(), "longrun/config.toml", "[caps]\nmax_iterations = \"ten\"\n");
-    freeze(d.path(), &["tests/__init__.py", "tests/test_calc.py"], &["tests"]);
     let o = kit_loop(d.path(), &["--agent", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("config.toml:2"), "{}", text(&o));
@@ -389,7 +372,6 @@ fn a_goal_below_the_required_level_is_refused_with_the_reason() {
         "longrun/goal.md",
         "# Goal: weak\n\n## Criteria\n- function: `python3 -m unittest discover -s tests` → `OK`\n",
     );
-    freeze(d.path(), &["tests/__init__.py", "tests/test_calc.py"], &["tests"]);
     let o = kit_loop(d.path(), &["--agent", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
