@@ -228,7 +228,7 @@ fn print_report(
     default_handoff: bool,
 ) -> std::io::Result<()> {
     let idle_s = format_duration(idle);
-    let ttl_s = format_duration(ttl.duration());
+    let ttl_s = ttl.label();
     writeln!(
         out,
         "{model} · {} tokens of context · idle {idle_s} · cache TTL {}",
@@ -240,19 +240,38 @@ fn print_report(
     }
     writeln!(out)?;
     writeln!(out, "timeline")?;
+    let row = |out: &mut dyn Write, from: &str, to: &str, what: String| {
+        writeln!(out, "  {from:<5} → {to:<7} {what}")
+    };
     if c.warm {
         let left = format_duration(ttl.duration() - idle);
-        writeln!(out, "  0s → {ttl_s:<8} warm: the context is cached; {left} left at {idle_s}")?;
-        writeln!(
+        row(
             out,
-            "  {ttl_s:<4} → …        cold: after that the next message re-writes the whole context"
+            "0s",
+            ttl_s,
+            format!("warm: at {idle_s} the context is still cached ({left} left)"),
+        )?;
+        row(
+            out,
+            ttl_s,
+            "…",
+            format!("cold: after {ttl_s} the next message re-writes the whole context"),
         )?;
     } else {
-        writeln!(
+        row(
             out,
-            "  0s → {ttl_s:<8} warm: the next message would have read the context from the cache"
+            "0s",
+            ttl_s,
+            "warm: the next message would have read the context from the cache".into(),
         )?;
-        writeln!(out, "  {ttl_s} → {idle_s:<7} cold: the cache expired at {ttl_s}; the next message re-writes the whole context")?;
+        row(
+            out,
+            ttl_s,
+            &idle_s,
+            format!(
+                "cold: the cache expired at {ttl_s}; the next message re-writes the whole context"
+            ),
+        )?;
     }
     writeln!(out)?;
     let write_rate = price.rates_for(&ttl.write(context));

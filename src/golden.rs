@@ -218,6 +218,14 @@ pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
             )));
         }
     }
+    // The sandbox's HOME (with CLAUDE_CONFIG_DIR and its transcripts) lives in `.home/`; it is
+    // not part of the project, so git must not see it (else `kit handoff save` would fingerprint
+    // transcripts that grow after the save).
+    let exclude = dir.join(".git").join("info").join("exclude");
+    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    text.push_str("/.home/\n");
+    crate::atomic::create_dir_all(&dir.join(".git").join("info"))?;
+    crate::atomic::write_atomic(&exclude, text.as_bytes())?;
     Ok(())
 }
 

@@ -17,9 +17,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
+use rayon::prelude::*;
+
 use super::guard::{Drift, DriftKind, Guard};
 use super::manifest::{self, FileEntry, Manifest};
-use super::{inspect, walk};
+use super::{inspect, walk, ModeRule};
 use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
 use crate::longrun::Project;
 use crate::term::Theme;
@@ -58,16 +60,22 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
 pub fn check_manifest(project: &Project, m: &Manifest) -> Result<Vec<Drift>> {
     let root = &project.root;
     let objects_rel = format!("{}/.frozen/objects", crate::longrun::DIR);
-    let mut out = Vec::new();
-    for (rel, e) in &m.files {
-        if let Some(kind) = inspect(root, rel, &e.sha256, &|p| manifest::git_mode(p) == e.mode) {
-            out.push(Drift { path: rel.clone(), kind });
-        }
-        let obj = format!("{objects_rel}/{}", e.sha256);
-        if let Some(kind) = inspect(root, &obj, &e.sha256, &|_| true) {
-            out.push(Drift { path: obj, kind });
-        }
-    }
+    let wanted: Vec<(String, &str, ModeRule)> = m
+        .files
+        .iter()
+        .flat_map(|(rel, e)| {
+            [
+                (rel.clone(), e.sha256.as_str(), ModeRule::Git(&e.mode)),
+                (format!("{objects_rel}/{}", e.sha256), e.sha256.as_str(), ModeRule::Any),
+            ]
+        })
+        .collect();
+    let mut out: Vec<Drift> = wanted
+        .into_par_iter()
+        .filter_map(|(rel, sha, mode)| {
+            inspect(root, &rel, sha, mode).map(|kind| Drift { path: rel, kind })
+        })
+        .collect();
     for d in &m.dirs {
         for e in walk(root, d)?.entries {
             if !m.files.contains_key(&e.rel) {

@@ -10,18 +10,20 @@
 //! drifted path back byte for byte. The cheat catalogue it answers (tests/it/freeze.rs proves
 //! each one): edit, delete, rename (deleted + new file), truncate, mode change, link swap (of the
 //! file or of a folder above it), new file in a frozen folder, edit of goal/config/manifest,
-//! edit or delete of a stored copy, and a `git commit` or `git reset` that changes frozen files
-//! (the guard compares the working tree, whatever HEAD says).
+//! edit or delete of a stored copy, a rewrite of the journal's history, and a `git commit` or
+//! `git reset` that changes frozen files (the guard compares the working tree, whatever HEAD
+//! says).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{self, Manifest};
-use super::{inspect, walk, CACHE_DIRS};
+use super::{inspect, walk, ModeRule, CACHE_DIRS};
 use crate::error::{Error, IoContext, Result};
 use crate::longrun::Project;
 
@@ -104,6 +106,17 @@ pub struct Guard {
     dirs: Vec<String>,
     /// Sub-folders of the frozen folders when captured (new ones are removed once empty).
     dirs_at_capture: BTreeSet<String>,
+    /// `journal.jsonl` is append-only: what it held at capture (or at the last
+    /// [`Guard::seal_journal`]) must stay its prefix.
+    journal: JournalHold,
+}
+
+/// The held prefix of `journal.jsonl`.
+#[derive(Clone, Debug)]
+struct JournalHold {
+    rel: String,
+    prefix: Vec<u8>,
+    perm: u32,
 }
 
 impl Guard {
@@ -112,7 +125,8 @@ impl Guard {
     /// Each frozen file's content comes from its stored copy, whose sha256 is re-checked; if the
     /// copy is missing or damaged but the file in the tree still matches the manifest, the file
     /// is used (and the copy is re-written at the next [`Guard::restore`]). `goal.md`,
-    /// `config.toml` and `frozen.toml` are held as they are now (a missing one is not held).
+    /// `config.toml` and `frozen.toml` are held as they are now (a missing one is not held);
+    /// `journal.jsonl` is held as a prefix that must stay (see [`Guard::seal_journal`]).
     ///
     /// Errors: [`Error::Input`] for a malformed `frozen.toml`; [`Error::Internal`] naming the
     /// path when a frozen file can be found neither in its stored copy nor in the tree.
@@ -130,7 +144,13 @@ impl Guard {
             objects_at_capture: BTreeSet::new(),
             dirs: manifest.dirs.clone(),
             dirs_at_capture: BTreeSet::new(),
+            journal: JournalHold {
+                rel: rel_of(&project.root, &project.journal()),
+                prefix: Vec::new(),
+                perm: 0o644,
+            },
         };
+        g.seal_journal()?;
         for (rel, entry) in &manifest.files {
             let live = g.root.join(rel);
             let bytes = read_verified(&objects_dir.join(&entry.sha256), &entry.sha256)
@@ -178,18 +198,20 @@ impl Guard {
     /// nothing. The stored-copies folder counts as a frozen folder: a file that was not there
     /// at capture is a new file. A frozen folder kit cannot read is reported as [`DriftKind::Modified`].
     pub fn check(&self) -> Vec<Drift> {
-        let mut out = Vec::new();
-        for sha in &self.objects {
-            let rel = format!("{}/{sha}", self.objects_rel);
-            if let Some(kind) = inspect(&self.root, &rel, sha, &|_| true) {
-                out.push(Drift { path: rel, kind });
-            }
-        }
-        for h in &self.files {
-            if let Some(kind) = inspect(&self.root, &h.rel, &h.sha256, &|p| p == h.perm) {
-                out.push(Drift { path: h.rel.clone(), kind });
-            }
-        }
+        // Hashing dominates; spread it over the cores.
+        let objects: Vec<(String, &String, ModeRule)> = self
+            .objects
+            .iter()
+            .map(|sha| (format!("{}/{sha}", self.objects_rel), sha, ModeRule::Any))
+            .collect();
+        let files = self.files.iter().map(|h| (h.rel.clone(), &h.sha256, ModeRule::Exact(h.perm)));
+        let wanted: Vec<_> = objects.into_iter().chain(files).collect();
+        let mut out: Vec<Drift> = wanted
+            .into_par_iter()
+            .filter_map(|(rel, sha, mode)| {
+                inspect(&self.root, &rel, sha, mode).map(|kind| Drift { path: rel, kind })
+            })
+            .collect();
         if let Ok(w) = walk(&self.root, &self.objects_rel) {
             out.extend(
                 w.entries
@@ -210,9 +232,55 @@ impl Guard {
                 Err(_) => out.push(Drift { path: d.clone(), kind: DriftKind::Modified }),
             }
         }
+        if let Some(kind) = self.journal_drift() {
+            out.push(Drift { path: self.journal.rel.clone(), kind });
+        }
         out.sort();
         out.dedup();
         out
+    }
+
+    /// Take the journal as it is now as the prefix it must keep. `journal.jsonl` is append-only
+    /// and kit (the loop, the hook) appends to it while the agent runs, so the guard cannot hold
+    /// its bytes; it holds a prefix instead: rewriting, truncating or deleting any line written
+    /// before the last seal is drift ([`DriftKind::Modified`] or [`DriftKind::Deleted`]), and
+    /// [`Guard::restore`] puts the sealed prefix back (lines appended after it are dropped, as
+    /// they can no longer be trusted). Call it after kit's own appends, before starting the agent.
+    ///
+    /// Errors: [`Error::Io`] when the journal exists but cannot be read.
+    pub fn seal_journal(&mut self) -> Result<()> {
+        let path = self.root.join(&self.journal.rel);
+        match fs::read(&path) {
+            Ok(bytes) => {
+                self.journal.perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;
+                self.journal.prefix = bytes;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.journal.prefix.clear(),
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+        Ok(())
+    }
+
+    /// How the journal broke append-only, if it did.
+    fn journal_drift(&self) -> Option<DriftKind> {
+        let path = self.root.join(&self.journal.rel);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(_) if self.journal.prefix.is_empty() => return None,
+            Err(_) => return Some(DriftKind::Deleted),
+        };
+        if meta.file_type().is_symlink() {
+            return Some(DriftKind::ReplacedByLink);
+        }
+        if !meta.is_file() || meta.len() < self.journal.prefix.len() as u64 {
+            return Some(DriftKind::Modified);
+        }
+        let mut head = vec![0u8; self.journal.prefix.len()];
+        let read = fs::File::open(&path).and_then(|mut f| {
+            use std::io::Read;
+            f.read_exact(&mut head)
+        });
+        (read.is_err() || head != self.journal.prefix).then_some(DriftKind::Modified)
     }
 
     /// Put back every drifted path byte for byte, with its permission bits: links and folders
@@ -240,6 +308,11 @@ impl Guard {
             reverts.push(Revert { path: d.path.clone(), kind: d.kind });
         }
         for d in drifts.iter().filter(|d| d.kind != DriftKind::NewFile) {
+            if d.path == self.journal.rel {
+                put_back(&self.root, &d.path, &self.journal.prefix, self.journal.perm)?;
+                reverts.push(Revert { path: d.path.clone(), kind: d.kind });
+                continue;
+            }
             let (sha, perm) = self.wanted(&d.path).ok_or_else(|| {
                 Error::internal(format!("{} drifted but the guard holds no copy of it", d.path))
             })?;

@@ -84,18 +84,34 @@ fn walk_into(root: &Path, rel_dir: &str, w: &mut Walk) -> Result<()> {
     Ok(())
 }
 
-/// How the file at `root/rel` differs from what was frozen: content `sha256` and a mode that
-/// `mode_ok` accepts (given the permission bits). `None` when it matches.
+/// Which permission bits a frozen file may have.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ModeRule<'a> {
+    /// Any (stored copies).
+    Any,
+    /// Exactly these bits (the guard, which saw the file at capture).
+    Exact(u32),
+    /// Any bits whose git-style mode is this one (`kit freeze --check`, from the manifest).
+    Git(&'a str),
+}
+
+impl ModeRule<'_> {
+    fn accepts(self, perm: u32) -> bool {
+        match self {
+            ModeRule::Any => true,
+            ModeRule::Exact(p) => p == perm,
+            ModeRule::Git(mode) => manifest::git_mode(perm) == mode,
+        }
+    }
+}
+
+/// How the file at `root/rel` differs from what was frozen: content `sha256` and permission bits
+/// that `mode` accepts. `None` when it matches.
 ///
 /// A link anywhere on the way (the file or a folder above it) is [`DriftKind::ReplacedByLink`];
 /// a missing file (or a file where a folder above it should be) is [`DriftKind::Deleted`];
 /// a folder in its place, other content, or content kit cannot read is [`DriftKind::Modified`].
-pub(crate) fn inspect(
-    root: &Path,
-    rel: &str,
-    sha256: &str,
-    mode_ok: &dyn Fn(u32) -> bool,
-) -> Option<DriftKind> {
+pub(crate) fn inspect(root: &Path, rel: &str, sha256: &str, mode: ModeRule) -> Option<DriftKind> {
     let mut above = root.to_path_buf();
     let parts: Vec<&str> = rel.split('/').collect();
     for part in &parts[..parts.len() - 1] {
@@ -121,7 +137,7 @@ pub(crate) fn inspect(
         Ok(s) if s == sha256 => {}
         _ => return Some(DriftKind::Modified),
     }
-    if !mode_ok(meta.permissions().mode() & 0o7777) {
+    if !mode.accepts(meta.permissions().mode() & 0o7777) {
         return Some(DriftKind::ModeChanged);
     }
     None

@@ -531,3 +531,76 @@ fn capture_falls_back_to_the_tree_when_a_stored_copy_is_damaged() {
     let err = Guard::capture(&Project::at(root)).unwrap_err().to_string();
     assert!(err.contains("cannot protect tests/test_x.py"), "{err}");
 }
+
+#[test]
+fn cheat_frozen_folder_replaced_by_a_file_is_reverted() {
+    assert_cheat_reverted(
+        |r| {
+            fs::remove_dir_all(r.join("tests/data")).unwrap();
+            fs::write(r.join("tests/data"), "not a folder").unwrap();
+        },
+        &[
+            drift("tests/data", DriftKind::NewFile),
+            drift("tests/data/helper.py", DriftKind::Deleted),
+        ],
+    );
+}
+
+#[test]
+fn cheat_file_replaced_by_a_folder_is_reverted() {
+    assert_cheat_reverted(
+        |r| {
+            fs::remove_file(r.join("tests/test_x.py")).unwrap();
+            fs::create_dir(r.join("tests/test_x.py")).unwrap();
+            fs::write(r.join("tests/test_x.py/__init__.py"), "").unwrap();
+        },
+        &[
+            drift("tests/test_x.py", DriftKind::Modified),
+            drift("tests/test_x.py/__init__.py", DriftKind::NewFile),
+        ],
+    );
+}
+
+#[test]
+fn drift_kinds_serialise_in_snake_case_for_the_journal() {
+    let kinds = [
+        (DriftKind::Modified, "modified"),
+        (DriftKind::Deleted, "deleted"),
+        (DriftKind::ModeChanged, "mode_changed"),
+        (DriftKind::ReplacedByLink, "replaced_by_link"),
+        (DriftKind::NewFile, "new_file"),
+    ];
+    for (kind, name) in kinds {
+        let json = serde_json::to_value(drift("tests/a.py", kind)).unwrap();
+        assert_eq!(json, serde_json::json!({"path": "tests/a.py", "kind": name}));
+    }
+}
+
+#[test]
+fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() {
+    let d = frozen_repo();
+    let root = d.path();
+    let journal_path = root.join("longrun/journal.jsonl");
+    let journal = kit::longrun::journal::Journal::new(&journal_path);
+    journal.append("loop_started", serde_json::json!({"iteration": 0})).unwrap();
+    journal.append("cheat", serde_json::json!({"path": "tests/test_x.py"})).unwrap();
+    let mut guard = Guard::capture(&Project::at(root)).unwrap();
+
+    journal.append("criteria", serde_json::json!({"passed": 0})).unwrap();
+    assert_eq!(guard.check(), vec![], "kit's own appends are not drift");
+    guard.seal_journal().unwrap();
+    let sealed = fs::read_to_string(&journal_path).unwrap();
+    assert_eq!(sealed.lines().count(), 3);
+
+    let without_cheat: String =
+        sealed.lines().filter(|l| !l.contains("cheat")).map(|l| format!("{l}\n")).collect();
+    fs::write(&journal_path, without_cheat + "{\"event\":\"done\"}\n").unwrap();
+    assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Modified)]);
+    guard.restore().unwrap();
+    assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);
+
+    fs::remove_file(&journal_path).unwrap();
+    assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Deleted)]);
+    guard.restore().unwrap();
+    assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);
+}

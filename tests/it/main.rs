@@ -1,7 +1,10 @@
 //! kit's integration tests: one test binary, a module per area (STYLE.md §9). Each test works in
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
+mod cache;
 mod freeze;
 mod golden;
+mod handoff;
+mod hook;
 mod r#loop;
 mod util;

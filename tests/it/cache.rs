@@ -1,0 +1,112 @@
+//! `kit cache`: the idle-time arithmetic of DESIGN §10 from the command line and from real
+//! transcripts.
+
+use crate::hook::samples;
+use crate::util::kit;
+
+fn run(args: &[&str]) -> (i32, String) {
+    let d = tempfile::tempdir().unwrap();
+    let o = kit(d.path()).args(args).output().unwrap();
+    let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&o.stderr));
+    (o.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn worked_check_opus_150k_idle_2h() {
+    let (code, out) =
+        run(&["cache", "--model", "claude-opus-4-6", "--context", "150000", "--idle", "2h"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "resend the context          150,000 tokens × $6.25/M (5m cache write)  $0.9375"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "clean start from handoff     25,000 tokens × $6.25/M (5m cache write)  $0.1563"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("clean start is cheaper by $0.7813 (83% less than resending)"), "{out}");
+}
+
+#[test]
+fn a_warm_cache_makes_resending_cheaper() {
+    let (code, out) = run(&[
+        "cache",
+        "--model",
+        "claude-opus-4-6",
+        "--context",
+        "150000",
+        "--idle",
+        "3m",
+        "--handoff",
+        "30000",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("(cache read)  $0.0750"), "{out}");
+    assert!(out.contains("resending is cheaper by $0.1125"), "{out}");
+    let (_, out) = run(&[
+        "cache",
+        "--model",
+        "claude-opus-4-6",
+        "--context",
+        "150000",
+        "--idle",
+        "30m",
+        "--ttl",
+        "1h",
+    ]);
+    assert!(out.contains("warm"), "{out}");
+}
+
+#[test]
+fn the_idle_gap_of_a_real_transcript() {
+    // spotter 4d5611e5 L261–L300: the last call before the 4 h gap is at 16:08:00Z;
+    // the next prompt comes at 20:19:00Z.
+    let path =
+        samples().join("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L261-L300.excerpt.jsonl");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let cut: Vec<&str> = src.lines().take_while(|l| !l.contains("20:19:0")).collect();
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("before-gap.jsonl");
+    std::fs::write(&t, cut.join("\n") + "\n").unwrap();
+    let o = kit(d.path())
+        .args(["cache", "--transcript", t.to_str().unwrap(), "--at", "2026-02-12T20:19:00Z"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.starts_with("claude-opus-4-6 · "), "{out}");
+    assert!(out.contains("idle 4h10m"), "{out}");
+    assert!(out.contains("clean start is cheaper"), "{out}");
+}
+
+#[test]
+fn bad_arguments_say_what_to_do() {
+    let (code, out) =
+        run(&["cache", "--model", "gpt-unknown-9", "--context", "1000", "--idle", "1h"]);
+    assert_eq!(code, 2);
+    assert!(out.contains("model `gpt-unknown-9` is not in the price table"), "{out}");
+    let (code, out) = run(&["cache", "--model", "claude-opus-4-6", "--context", "1000"]);
+    assert_eq!(code, 2);
+    assert!(
+        out.contains("next: kit cache --model claude-opus-4-6 --context 150000 --idle 2h"),
+        "{out}"
+    );
+    let (code, out) = run(&[
+        "cache",
+        "--model",
+        "claude-opus-4-6",
+        "--context",
+        "1000",
+        "--idle",
+        "1h",
+        "--ttl",
+        "10m",
+    ]);
+    assert_eq!(code, 2);
+    assert!(out.contains("cache TTL `10m` is not 5m or 1h"), "{out}");
+}

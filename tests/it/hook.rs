@@ -1,0 +1,525 @@
+//! `kit hook claude`, `kit hook install` and `kit hook rehearse`, run as the real binary with the
+//! event JSON on stdin, as Claude Code runs them (formats/claude-code.md §5).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::util::{git_repo, kit};
+
+/// The compaction point the tests run at (the default: 200k − 20k − 13k).
+const POINT: u64 = 167_000;
+
+/// The shared samples: `../shared` from the main checkout, `../../shared` from a worktree.
+pub fn samples() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    ["../shared/samples/claude-code", "../../shared/samples/claude-code"]
+        .iter()
+        .map(|p| here.join(p))
+        .find(|p| p.is_dir())
+        .expect("the shared samples folder")
+}
+
+/// What one hook run printed.
+pub struct Reply {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        if self.stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(self.stdout.trim())
+                .unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
+        }
+    }
+    pub fn context_text(&self) -> String {
+        self.json()["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").to_string()
+    }
+}
+
+/// Run `kit hook claude` in `dir` with `event` on stdin.
+pub fn hook(dir: &Path, event: &Value) -> Reply {
+    hook_raw(dir, event.to_string().as_bytes())
+}
+
+fn hook_raw(dir: &Path, stdin: &[u8]) -> Reply {
+    let mut child = kit(dir)
+        .args(["hook", "claude"])
+        .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+        .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let o = child.wait_with_output().unwrap();
+    Reply {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// A transcript the tests append to, and the session's event builder.
+pub struct Session {
+    pub dir: PathBuf,
+    pub transcript: PathBuf,
+    pub id: String,
+    calls: u32,
+}
+
+impl Session {
+    pub fn new(dir: &Path) -> Session {
+        let transcript =
+            dir.join(".home/.claude/projects/-sandbox/5e55a000-0000-4000-8000-000000000001.jsonl");
+        fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+        fs::write(&transcript, "").unwrap();
+        Session {
+            dir: dir.to_path_buf(),
+            transcript,
+            id: "5e55a000-0000-4000-8000-000000000001".into(),
+            calls: 0,
+        }
+    }
+
+    /// Append a main-chain API call whose context is `pct` % of the compaction point, at `ts`.
+    pub fn call_at_pct(&mut self, pct: f64, ts: &str) -> u64 {
+        let context = (POINT as f64 * pct / 100.0).round() as u64;
+        self.call(context, ts);
+        context
+    }
+
+    pub fn call(&mut self, context: u64, ts: &str) {
+        self.calls += 1;
+        let line = json!({
+            "type": "assistant", "isSidechain": false, "sessionId": self.id, "timestamp": ts,
+            "message": {"model": "claude-opus-4-6", "id": format!("msg_{}", self.calls), "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": 3, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": context - 1003,
+                          "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 0}, "output_tokens": 50}}
+        });
+        self.append(&line);
+    }
+
+    pub fn append(&self, line: &Value) {
+        let mut f = fs::OpenOptions::new().append(true).open(&self.transcript).unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    pub fn event(&self, name: &str, extra: Value) -> Value {
+        let mut ev = json!({
+            "session_id": self.id, "transcript_path": self.transcript, "cwd": self.dir,
+            "hook_event_name": name, "permission_mode": "default"
+        });
+        ev.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        ev
+    }
+
+    pub fn tool(&self) -> Value {
+        self.event("PostToolUse", json!({"tool_name": "Bash", "tool_input": {"command": "cargo test"}, "tool_response": {"stdout": "ok"}}))
+    }
+}
+
+const NOW: &str = "2026-10-01T08:59:00Z";
+
+fn project() -> tempfile::TempDir {
+    let d = git_repo();
+    let o = kit(d.path()).arg("init").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    d
+}
+
+fn journal_actions(dir: &Path) -> Vec<String> {
+    fs::read_to_string(dir.join("longrun/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "hook")
+        .map(|v| format!("{}@{}", v["action"].as_str().unwrap(), v["band"]))
+        .collect()
+}
+
+#[test]
+fn bands_fire_once_each_at_50_70_85_and_not_at_49() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    let mut fired = Vec::new();
+    for pct in [30.0, 49.0, 49.9, 50.0, 55.0, 69.9, 70.0, 80.0, 85.0, 90.0, 95.0] {
+        s.call_at_pct(pct, NOW);
+        let r = hook(d.path(), &s.tool());
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let text = r.context_text();
+        if !text.is_empty() {
+            fired.push((pct, text));
+        }
+    }
+    let at: Vec<f64> = fired.iter().map(|(p, _)| *p).collect();
+    assert_eq!(at, vec![50.0, 70.0, 85.0]);
+    assert!(
+        fired[0].1.contains("longrun/progress.md") && fired[0].1.contains("Checkpoint"),
+        "{}",
+        fired[0].1
+    );
+    assert!(fired[1].1.contains("run `kit handoff save`"), "{}", fired[1].1);
+    assert!(fired[2].1.contains("Wrap up"), "{}", fired[2].1);
+    assert!(fired[0].1.contains("(83,500 of 167,000 tokens)"), "{}", fired[0].1);
+    assert_eq!(journal_actions(d.path()), ["checkpoint@50", "handoff@70", "wrap_up@85"]);
+    let j: Vec<Value> = fs::read_to_string(d.path().join("longrun/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v["event"] == "hook")
+        .collect();
+    assert_eq!(j[0]["session"], s.id.as_str());
+    assert_eq!(j[0]["context"], 83_500);
+    assert_eq!(j[0]["pct"], 50.0);
+    assert_eq!(j[0]["ts"], "2026-10-01T09:00:00Z");
+}
+
+#[test]
+fn a_jump_past_several_bands_fires_only_the_highest() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call_at_pct(88.0, NOW);
+    let r = hook(d.path(), &s.event("UserPromptSubmit", json!({"prompt": "go"})));
+    assert!(r.context_text().contains("Wrap up"), "{}", r.stdout);
+    assert_eq!(r.json()["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
+    s.call_at_pct(89.0, NOW);
+    assert_eq!(hook(d.path(), &s.tool()).stdout, "");
+    assert_eq!(journal_actions(d.path()), ["wrap_up@85"]);
+}
+
+#[test]
+fn bands_rearm_after_a_compact_boundary() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call_at_pct(72.0, NOW);
+    assert!(hook(d.path(), &s.tool()).context_text().contains("kit handoff save"));
+    s.append(&json!({"type": "system", "subtype": "compact_boundary", "parentUuid": null,
+        "timestamp": NOW, "compactMetadata": {"trigger": "auto", "preTokens": 168_000}}));
+    let r = hook(d.path(), &s.tool());
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    s.call_at_pct(30.0, NOW);
+    assert_eq!(hook(d.path(), &s.tool()).stdout, "");
+    s.call_at_pct(51.0, NOW);
+    assert!(hook(d.path(), &s.tool()).context_text().contains("Checkpoint"));
+    s.call_at_pct(70.5, NOW);
+    assert!(hook(d.path(), &s.tool()).context_text().contains("kit handoff save"));
+    assert_eq!(
+        journal_actions(d.path()),
+        ["handoff@70", "compaction@null", "checkpoint@50", "handoff@70"]
+    );
+}
+
+#[test]
+fn stop_is_blocked_once_and_never_with_stop_hook_active() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call_at_pct(60.0, NOW);
+    let r = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.stdout, "", "below the wrap-up band a Stop passes");
+    s.call_at_pct(86.0, NOW);
+    let active = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": true})));
+    assert_eq!((active.code, active.stdout.as_str()), (0, ""), "never block with stop_hook_active");
+    let r = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.code, 0);
+    let v = r.json();
+    assert_eq!(v["decision"], "block");
+    assert!(v["reason"].as_str().unwrap().contains("no handoff was proven saved"), "{v}");
+    let again = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(again.stdout, "", "blocked once, not twice");
+}
+
+#[test]
+fn stop_passes_when_the_session_ran_kit_handoff_save() {
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("longrun/handoff.md"), "Done: all. Next action: stop.\n").unwrap();
+    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
+    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
+    assert!(saved.status.success(), "{line}{}", String::from_utf8_lossy(&saved.stderr));
+    let mut s = Session::new(root);
+    s.call_at_pct(87.0, NOW);
+    let post = s.event(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": "kit handoff save"},
+               "tool_response": {"stdout": line, "stderr": ""}}),
+    );
+    assert_eq!(hook(root, &post).code, 0);
+    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.stdout, "", "the handoff was proven saved in this session");
+    assert!(journal_actions(root).contains(&"handoff_seen@null".to_string()));
+    assert!(journal_actions(root).contains(&"stop_allowed@85".to_string()));
+}
+
+#[test]
+fn stop_passes_when_the_transcript_proves_the_save() {
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("longrun/handoff.md"), "Done: all.\n").unwrap();
+    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
+    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
+    let mut s = Session::new(root);
+    crate::handoff::append_save_call(&s.transcript, &line);
+    s.call_at_pct(90.0, NOW);
+    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.stdout, "", "proof found in the transcript: {}", r.stdout);
+    // A hand-edited stamp no longer matches what the session printed: blocked.
+    let text = fs::read_to_string(root.join("longrun/handoff.md")).unwrap();
+    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    fs::write(root.join("longrun/handoff.md"), text.replace(&id, "0123456789ab")).unwrap();
+    let d2 = project();
+    let mut s2 = Session::new(d2.path());
+    fs::write(
+        d2.path().join("longrun/handoff.md"),
+        fs::read_to_string(root.join("longrun/handoff.md")).unwrap(),
+    )
+    .unwrap();
+    crate::handoff::append_save_call(&s2.transcript, &line);
+    s2.call_at_pct(90.0, NOW);
+    let r = hook(d2.path(), &s2.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.json()["decision"], "block");
+}
+
+#[test]
+fn precompact_is_never_blocked() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call_at_pct(99.0, NOW);
+    for trigger in ["auto", "manual"] {
+        let r = hook(
+            d.path(),
+            &s.event("PreCompact", json!({"trigger": trigger, "custom_instructions": ""})),
+        );
+        assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    }
+    assert_eq!(journal_actions(d.path()), ["compaction@null", "compaction@null"]);
+}
+
+#[test]
+fn session_start_after_compaction_injects_the_handoff() {
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(
+        root.join("longrun/handoff.md"),
+        "Parser done, tests green.\n\n## Next action\nWire the CLI flag.\n",
+    )
+    .unwrap();
+    assert!(kit(root).args(["handoff", "save"]).output().unwrap().status.success());
+    let s = Session::new(root);
+    for source in ["compact", "resume"] {
+        let r = hook(root, &s.event("SessionStart", json!({"source": source})));
+        let v = r.json();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        let text = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+        assert!(text.contains("Parser done, tests green."), "{text}");
+        assert!(text.contains("Next action: Wire the CLI flag."), "{text}");
+        assert!(text.contains("stamp "), "{text}");
+    }
+    let r = hook(root, &s.event("SessionStart", json!({"source": "startup"})));
+    assert_eq!(r.stdout, "");
+}
+
+#[test]
+fn a_prompt_after_an_idle_gap_warns_with_both_costs() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call(150_000, "2026-10-01T07:00:00Z");
+    let r = hook(d.path(), &s.event("UserPromptSubmit", json!({"prompt": "back"})));
+    let msg = r.json()["systemMessage"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("idle 2h00m, longer than the 5m cache TTL"), "{msg}");
+    assert!(msg.contains("$0.9375") && msg.contains("$0.1563"), "{msg}");
+    // Within the TTL: no warning.
+    s.call(150_000, "2026-10-01T08:57:00Z");
+    let r = hook(d.path(), &s.event("UserPromptSubmit", json!({"prompt": "more"})));
+    assert_eq!(r.stdout, "");
+}
+
+#[test]
+fn the_hook_reads_real_transcripts() {
+    // spotter 4d5611e5 L641–L801: 164,831 tokens right before its automatic compaction.
+    let src = fs::read_to_string(
+        samples().join("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let boundary = lines.iter().position(|l| l.contains("\"compact_boundary\"")).unwrap();
+    let d = project();
+    let s = Session::new(d.path());
+    fs::write(&s.transcript, lines[..boundary].join("\n") + "\n").unwrap();
+    let r = hook(d.path(), &s.tool());
+    assert!(r.context_text().contains("(164,831 of 167,000 tokens)"), "{}", r.stdout);
+    // The whole excerpt: the last call after the compaction is back near 41k (24 %).
+    fs::write(&s.transcript, &src).unwrap();
+    let r = hook(d.path(), &s.tool());
+    assert_eq!(r.stdout, "");
+    let j = fs::read_to_string(d.path().join("longrun/journal.jsonl")).unwrap();
+    assert!(j.contains("\"context\":164831"), "{j}");
+    // Without longrun/ the hook only measures (a note for the debug log, no decision).
+    let bare = tempfile::tempdir().unwrap();
+    fs::create_dir(bare.path().join(".git")).unwrap();
+    let s = Session::new(bare.path());
+    fs::write(&s.transcript, lines[..boundary].join("\n") + "\n").unwrap();
+    let r = hook(bare.path(), &s.tool());
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    assert!(
+        r.stderr.contains("context 164,831 tokens, 98.7% of the compaction point"),
+        "{}",
+        r.stderr
+    );
+    assert!(!bare.path().join("longrun").exists());
+}
+
+#[test]
+fn bad_input_exits_0_with_one_note_and_never_blocks() {
+    let d = project();
+    let s = Session::new(d.path());
+    let missing = json!({"session_id": "x", "transcript_path": d.path().join("nope.jsonl"),
+        "cwd": d.path(), "hook_event_name": "Stop", "stop_hook_active": false});
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("malformed", b"{\"hook_event_name\": \"Stop\"".to_vec(), "stdin is not hook event JSON"),
+        ("not json", b"hello".to_vec(), "stdin is not hook event JSON"),
+        ("empty stdin", b"".to_vec(), "stdin is not hook event JSON"),
+        ("missing transcript", missing.to_string().into_bytes(), "not found"),
+        (
+            "empty transcript",
+            s.event("Stop", json!({})).to_string().into_bytes(),
+            "has no API call with usage yet",
+        ),
+    ];
+    for (what, stdin, note) in cases {
+        let r = hook_raw(d.path(), &stdin);
+        assert_eq!(r.code, 0, "{what}");
+        assert_eq!(r.stdout, "", "{what}: never a decision");
+        assert_eq!(r.stderr.lines().count(), 1, "{what}: {}", r.stderr);
+        assert!(
+            r.stderr.starts_with("kit hook: ") && r.stderr.contains(note),
+            "{what}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn install_and_uninstall_round_trip_keeps_other_hooks() {
+    let d = git_repo();
+    let root = d.path();
+    let settings = root.join(".claude/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = json!({
+        "permissions": {"allow": ["Bash(cargo test)"]},
+        "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": "~/bin/notify-done"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 5}]}]
+        }
+    });
+    fs::write(&settings, serde_json::to_string_pretty(&original).unwrap()).unwrap();
+    let dry = kit(root).args(["hook", "install", "--dry-run"]).output().unwrap();
+    assert!(dry.status.success());
+    let shown: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(shown["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        serde_json::from_str::<Value>(&fs::read_to_string(&settings).unwrap()).unwrap(),
+        original,
+        "dry run writes nothing"
+    );
+
+    let o = kit(root).args(["hook", "install"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("settings.json.kit-backup-20261001T090000Z"), "{out}");
+    assert!(root.join(".claude/settings.json.kit-backup-20261001T090000Z").is_file());
+    let installed: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
+    for ev in ["UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionStart"] {
+        let cmds: Vec<&str> = installed["hooks"][ev]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .filter_map(|h| h["command"].as_str())
+            .collect();
+        assert_eq!(cmds.iter().filter(|c| **c == "kit hook claude").count(), 1, "{ev}: {cmds:?}");
+    }
+    assert_eq!(installed["permissions"], original["permissions"]);
+    assert_eq!(installed["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
+
+    let again = kit(root).args(["hook", "install"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing changed"));
+    assert_eq!(
+        fs::read_to_string(&settings).unwrap(),
+        serde_json::to_string_pretty(&installed).unwrap() + "\n"
+    );
+
+    let un = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
+    assert!(un.status.success());
+    let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(back, original);
+}
+
+#[test]
+fn install_leaves_invalid_json_untouched_and_names_line_and_column() {
+    let d = git_repo();
+    let settings = d.path().join(".claude/settings.json");
+    fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let broken = "{\n  \"model\": \"opus\",\n  \"hooks\": {,}\n}\n";
+    fs::write(&settings, broken).unwrap();
+    let o = kit(d.path()).args(["hook", "install"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(".claude/settings.json:3:13: not valid JSON"), "{err}");
+    assert_eq!(fs::read_to_string(&settings).unwrap(), broken);
+    assert_eq!(
+        fs::read_dir(settings.parent().unwrap()).unwrap().count(),
+        1,
+        "no backup, no temp file"
+    );
+}
+
+#[test]
+fn install_user_honours_claude_config_dir() {
+    let d = git_repo();
+    let cfg = d.path().join("elsewhere");
+    let o = kit(d.path())
+        .env("CLAUDE_CONFIG_DIR", &cfg)
+        .args(["hook", "install", "--user"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(cfg.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(v["hooks"]["PreCompact"][0]["matcher"], "manual|auto");
+    assert!(!d.path().join(".claude").exists());
+}
+
+#[test]
+fn rehearse_drives_the_bands_and_the_stop_block() {
+    let d = tempfile::tempdir().unwrap();
+    let o = kit(d.path()).args(["hook", "rehearse"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    for want in [
+        "checkpoint (50%)",
+        "handoff (70%)",
+        "wrap_up (85%)",
+        "stop_blocked (85%)",
+        "stop_allowed (85%)",
+        "compaction: auto",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    assert!(
+        fs::read_dir(d.path()).unwrap().all(|e| e.unwrap().file_name() == ".home"),
+        "rehearse leaves nothing behind"
+    );
+}
