@@ -23,7 +23,11 @@ const TOOLS: [Tool; 5] = [
     Tool { name: "python3", role: "the course's sample project and exercises", needed: false },
     Tool { name: "claude", role: "agent = \"claude\" (Claude Code)", needed: false },
     Tool { name: "codex", role: "agent = \"codex\" (Codex CLI)", needed: false },
-    Tool { name: "fake-agent", role: "agent = \"fake:SCENARIO\" (rehearsals, no tokens)", needed: false },
+    Tool {
+        name: "fake-agent",
+        role: "agent = \"fake:SCENARIO\" (rehearsals, no tokens)",
+        needed: false,
+    },
 ];
 
 /// Find `name` on `PATH` (an executable regular file).
@@ -62,7 +66,9 @@ pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let mut ok = true;
     for t in &TOOLS {
         let found = if t.name == "fake-agent" {
-            Some(agent::fake_agent_path()).filter(|p| p.is_absolute()).or_else(|| find_on_path(t.name))
+            Some(agent::fake_agent_path())
+                .filter(|p| p.is_absolute())
+                .or_else(|| find_on_path(t.name))
         } else {
             find_on_path(t.name)
         };

@@ -105,8 +105,9 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
     let memory_max = a
         .memory_max
         .map(|t| {
-            crate::duration::parse_size(&t)
-                .map_err(|m| Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help"))
+            crate::duration::parse_size(&t).map_err(|m| {
+                Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help")
+            })
         })
         .transpose()?;
     Ok(crate::looprun::LoopOptions {

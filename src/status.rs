@@ -146,7 +146,12 @@ pub fn gather(cwd: &Path) -> Result<Status> {
     })
 }
 
-fn caps_of(project: &Project, started: Option<&Value>, run: &[Value], ended: Option<&Value>) -> Caps {
+fn caps_of(
+    project: &Project,
+    started: Option<&Value>,
+    run: &[Value],
+    ended: Option<&Value>,
+) -> Caps {
     let Some(start) = started else {
         let cfg = Config::load(&project.config()).unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
@@ -170,11 +175,11 @@ fn caps_of(project: &Project, started: Option<&Value>, run: &[Value], ended: Opt
         .find(|e| event_name(e) == "criteria")
         .and_then(|e| e.get("no_progress").and_then(Value::as_f64))
         .unwrap_or(0.0);
-    let ts = |e: &Value| e.get("ts").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let ts = |e: &Value| {
+        e.get("ts").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
     let until = ended.and_then(ts).unwrap_or_else(crate::clock::now);
-    let wall = ts(start)
-        .map(|s| until.duration_since(s).as_secs_f64().max(0.0))
-        .unwrap_or(0.0);
+    let wall = ts(start).map(|s| until.duration_since(s).as_secs_f64().max(0.0)).unwrap_or(0.0);
     Caps {
         iterations: CapUse { used: iterations, limit: limit("iterations") },
         wall_s: CapUse { used: wall, limit: limit("wall_s") },
@@ -235,7 +240,8 @@ pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) 
     let s = gather(cwd)?;
     let stdout = Path::new("stdout");
     if opts.json {
-        let text = serde_json::to_string_pretty(&s).map_err(|e| crate::Error::internal(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(&s).map_err(|e| crate::Error::internal(e.to_string()))?;
         writeln!(out, "{text}").at(stdout)?;
         return Ok(0);
     }
@@ -244,7 +250,8 @@ pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) 
 }
 
 fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result<()> {
-    match (s.goal.get("title").and_then(Value::as_str), s.goal.get("error").and_then(Value::as_str)) {
+    match (s.goal.get("title").and_then(Value::as_str), s.goal.get("error").and_then(Value::as_str))
+    {
         (Some(title), _) => writeln!(
             out,
             "{} {} (level {} of 4)",
@@ -252,7 +259,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             title,
             s.goal["level"].as_u64().unwrap_or(0)
         )?,
-        (_, Some(err)) => writeln!(out, "{} {}", theme.bold("goal:"), theme.bad(&format!("unreadable: {err}")))?,
+        (_, Some(err)) => {
+            writeln!(out, "{} {}", theme.bold("goal:"), theme.bad(&format!("unreadable: {err}")))?
+        }
         _ => writeln!(out, "{} none", theme.bold("goal:"))?,
     }
     match &s.owner {
@@ -280,7 +289,11 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
                 c["passed"],
                 c["total"],
                 if c["dirty"].as_bool().unwrap_or(false) { " + uncommitted changes" } else { "" },
-                if c["verified"].as_bool().unwrap_or(true) { "" } else { ", tree changed meanwhile" }
+                if c["verified"].as_bool().unwrap_or(true) {
+                    ""
+                } else {
+                    ", tree changed meanwhile"
+                }
             )?;
             for r in c["results"].as_array().into_iter().flatten() {
                 let passed = r["passed"].as_bool().unwrap_or(false);
@@ -352,7 +365,12 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         c.no_progress.used,
         c.no_progress.limit
     )?;
-    writeln!(out, "{} {}", theme.bold("next action:"), s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)"))?;
+    writeln!(
+        out,
+        "{} {}",
+        theme.bold("next action:"),
+        s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)")
+    )?;
     match &s.outcome {
         Some(o) => writeln!(
             out,
@@ -370,7 +388,12 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         None => writeln!(out, "{} no loop has run yet; next: kit loop", theme.bold("outcome:"))?,
     }
     if !s.skipped_lines.is_empty() {
-        writeln!(out, "{} skipped damaged journal lines {:?}", theme.warn("note:"), s.skipped_lines)?;
+        writeln!(
+            out,
+            "{} skipped damaged journal lines {:?}",
+            theme.warn("note:"),
+            s.skipped_lines
+        )?;
     }
     Ok(())
 }
@@ -382,7 +405,10 @@ mod tests {
     #[test]
     fn next_action_is_found_under_a_heading_or_after_a_label() {
         let cases = [
-            ("# Progress\n## Next action\n<!-- what comes next -->\n\n- write the parser\n", Some("write the parser")),
+            (
+                "# Progress\n## Next action\n<!-- what comes next -->\n\n- write the parser\n",
+                Some("write the parser"),
+            ),
             ("Done: a\nNext action: run the benchmark\n", Some("run the benchmark")),
             ("- **Next action:** fix test 3\n", Some("fix test 3")),
             ("## Next action\n<!-- fill in -->\n", None),

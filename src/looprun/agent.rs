@@ -73,8 +73,9 @@ impl AgentSpec {
     pub fn parse(spec: &str) -> Result<AgentSpec> {
         let s = spec.trim();
         match s {
-            "" => Err(Error::usage("the agent command is empty")
-                .with_hint("kit loop --agent claude (or set [agent] command in longrun/config.toml)")),
+            "" => Err(Error::usage("the agent command is empty").with_hint(
+                "kit loop --agent claude (or set [agent] command in longrun/config.toml)",
+            )),
             "claude" => Ok(AgentSpec::Claude),
             "codex" => Ok(AgentSpec::Codex),
             _ => match s.strip_prefix("fake:") {
@@ -99,11 +100,20 @@ impl AgentSpec {
     pub fn argv(&self) -> Vec<String> {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
-            AgentSpec::Claude => v(&["claude", "-p", "--output-format", "stream-json", "--verbose"]),
+            AgentSpec::Claude => {
+                v(&["claude", "-p", "--output-format", "stream-json", "--verbose"])
+            }
             AgentSpec::Codex => v(&["codex", "exec", "--json", "-"]),
             AgentSpec::Fake(scenario) => {
                 let mut a = vec![fake_agent_path().to_string_lossy().into_owned()];
-                a.extend(v(&["--scenario", scenario, "-p", "--output-format", "stream-json", "--verbose"]));
+                a.extend(v(&[
+                    "--scenario",
+                    scenario,
+                    "-p",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ]));
                 a
             }
             AgentSpec::Shell(cmd) => vec!["sh".into(), "-c".into(), cmd.clone()],
@@ -217,11 +227,14 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     }
 
     let mut ended = Ended::default();
-    let mut watchdog = (l.enforcer == Enforcer::Watchdog).then(|| Watchdog::new(me, pid, l.memory_max));
+    let mut watchdog =
+        (l.enforcer == Enforcer::Watchdog).then(|| Watchdog::new(me, pid, l.memory_max));
     let mut term_at: Option<Instant> = None;
     let mut kill_sent = false;
     let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))? {
+        if let Some(st) =
+            child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))?
+        {
             break st;
         }
         if let Some(w) = watchdog.as_mut() {
@@ -446,7 +459,10 @@ mod tests {
         }
         let fake = AgentSpec::parse("fake:finish").unwrap();
         assert_eq!(fake, AgentSpec::Fake("finish".into()));
-        assert!(fake.argv().join(" ").ends_with("fake-agent --scenario finish -p --output-format stream-json --verbose"));
+        assert!(fake
+            .argv()
+            .join(" ")
+            .ends_with("fake-agent --scenario finish -p --output-format stream-json --verbose"));
         assert!(AgentSpec::parse("  ").is_err());
         assert!(AgentSpec::parse("fake:").is_err());
     }
@@ -467,7 +483,10 @@ mod tests {
         ]);
         let u = read_usage(log.path(), OutputFormat::ClaudeStreamJson).unwrap();
         assert_eq!(u.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
-        assert_eq!((u.input_tokens, u.cache_write_5m_tokens, u.cache_read_tokens, u.output_tokens), (1000, 2000, 10000, 500));
+        assert_eq!(
+            (u.input_tokens, u.cache_write_5m_tokens, u.cache_read_tokens, u.output_tokens),
+            (1000, 2000, 10000, 500)
+        );
         let p = price(&u, PriceTable::embedded());
         assert!(p.unpriced.is_empty());
         // Sonnet 4.5: 3 in, 3.75 5m write, 0.30 read, 15 out per million.

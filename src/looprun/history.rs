@@ -67,7 +67,10 @@ impl CriterionView {
 
     /// All results of an event's `results` array.
     pub fn all(results: &Value) -> Vec<CriterionView> {
-        results.as_array().map(|a| a.iter().map(CriterionView::from_value).collect()).unwrap_or_default()
+        results
+            .as_array()
+            .map(|a| a.iter().map(CriterionView::from_value).collect())
+            .unwrap_or_default()
     }
 
     /// A Markdown block for the next prompt saying why this criterion failed.
@@ -151,10 +154,10 @@ impl History {
                         boot_id: e.get("boot_id").and_then(Value::as_str).map(str::to_string),
                     })
                 }
-                "agent_end" | "recovered" => {
-                    if h.unfinished.as_ref().is_some_and(|u| u.iteration == it) {
-                        h.unfinished = None;
-                    }
+                "agent_end" | "recovered"
+                    if h.unfinished.as_ref().is_some_and(|u| u.iteration == it) =>
+                {
+                    h.unfinished = None;
                 }
                 _ => {}
             }
@@ -217,7 +220,9 @@ mod tests {
         ]);
         let all = CriterionView::all(&v);
         assert_eq!(all[0].missing, vec!["Ran 3 tests".to_string()]);
-        assert!(all[0].failure_block().contains("`python3 t.py` failed: it exited 1; its output lacked Ran 3 tests."));
+        assert!(all[0]
+            .failure_block()
+            .contains("`python3 t.py` failed: it exited 1; its output lacked Ran 3 tests."));
         assert_eq!(all[1].output_tail, "a\nb");
         assert!(all[1].passed);
     }

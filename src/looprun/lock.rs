@@ -22,12 +22,13 @@
 //! replaced by a rename); it is one small `write`, and a reader that finds it empty or partial
 //! retries for a moment.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
@@ -109,14 +110,17 @@ pub struct LoopLock {
 /// Errors: [`Error::Locked`] with the holder's description when another loop holds it (exit 4);
 /// [`Error::Io`] when the file cannot be opened or written.
 pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
-    let mut file =
-        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).at(path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) })
-        }
-        Err(TryLockError::Error(e)) => return Err(Error::io(path, e)),
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .at(path)?;
+    // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
+    // than this crate's minimum Rust version.
+    if !FileExt::try_lock_exclusive(&file).at(path)? {
+        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
     }
     let mut text = String::new();
     file.read_to_string(&mut text).at(path)?;
@@ -125,7 +129,7 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
         t => match serde_json::from_str::<Holder>(t) {
             Ok(h) if h.pid != me.pid && h.is_alive_here() => {
                 // The file was replaced under a live loop: never displace it.
-                let _ = file.unlock();
+                let _ = FileExt::unlock(&file);
                 return Err(Error::Locked { path: path.to_path_buf(), holder: h.describe() });
             }
             Ok(h) => Previous::Dead(h),
@@ -139,7 +143,8 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
 
 impl LoopLock {
     fn write_record(&mut self) -> Result<()> {
-        let mut line = serde_json::to_string(&self.holder).map_err(|e| Error::internal(e.to_string()))?;
+        let mut line =
+            serde_json::to_string(&self.holder).map_err(|e| Error::internal(e.to_string()))?;
         line.push('\n');
         let p = &self.path;
         self.file.set_len(0).at(p)?;
@@ -173,7 +178,7 @@ impl Drop for LoopLock {
         // Empty the record first: a crash between the two steps leaves an empty, unlocked file.
         let _ = self.file.set_len(0);
         let _ = self.file.sync_data();
-        let _ = self.file.unlock();
+        let _ = FileExt::unlock(&self.file);
     }
 }
 
@@ -251,7 +256,9 @@ mod tests {
         assert_eq!(prev, Previous::Clean);
         let other = Holder { pid: me.pid + 1, ..me.clone() };
         match acquire(&p, &other) {
-            Err(Error::Locked { holder, .. }) => assert!(holder.contains(&format!("pid {}", me.pid))),
+            Err(Error::Locked { holder, .. }) => {
+                assert!(holder.contains(&format!("pid {}", me.pid)))
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(live_holder(&p).map(|h| h.pid), Some(me.pid));

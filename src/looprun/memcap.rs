@@ -95,7 +95,10 @@ pub fn detect() -> (Enforcer, String) {
     loop {
         match child.try_wait() {
             Ok(Some(st)) if st.success() => {
-                return (Enforcer::SystemdRun, "a user systemd answers (systemd-run --user --scope works)".into())
+                return (
+                    Enforcer::SystemdRun,
+                    "a user systemd answers (systemd-run --user --scope works)".into(),
+                )
             }
             Ok(Some(_)) => {
                 let mut err = String::new();
@@ -103,13 +106,19 @@ pub fn detect() -> (Enforcer, String) {
                     let _ = std::io::Read::read_to_string(&mut e, &mut err);
                 }
                 let first = err.lines().next().unwrap_or("it failed").trim().to_string();
-                return (Enforcer::Watchdog, format!("no user systemd: systemd-run says \"{first}\""));
+                return (
+                    Enforcer::Watchdog,
+                    format!("no user systemd: systemd-run says \"{first}\""),
+                );
             }
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return (Enforcer::Watchdog, "no user systemd: systemd-run did not answer in 5s".into());
+                return (
+                    Enforcer::Watchdog,
+                    "no user systemd: systemd-run did not answer in 5s".into(),
+                );
             }
         }
     }

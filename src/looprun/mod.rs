@@ -114,7 +114,8 @@ impl Settings {
         }
         let stricter_u32 = |a: u32, b: Option<u32>| b.map_or(a, |b| a.min(b));
         let stricter_dur = |a: Duration, b: Option<Duration>| b.map_or(a, |b| a.min(b));
-        let max_cost_usd = budget.cost_usd.map_or(cfg.caps.max_cost_usd, |b| b.min(cfg.caps.max_cost_usd));
+        let max_cost_usd =
+            budget.cost_usd.map_or(cfg.caps.max_cost_usd, |b| b.min(cfg.caps.max_cost_usd));
         let timeout = opts.timeout.unwrap_or_else(|| cfg.iteration_timeout());
         if timeout.is_zero() {
             return Err(Error::usage("--timeout must be longer than 0s"));
@@ -159,7 +160,8 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let me = lock::Holder::current();
     let (held, previous) = lock::acquire(&project.lock(), &me)?;
     let journal = Journal::new(project.journal());
-    let mut ctx = RunCtx { project, journal, out, lock: held, iterations_run: 0, last_iteration: 0 };
+    let mut ctx =
+        RunCtx { project, journal, out, lock: held, iterations_run: 0, last_iteration: 0 };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
     match result {
@@ -277,7 +279,7 @@ impl RunCtx<'_> {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
-        let guard = Guard::capture(&self.project)?;
+        let mut guard = Guard::capture(&self.project)?;
         let prices = PriceTable::embedded().with_overrides(&cfg.prices);
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -314,7 +316,8 @@ impl RunCtx<'_> {
             enforcer.name()
         ));
         let mut pending_reverts: Vec<String> = Vec::new();
-        let start_reverts = self.restore(&guard, 0, "start")?;
+        let start_reverts = restore(&guard)?;
+        self.cheats(&start_reverts, 0, "start")?;
         if !start_reverts.is_empty() {
             self.say(format!(
                 "loop: the tree did not match the frozen manifest; restored {}",
@@ -325,8 +328,10 @@ impl RunCtx<'_> {
 
         // Step 3: baseline.
         let run_started = Instant::now();
+        guard.seal_journal()?;
         let results = self.run_criteria(&goal, &settings);
-        let after = self.restore(&guard, 0, "baseline")?;
+        let after = restore(&guard)?;
+        self.cheats(&after, 0, "baseline")?;
         pending_reverts.extend(after.iter().map(describe_revert));
         let views = CriterionView::all(&results);
         let passed = views.iter().filter(|v| v.passed).count();
@@ -373,7 +378,10 @@ impl RunCtx<'_> {
                     "iterations",
                     self.iterations_run as f64,
                     f64::from(settings.max_iterations),
-                    format!("{} of {} iterations used", self.iterations_run, settings.max_iterations),
+                    format!(
+                        "{} of {} iterations used",
+                        self.iterations_run, settings.max_iterations
+                    ),
                 ),
                 (
                     "wall",
@@ -446,10 +454,12 @@ impl RunCtx<'_> {
             let log_rel = rel(&self.project, &log);
             let boot = procs::boot_id();
             let out = &mut *self.out;
+            // The journal is append-only: from here on, what it holds must stay. Sealed before
+            // the agent exists, so that nothing it did can be taken for kit's own record.
+            guard.seal_journal()?;
+            let mut start_record = Value::Null;
             let ended = agent::run(&launch, &mut |s| {
-                journal.append(
-                    "agent_start",
-                    json!({
+                start_record = json!({
                         "iteration": iteration,
                         "pid": s.pid,
                         "pgid": s.pgid,
@@ -457,12 +467,25 @@ impl RunCtx<'_> {
                         "boot_id": boot,
                         "command": s.command,
                         "log": log_rel,
-                    }),
-                )?;
-                let _ = writeln!(out, "iteration {iteration}: agent started (pid {}, pgid {})", s.pid, s.pgid);
+                });
+                journal.append("agent_start", start_record.clone())?;
+                let _ = writeln!(
+                    out,
+                    "iteration {iteration}: agent started (pid {}, pgid {})",
+                    s.pid, s.pgid
+                );
                 let _ = out.flush();
                 Ok(())
             })?;
+            // Restore before kit writes again: a journal the agent cut is put back first.
+            let reverts = restore(&guard)?;
+            if reverts
+                .iter()
+                .any(|r| Path::new(&r.path) == rel_path(&self.project, &self.project.journal()))
+            {
+                // The restored journal ends before this iteration's agent_start: write it again.
+                self.journal("agent_start", start_record)?;
+            }
             let usage = agent::read_usage(&log, settings.spec.format());
             let priced = usage.as_ref().map(|u| agent::price(u, &prices)).unwrap_or_default();
             if !priced.unpriced.is_empty() {
@@ -496,16 +519,22 @@ impl RunCtx<'_> {
                 "iteration {iteration}: agent {} after {}{}",
                 describe_end(&ended, enforcer),
                 format_duration(Duration::from_millis(ended.duration_ms)),
-                if priced.cost_usd > 0.0 { format!(", ${:.4}", priced.cost_usd) } else { String::new() }
+                if priced.cost_usd > 0.0 {
+                    format!(", ${:.4}", priced.cost_usd)
+                } else {
+                    String::new()
+                }
             ));
 
             pending_reverts.clear();
-            let reverts = self.restore(&guard, iteration, "after_agent")?;
+            self.cheats(&reverts, iteration, "after_agent")?;
             if !reverts.is_empty() {
                 self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
             }
+            guard.seal_journal()?;
             let results = self.run_criteria(&goal, &settings);
-            let late = self.restore(&guard, iteration, "after_criteria")?;
+            let late = restore(&guard)?;
+            self.cheats(&late, iteration, "after_criteria")?;
             if !late.is_empty() {
                 self.say(format!(
                     "iteration {iteration}: reverted {} (changed while the criteria ran)",
@@ -553,26 +582,20 @@ impl RunCtx<'_> {
                     ),
                 });
             }
-            failures = views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
+            failures =
+                views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
         }
     }
 
-    /// Put the frozen files back; journal each revert as a cheat.
-    ///
-    /// Errors: a frozen file that cannot be restored stops the loop (never continue on an
-    /// unprotected tree).
-    fn restore(&mut self, guard: &Guard, iteration: u64, phase: &str) -> Result<Vec<Revert>> {
-        let reverts = guard.restore().map_err(|e| {
-            Error::internal(format!("cannot restore the frozen files: {e}"))
-                .with_hint("kit freeze --check, then kit loop")
-        })?;
-        for r in &reverts {
+    /// Journal each revert as a cheat.
+    fn cheats(&mut self, reverts: &[Revert], iteration: u64, phase: &str) -> Result<()> {
+        for r in reverts {
             self.journal(
                 "cheat",
                 json!({ "iteration": iteration, "phase": phase, "path": r.path, "kind": r.kind }),
             )?;
         }
-        Ok(reverts)
+        Ok(())
     }
 
     /// Run every criterion; the results as journaled JSON.
@@ -580,6 +603,17 @@ impl RunCtx<'_> {
         let results = crate::goal::run_all(goal, &self.project.root, s.criterion_timeout);
         serde_json::to_value(&results).unwrap_or(Value::Array(vec![]))
     }
+}
+
+/// Put the frozen files (and the journal's sealed prefix) back.
+///
+/// Errors: a file that cannot be restored stops the loop: it never goes on with an unprotected
+/// tree.
+fn restore(guard: &Guard) -> Result<Vec<Revert>> {
+    guard.restore().map_err(|e| {
+        Error::internal(format!("cannot restore the frozen files: {e}"))
+            .with_hint("kit freeze --check, then kit loop")
+    })
 }
 
 fn below_level(project: &Project, level: u8, required: u8, rating: &crate::goal::Rating) -> Error {
@@ -631,7 +665,13 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 /// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
 fn git_head(root: &Path) -> (String, bool) {
     let git = |args: &[&str]| {
-        Command::new("git").arg("-C").arg(root).args(args).output().ok().filter(|o| o.status.success())
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
     };
     let head = git(&["rev-parse", "HEAD"])
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())

@@ -224,13 +224,23 @@ mod tests {
     #[test]
     fn stat_lines_parse_even_with_odd_command_names() {
         let cases = [
-            ("42 (sleep) S 1 42 42 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 9000 1 2", 42, 1, 42, 'S', 9000),
+            (
+                "42 (sleep) S 1 42 42 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 9000 1 2",
+                42,
+                1,
+                42,
+                'S',
+                9000,
+            ),
             ("7 (a (b) c) Z 3 5 5 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0", 7, 3, 5, 'Z', 77),
             ("9 (x) y) R 1 9 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0", 9, 1, 9, 'R', 5),
         ];
         for (text, pid, ppid, pgid, state, start) in cases {
             let p = parse_stat(text).unwrap();
-            assert_eq!((p.pid, p.ppid, p.pgid, p.state, p.starttime), (pid, ppid, pgid, state, start));
+            assert_eq!(
+                (p.pid, p.ppid, p.pgid, p.state, p.starttime),
+                (pid, ppid, pgid, state, start)
+            );
         }
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) S 1"), None);

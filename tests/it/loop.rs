@@ -13,7 +13,8 @@ const CALC_BROKEN: &str = "def add(a, b):\n    return a - b\n";
 const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n";
 const TEST_CALC: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n    def test_negative(self):\n        self.assertEqual(add(-1, -2), -3)\n";
 const GOAL: &str = "# Goal: add returns the sum\n\n## End state\n`calc.add` returns the sum of its two arguments.\n\n## Criteria\n- function: `python3 -m unittest tests.test_calc -v` → `Ran 3 tests` and `OK`\n- regression: `python3 -m unittest discover -s tests -v` → `Ran 3 tests` and `OK`\n\n## Budget\n- iterations: 6\n";
-const CONFIG: &str = "[timeouts]\ngrace = \"1s\"\ncriterion = \"60s\"\n\n[goal]\nrequired_level = 3\n";
+const CONFIG: &str =
+    "[timeouts]\ngrace = \"1s\"\ncriterion = \"60s\"\n\n[goal]\nrequired_level = 3\n";
 
 fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);
@@ -110,7 +111,11 @@ fn loop_is_done_at_iteration_0_when_the_baseline_passes() {
     let d = project(true);
     let o = kit_loop(d.path(), &["--agent", "sh -c 'echo never > never-ran'"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(last_line(&o).starts_with("done: every criterion passes (2 of 2) at iteration 0"), "{}", text(&o));
+    assert!(
+        last_line(&o).starts_with("done: every criterion passes (2 of 2) at iteration 0"),
+        "{}",
+        text(&o)
+    );
     assert!(events(d.path(), "agent_start").is_empty());
     assert!(!d.path().join("never-ran").exists());
     let end = events(d.path(), "loop_end").pop().unwrap();
@@ -194,7 +199,31 @@ fn loop_restores_goal_config_and_manifest_edited_by_the_agent() {
         events(d.path(), "cheat").iter().map(|e| e["path"].as_str().unwrap().to_string()).collect();
     paths.sort();
     assert_eq!(paths, ["longrun/config.toml", "longrun/frozen.toml", "longrun/goal.md"]);
-    assert!(last_line(&o).starts_with("cap: iterations cap reached (1 of 1 iterations used)"), "{}", text(&o));
+    assert!(
+        last_line(&o).starts_with("cap: iterations cap reached (1 of 1 iterations used)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn loop_puts_back_a_journal_the_agent_emptied() {
+    let d = project(false);
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n: > longrun/journal.jsonl\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let names: Vec<String> =
+        journal(d.path()).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    for kept in
+        ["loop_start", "baseline", "iteration_start", "agent_start", "agent_end", "loop_end"]
+    {
+        assert!(names.iter().any(|n| n == kept), "{kept} missing from {names:?}");
+    }
+    let cheat = events(d.path(), "cheat").pop().unwrap();
+    assert_eq!(
+        (cheat["path"].as_str(), cheat["phase"].as_str()),
+        (Some("longrun/journal.jsonl"), Some("after_agent"))
+    );
 }
 
 #[test]
@@ -242,7 +271,15 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     );
     let o = kit(d.path())
         .env("KIT_MEMORY_ENFORCER", "watchdog")
-        .args(["loop", "--agent", "python3 hog.py", "--memory-max", "100M", "--max-iterations", "1"])
+        .args([
+            "loop",
+            "--agent",
+            "python3 hog.py",
+            "--memory-max",
+            "100M",
+            "--max-iterations",
+            "1",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
@@ -250,7 +287,10 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     assert_eq!(end["memory_killed"], true, "{end}");
     assert_eq!(end["enforcer"], "watchdog");
     assert!(end["peak_rss_bytes"].as_u64().unwrap() > 100 << 20, "{end}");
-    assert!(end["duration_ms"].as_u64().unwrap() < 3000, "killed long before the hog finished: {end}");
+    assert!(
+        end["duration_ms"].as_u64().unwrap() < 3000,
+        "killed long before the hog finished: {end}"
+    );
     assert_eq!(events(d.path(), "memory_cap")[0]["enforcer"], "watchdog");
     assert!(text(&o).contains("killed at the memory cap by the watchdog"), "{}", text(&o));
 }
@@ -274,7 +314,8 @@ fn a_second_loop_exits_4_naming_the_holder() {
 #[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
-    let record = r#"{"pid":999999999,"host":"gone","started":"2026-01-01T00:00:00Z","command":"kit loop"}"#;
+    let record =
+        r#"{"pid":999999999,"host":"gone","started":"2026-01-01T00:00:00Z","command":"kit loop"}"#;
     write(d.path(), "longrun/.lock", record);
     let o = kit_loop(d.path(), &["--agent", "true"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -318,8 +359,10 @@ fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
     assert_eq!((rec["iteration"].as_u64(), rec["pgid"].as_i64()), (Some(1), Some(pgid)));
     assert!(rec["killed"].as_array().unwrap().len() >= 2, "{rec}");
     assert_eq!(events(d.path(), "lock_takeover").len(), 1);
-    let iterations: Vec<u64> =
-        events(d.path(), "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    let iterations: Vec<u64> = events(d.path(), "iteration_start")
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect();
     assert_eq!(iterations, [1, 2]);
     assert!(last_line(&o).ends_with("at iteration 2"), "{}", text(&o));
     // State files are whole: the goal, config and manifest still parse; the journal has no torn
@@ -345,7 +388,11 @@ fn the_no_progress_cap_stops_an_agent_that_changes_nothing() {
     let d = project(false);
     write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 2\n"));
     // It claims success and touches only a frozen file, which is reverted: no progress.
-    write(d.path(), "agent.sh", "echo 'DONE: all tests pass'\necho '# gone' > tests/test_calc.py\n");
+    write(
+        d.path(),
+        "agent.sh",
+        "echo 'DONE: all tests pass'\necho '# gone' > tests/test_calc.py\n",
+    );
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let cap = events(d.path(), "cap").pop().unwrap();
@@ -383,7 +430,11 @@ fn a_goal_below_the_required_level_is_refused_with_the_reason() {
 #[test]
 fn status_reports_criteria_reverts_caps_and_outcome_from_the_journal() {
     let d = project(false);
-    write(d.path(), "longrun/progress.md", "# Progress\n\n## Next action\n- make add return the sum\n");
+    write(
+        d.path(),
+        "longrun/progress.md",
+        "# Progress\n\n## Next action\n- make add return the sum\n",
+    );
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\necho x >> tests/test_calc.py\n");
     assert_eq!(kit_loop(d.path(), &["--agent", "sh ./agent.sh"]).status.code(), Some(0));
     let o = kit(d.path()).args(["status", "--json"]).output().unwrap();
@@ -394,7 +445,10 @@ fn status_reports_criteria_reverts_caps_and_outcome_from_the_journal() {
     assert_eq!(s["goal"]["level"], 3);
     assert_eq!(s["owner"], Value::Null);
     assert_eq!(s["iteration"], 1);
-    assert_eq!((s["criteria"]["passed"].as_u64(), s["criteria"]["total"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(
+        (s["criteria"]["passed"].as_u64(), s["criteria"]["total"].as_u64()),
+        (Some(2), Some(2))
+    );
     assert_eq!(s["reverts"]["total"], 1);
     assert_eq!(s["caps"]["iterations"]["used"], 1.0);
     assert_eq!(s["caps"]["iterations"]["limit"], 6.0, "goal.md's budget is stricter than config");
@@ -402,7 +456,10 @@ fn status_reports_criteria_reverts_caps_and_outcome_from_the_journal() {
     assert_eq!(s["outcome"]["outcome"], "done");
     let t = text(&kit(d.path()).arg("status").output().unwrap());
     assert!(t.contains("outcome: done: every criterion passes (2 of 2) at iteration 1"), "{t}");
-    assert!(t.contains("reverts: 1 (1 this run; last: tests/test_calc.py modified at iteration 1)"), "{t}");
+    assert!(
+        t.contains("reverts: 1 (1 this run; last: tests/test_calc.py modified at iteration 1)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -411,7 +468,8 @@ fn status_names_the_live_owner_while_a_loop_runs() {
     let mut child = spawn_loop(d.path(), &["--agent", "sleep 2", "--max-iterations", "1"]);
     wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
     let s: Value =
-        serde_json::from_slice(&kit(d.path()).args(["status", "--json"]).output().unwrap().stdout).unwrap();
+        serde_json::from_slice(&kit(d.path()).args(["status", "--json"]).output().unwrap().stdout)
+            .unwrap();
     assert_eq!(s["owner"]["pid"], child.id());
     assert_eq!(s["outcome"], Value::Null);
     assert_eq!(child.wait().unwrap().code(), Some(3), "status never took the lock from the loop");

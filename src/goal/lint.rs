@@ -1,0 +1,1331 @@
+//! The done-criterion scale and the shortcut linter (DESIGN §4). A criterion is only as good as
+//! the cheapest way to make it pass: if deleting tests, skipping them, swallowing the exit status
+//! or editing the test itself satisfies it, an agent under pressure will find that way. The linter
+//! names each such shortcut with its goal.md line and how to close it, and caps the level at 2.
+//!
+//! | level | meaning |
+//! |---|---|
+//! | 0 | no criteria section, or nothing checkable |
+//! | 1 | criteria in prose only, no commands |
+//! | 2 | commands, but some criterion has no expected output, or can be met by a shortcut |
+//! | 3 | every criterion is command → expected output, none is shortcut-able, every test file the commands exercise is frozen |
+//! | 4 | level 3, and the criteria cover function, regression and limit |
+//!
+//! The checks read the command with [`super::shell`] (words, operators, nested `sh -c`) and know
+//! the common runners: `python -m unittest` (module names, `discover -s DIR -p PATTERN`),
+//! `pytest`, `cargo test`, `go test`. Any other path in a command that names a test (a path
+//! component containing `test`) must be frozen too, and so must the script a `limit` runs.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::shell::{self, Token};
+use super::{Criterion, Expectation, Goal, Kind, IMPLICITLY_FROZEN};
+
+/// Separates the problem from its fix in [`Shortcut::what`].
+pub(crate) const FIX_SEP: &str = "; fix: ";
+
+/// A way to satisfy a criterion without doing the work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shortcut {
+    /// 1-based line of the criterion in goal.md.
+    pub line: usize,
+    /// What the shortcut is, then `; fix: ` and how to close it.
+    pub what: String,
+}
+
+/// A goal's place on the done-criterion scale.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rating {
+    /// 0 to 4.
+    pub level: u8,
+    /// Four sentences, one per point 1–4 of the scale: why it is reached or not. Point `i` is
+    /// reached when `i <= level`.
+    pub reasons: Vec<String>,
+    /// Every shortcut found, in goal.md order. Any shortcut caps the level at 2.
+    pub shortcuts: Vec<Shortcut>,
+}
+
+/// Rate `goal`. `frozen` holds the repo-relative paths (files and folders, `tests` or `tests/`)
+/// that frozen.toml protects; goal.md, config.toml and frozen.toml count as frozen anyway. `root`
+/// is the repository root, where the test files that commands name are looked up.
+pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
+    let frozen = Frozen::new(frozen);
+    let mut lint =
+        Lint { root, frozen: &frozen, shortcuts: Vec::new(), exercised: BTreeSet::new() };
+    for c in &goal.criteria {
+        lint.criterion(c);
+    }
+    let Lint { mut shortcuts, exercised, .. } = lint;
+    let mut seen = BTreeSet::new();
+    shortcuts.retain(|s| seen.insert((s.line, s.what.clone())));
+    shortcuts.sort_by_key(|s| s.line);
+
+    let commands = goal.criteria.len();
+    let prose = goal.prose_criteria.len();
+    let kinds: BTreeSet<&str> = goal.criteria.iter().map(|c| c.kind.as_str()).collect();
+    let missing: Vec<&str> =
+        Kind::ALL.iter().map(|k| k.as_str()).filter(|k| !kinds.contains(k)).collect();
+
+    let level: u8 = if commands == 0 && prose == 0 {
+        0
+    } else if commands == 0 {
+        1
+    } else if !shortcuts.is_empty() || prose > 0 {
+        2
+    } else if !missing.is_empty() {
+        3
+    } else {
+        4
+    };
+
+    let mut reasons = Vec::with_capacity(4);
+    reasons.push(if commands + prose == 0 {
+        "criteria: none — list under `## Criteria` what must be true when the work is done, one item a line".to_string()
+    } else {
+        format!("criteria: {} written under `## Criteria`", count(commands + prose, "criterion", "criteria"))
+    });
+    reasons.push(if commands == 0 {
+        if prose == 0 {
+            "commands: none to run".to_string()
+        } else {
+            format!(
+                "commands: none — {} in prose, which only the agent can judge; write each as - function: `COMMAND` → `EXPECTED OUTPUT`",
+                if prose == 1 { "the criterion is" } else { "all criteria are" }
+            )
+        }
+    } else {
+        format!("commands: {commands} of {} run by the loop itself, each with its exit status checked", commands + prose)
+    });
+    reasons.push(if level < 2 {
+        "no shortcut: needs commands first".to_string()
+    } else if level >= 3 {
+        let tests = if exercised.is_empty() {
+            String::new()
+        } else {
+            // A file inside an exercised folder is named by the folder.
+            let list: Vec<&str> = exercised
+                .iter()
+                .map(String::as_str)
+                .filter(|p| {
+                    !exercised
+                        .iter()
+                        .any(|d| d.ends_with('/') && d != p && p.starts_with(d.as_str()))
+                })
+                .collect();
+            format!(", and what they exercise is frozen ({})", abbreviate(&list, 4))
+        };
+        format!("no shortcut: every criterion pins output a shortcut would change{tests}")
+    } else {
+        let mut parts = Vec::new();
+        if !shortcuts.is_empty() {
+            parts.push(format!(
+                "{} that let{} a criterion pass without the work",
+                count(shortcuts.len(), "shortcut", "shortcuts"),
+                if shortcuts.len() == 1 { "s" } else { "" }
+            ));
+        }
+        if prose > 0 {
+            let lines: Vec<String> =
+                goal.prose_criteria.iter().map(|(l, _)| format!("goal.md:{l}")).collect();
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            parts.push(format!(
+                "{} in prose the loop cannot check ({})",
+                count(prose, "criterion", "criteria"),
+                abbreviate(&lines, 3)
+            ));
+        }
+        format!("no shortcut: not yet — {}", parts.join("; "))
+    });
+    reasons.push(if missing.is_empty() {
+        if level >= 4 {
+            "coverage: function, regression and limit — the new work, nothing broken, a bound held".to_string()
+        } else {
+            "coverage: function, regression and limit are all there; it counts once level 3 is reached".to_string()
+        }
+    } else {
+        format!(
+            "coverage: no {} criterion (function proves the new work, regression that nothing broke, limit that a bound holds)",
+            join_or(&missing)
+        )
+    });
+    Rating { level, reasons, shortcuts }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn join_or(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn abbreviate(items: &[&str], max: usize) -> String {
+    if items.len() <= max {
+        items.join(", ")
+    } else {
+        format!("{}, and {} more", items[..max].join(", "), items.len() - max)
+    }
+}
+
+/// The frozen paths, normalised (`./tests/` → `tests`).
+struct Frozen {
+    paths: Vec<String>,
+}
+
+impl Frozen {
+    fn new(frozen: &[String]) -> Frozen {
+        let paths = frozen
+            .iter()
+            .map(String::as_str)
+            .chain(IMPLICITLY_FROZEN)
+            .map(normalise)
+            .filter(|p| !p.is_empty())
+            .collect();
+        Frozen { paths }
+    }
+
+    /// Whether `path` (normalised, repo-relative) is frozen itself or lies in a frozen folder.
+    fn covers(&self, path: &str) -> bool {
+        self.paths.iter().any(|f| {
+            f == "."
+                || path == f
+                || (path.starts_with(f.as_str()) && path[f.len()..].starts_with('/'))
+        })
+    }
+}
+
+/// `./tests/` → `tests`; `a//b` → `a/b`.
+fn normalise(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+struct Lint<'a> {
+    root: &'a Path,
+    frozen: &'a Frozen,
+    shortcuts: Vec<Shortcut>,
+    /// Frozen test files and folders the criteria exercise (for the level 3 reason).
+    exercised: BTreeSet<String>,
+}
+
+/// What a command exercises that must be frozen.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// One file (which may not exist yet).
+    File(String),
+    /// The files under a folder whose names match one of the patterns (`test*.py`).
+    Dir(String, Vec<String>),
+}
+
+impl Target {
+    /// The target seen from the root when it was found from folder `cwd` ("" for the root).
+    fn under(self, cwd: &str) -> Target {
+        if cwd.is_empty() {
+            return self;
+        }
+        let join = |p: String| normalise(&format!("{cwd}/{p}"));
+        match self {
+            Target::File(p) => Target::File(join(p)),
+            Target::Dir(d, pats) => Target::Dir(join(d), pats),
+        }
+    }
+}
+
+const UNITTEST_PATTERN: &str = "test*.py";
+const PYTEST_PATTERNS: [&str; 2] = ["test_*.py", "*_test.py"];
+
+impl Lint<'_> {
+    fn flag(&mut self, line: usize, problem: impl Into<String>, fix: impl Into<String>) {
+        let what = format!("{}{FIX_SEP}{}", problem.into(), fix.into());
+        self.shortcuts.push(Shortcut { line, what });
+    }
+
+    fn criterion(&mut self, c: &Criterion) {
+        let line = c.line;
+        self.expectations(c);
+        self.swallowed_failure(line, &c.command, c.exit);
+        let commands = shell::simple_commands(&c.command);
+        let pinned = c.expectations.iter().any(pins_a_count);
+        for words in &commands {
+            self.agent_files(line, words);
+            self.own_output(c, words);
+            if let Some(runner) = Runner::of(words) {
+                self.runner_flags(line, &runner, pinned);
+            }
+        }
+        let mut targets = Vec::new();
+        // The folder a `cd DIR &&` moved to, relative to the root ("" for the root itself).
+        let mut cwd = String::new();
+        for words in &commands {
+            if words[0] == "cd" {
+                cwd = match words.get(1) {
+                    Some(d) if !d.starts_with('/') && !d.split('/').any(|c| c == "..") => {
+                        let joined = normalise(&format!("{cwd}/{d}"));
+                        if joined == "." {
+                            String::new()
+                        } else {
+                            joined
+                        }
+                    }
+                    _ => String::new(),
+                };
+                continue;
+            }
+            let here = self.root.join(&cwd);
+            let mut found = Vec::new();
+            if let Some(runner) = Runner::of(words) {
+                found.extend(runner.targets(&here));
+            }
+            found.extend(test_paths(words, &here));
+            if c.kind == Kind::Limit {
+                found.extend(measuring_script(words, &here));
+            }
+            targets.extend(found.into_iter().map(|t| t.under(&cwd)));
+        }
+        let mut seen = BTreeSet::new();
+        for t in targets {
+            let key = format!("{t:?}");
+            if seen.insert(key) {
+                self.target(line, c.kind, &t);
+            }
+        }
+    }
+
+    fn expectations(&mut self, c: &Criterion) {
+        let line = c.line;
+        if c.expectations.is_empty() {
+            self.flag(
+                line,
+                format!("no expected output: any run that exits {} passes, even one that tests nothing", c.exit),
+                "add → `…` with output only the finished work prints, e.g. → `Ran 14 tests` and `OK`",
+            );
+            return;
+        }
+        let mut all_anything = true;
+        for e in &c.expectations {
+            if matches_anything(e) {
+                self.flag(
+                    line,
+                    format!("`{}` matches any output", e.as_written()),
+                    "expect text that only the finished work prints, e.g. `Ran 14 tests`",
+                );
+            } else {
+                all_anything = false;
+            }
+        }
+        if all_anything {
+            return;
+        }
+        match c.kind {
+            Kind::Function | Kind::Regression => {
+                if !c.expectations.iter().any(pins_a_count) {
+                    let items: Vec<String> =
+                        c.expectations.iter().map(|e| format!("`{}`", e.as_written())).collect();
+                    self.flag(
+                        line,
+                        format!(
+                            "{} pins no count: it still passes after tests are deleted or skipped",
+                            items.join(" and ")
+                        ),
+                        "pin the number of tests too, e.g. → `Ran 14 tests` and `OK`",
+                    );
+                }
+            }
+            Kind::Limit => {
+                if !c.expectations.iter().any(has_a_number) {
+                    let items: Vec<String> =
+                        c.expectations.iter().map(|e| format!("`{}`", e.as_written())).collect();
+                    self.flag(
+                        line,
+                        format!("limit without a number: {} accepts any value", items.join(" and ")),
+                        "write the bound into the expectation, e.g. `re:^p95_ms=([0-9]|1[0-9])$` for under 20 ms",
+                    );
+                }
+            }
+        }
+    }
+
+    /// `|| true`, `; exit 0`, `set +e`, `2>/dev/null`, `| tail`: the exit status or the errors
+    /// of the runner no longer reach the loop.
+    fn swallowed_failure(&mut self, line: usize, cmd: &str, exit: i32) {
+        self.swallowed_in(line, cmd, exit, 0);
+    }
+
+    fn swallowed_in(&mut self, line: usize, cmd: &str, exit: i32, depth: usize) {
+        let tokens = shell::tokenize(cmd);
+        let pipefail = cmd.contains("pipefail");
+        // Split into (operator before, words) pairs.
+        let mut segments: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut op = "";
+        let mut words = Vec::new();
+        for t in tokens.into_iter().chain([Token::Op(";")]) {
+            match t {
+                Token::Word(w) => words.push(w),
+                Token::Op(o) => {
+                    if !words.is_empty() {
+                        segments.push((op, std::mem::take(&mut words)));
+                    }
+                    op = o;
+                }
+            }
+        }
+        let last_seq = segments.iter().rposition(|(o, _)| *o == ";").unwrap_or(0);
+        for (i, (op, words)) in segments.iter().enumerate() {
+            let first = words[0].as_str();
+            let shown = words.join(" ");
+            if *op == "||" && !fails(words) {
+                self.flag(
+                    line,
+                    format!("`|| {shown}` swallows the failure: the criterion passes when the command fails"),
+                    "remove the `|| …` part so the runner's exit status decides",
+                );
+            }
+            if *op == ";" && i > 0 && i >= last_seq && always_succeeds(words) {
+                self.flag(
+                    line,
+                    format!("`; {shown}` replaces the runner's exit status with its own"),
+                    "end the command with the runner, or join the steps with &&",
+                );
+            }
+            if *op == "|" && exit == 0 && !pipefail && is_passthrough(first) {
+                self.flag(
+                    line,
+                    format!("`| {first}` makes the exit status {first}'s: a failing runner still exits 0"),
+                    "drop the pipe and match the full output (expectations already search all of it)",
+                );
+            }
+            if first == "set" && words.iter().any(|w| w == "+e") {
+                self.flag(
+                    line,
+                    "`set +e` keeps going after a failure",
+                    "remove `set +e` so a failing step fails the criterion",
+                );
+            }
+            for (k, w) in words.iter().enumerate() {
+                let next = words.get(k + 1).map(String::as_str).unwrap_or("");
+                let devnull_err =
+                    matches!(w.as_str(), "2>/dev/null" | "&>/dev/null" | ">&/dev/null")
+                        || (w == "2>" && next == "/dev/null")
+                        || (w == "&>" && next == "/dev/null")
+                        || (matches!(w.as_str(), ">/dev/null" | "1>/dev/null")
+                            && words.iter().any(|x| x == "2>&1"));
+                if devnull_err {
+                    self.flag(
+                        line,
+                        format!(
+                            "`{}` hides the runner's error output, where its failures are reported",
+                            if w == "2>" || w == "&>" {
+                                format!("{w} /dev/null")
+                            } else {
+                                w.clone()
+                            }
+                        ),
+                        "let stderr through; kit captures stdout and stderr together",
+                    );
+                }
+            }
+            if depth < 4 {
+                if let Some(script) = nested(words) {
+                    self.swallowed_in(line, &script, exit, depth + 1);
+                }
+            }
+        }
+    }
+
+    fn agent_files(&mut self, line: usize, words: &[String]) {
+        for w in words {
+            let w = w.trim_start_matches(['<', '>']);
+            let p = normalise(w);
+            let base = p.rsplit('/').next().unwrap_or(&p);
+            let in_longrun = p == "longrun" || p.starts_with("longrun/");
+            let protected =
+                IMPLICITLY_FROZEN.contains(&p.as_str()) || p.starts_with("longrun/.frozen");
+            let agent_written = matches!(base, "progress.md" | "decisions.md" | "handoff.md");
+            if (in_longrun && !protected) || (agent_written && !w.contains("://")) {
+                self.flag(
+                    line,
+                    format!("reads `{w}`, which the agent writes: it can put the expected text there instead of doing the work"),
+                    "check the work itself (tests, the program's output), never the agent's notes",
+                );
+            }
+        }
+    }
+
+    fn own_output(&mut self, c: &Criterion, words: &[String]) {
+        let Some((prog, args)) = shell::program(words) else { return };
+        if !matches!(prog, "echo" | "printf" | "cat") {
+            return;
+        }
+        let text = args.join(" ");
+        for e in &c.expectations {
+            if let Expectation::Substring(s) = e {
+                if !s.trim().is_empty() && text.contains(s.as_str()) {
+                    self.flag(
+                        c.line,
+                        format!("`{prog}` prints the expected `{s}` itself"),
+                        "run the real test runner or program, whose output is the evidence",
+                    );
+                }
+            }
+        }
+    }
+
+    fn runner_flags(&mut self, line: usize, r: &Runner, pinned: bool) {
+        for (flag, value) in &r.selecting {
+            let shown = match value {
+                Some(v) => format!("{flag} {v}"),
+                None => flag.clone(),
+            };
+            self.flag(
+                line,
+                format!("`{shown}` selects or skips tests: the ones left out may fail unseen"),
+                "run the whole file or suite the criterion names",
+            );
+        }
+        if !pinned {
+            for flag in &r.stop_early {
+                self.flag(
+                    line,
+                    format!("`{flag}` stops at the first failure and the expectation pins no count, so a partial run can pass"),
+                    "pin the number of tests the full run reports, e.g. `Ran 14 tests`, or drop the flag",
+                );
+            }
+        }
+    }
+
+    fn target(&mut self, line: usize, kind: Kind, t: &Target) {
+        match t {
+            Target::File(p) => {
+                if self.frozen.covers(p) {
+                    self.exercised.insert(p.clone());
+                } else if !self.root.join(p).exists() {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent would write the test it is judged by"),
+                        format!("write the test first, then kit freeze {p}"),
+                    );
+                } else if kind == Kind::Limit && !looks_like_test(p) {
+                    self.flag(
+                        line,
+                        format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
+                        format!("kit freeze {p}"),
+                    );
+                } else {
+                    self.flag(
+                        line,
+                        format!("{p} is not frozen: the agent can edit the test until it passes"),
+                        format!("kit freeze {p}"),
+                    );
+                }
+            }
+            Target::Dir(d, patterns) => {
+                if self.frozen.covers(d) {
+                    self.exercised.insert(format!("{d}/"));
+                    return;
+                }
+                let files = walk_matching(self.root, d, patterns);
+                if files.is_empty() {
+                    return;
+                }
+                let unfrozen: Vec<&str> =
+                    files.iter().map(String::as_str).filter(|f| !self.frozen.covers(f)).collect();
+                if unfrozen.is_empty() {
+                    self.exercised.extend(files.iter().cloned());
+                    return;
+                }
+                let folder = if d == "." { common_folder(&unfrozen) } else { Some(d.clone()) };
+                let fix = match folder {
+                    Some(f) => format!("kit freeze {f}/ (a frozen folder also catches new files)"),
+                    None => format!("kit freeze {}", unfrozen.join(" ")),
+                };
+                let what = if unfrozen.len() == 1 {
+                    format!(
+                        "{} is not frozen: the agent can edit the test until it passes",
+                        unfrozen[0]
+                    )
+                } else {
+                    format!(
+                        "{} test files the command runs are not frozen ({}): the agent can edit them until they pass",
+                        unfrozen.len(),
+                        abbreviate(&unfrozen, 3)
+                    )
+                };
+                self.flag(line, what, fix);
+            }
+        }
+    }
+}
+
+/// The first folder shared by all `files`, if they share one.
+fn common_folder(files: &[&str]) -> Option<String> {
+    let first = files.first()?.split_once('/')?.0;
+    files
+        .iter()
+        .all(|f| f.split_once('/').is_some_and(|(d, _)| d == first))
+        .then(|| first.to_string())
+}
+
+fn nested(words: &[String]) -> Option<String> {
+    let prog = words.first()?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    if !matches!(base, "sh" | "bash" | "dash" | "zsh") {
+        return None;
+    }
+    let i =
+        words.iter().position(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))?;
+    words.get(i + 1).cloned()
+}
+
+/// `|| exit 1`, `|| false`: a fallback that still fails.
+fn fails(words: &[String]) -> bool {
+    match words[0].as_str() {
+        "false" => true,
+        "exit" | "return" => words.get(1).is_some_and(|n| n.parse::<i32>().is_ok_and(|n| n != 0)),
+        _ => false,
+    }
+}
+
+/// A final step whose exit status is 0 whatever ran before it.
+fn always_succeeds(words: &[String]) -> bool {
+    match words[0].as_str() {
+        "true" | ":" | "echo" | "printf" => true,
+        "exit" => words.get(1).is_none_or(|n| n == "0"),
+        _ => false,
+    }
+}
+
+/// Programs at the end of a pipe that exit 0 whatever came in.
+fn is_passthrough(prog: &str) -> bool {
+    matches!(
+        prog,
+        "tee"
+            | "cat"
+            | "tail"
+            | "head"
+            | "sort"
+            | "uniq"
+            | "less"
+            | "more"
+            | "true"
+            | "cut"
+            | "tr"
+            | "sed"
+            | "awk"
+            | "wc"
+            | "column"
+            | "fold"
+    )
+}
+
+/// An expectation that every output meets: empty text, or a regex that matches an empty line
+/// and an arbitrary one (`re:.*`, `re:^`, `re:`).
+fn matches_anything(e: &Expectation) -> bool {
+    match e {
+        Expectation::Substring(s) => s.trim().is_empty(),
+        Expectation::Regex { re, .. } => re.is_match("") && re.is_match("zq 7 \u{1}!"),
+    }
+}
+
+/// The literal text of an expectation: a regex without its classes (`[0-9]`), escapes (`\d`)
+/// and repetition counts (`{2}`), which say nothing about a value.
+fn literal_text(e: &Expectation) -> String {
+    match e {
+        Expectation::Substring(s) => s.clone(),
+        Expectation::Regex { pattern, .. } => {
+            let mut out = String::new();
+            let mut chars = pattern.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => {
+                        chars.next();
+                    }
+                    '[' => {
+                        let mut first = true;
+                        for d in chars.by_ref() {
+                            if d == ']' && !first {
+                                break;
+                            }
+                            first = false;
+                        }
+                    }
+                    '{' => {
+                        for d in chars.by_ref() {
+                            if d == '}' {
+                                break;
+                            }
+                        }
+                    }
+                    _ => out.push(c),
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Whether the expectation pins a count or value a deletion would change: some non-zero number
+/// in its literal text (`Ran 14 tests`, `14 passed`). `0 failed` survives deleting the failures.
+fn pins_a_count(e: &Expectation) -> bool {
+    numbers(&literal_text(e)).iter().any(|n| n.bytes().any(|b| b != b'0'))
+}
+
+/// The runs of digits in `text` that stand as numbers, not inside a name (`p95_ms`, `test_2`).
+fn numbers(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut prev = ' ';
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        match (c.is_ascii_digit(), start) {
+            (true, None) if !(prev.is_alphanumeric() || prev == '_') => start = Some(i),
+            (false, Some(s)) => {
+                out.push(&text[s..i]);
+                start = None;
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    out
+}
+
+/// Whether a limit's expectation holds any digit (a bound), classes included: `[0-9]|1[0-9]`.
+fn has_a_number(e: &Expectation) -> bool {
+    let text = match e {
+        Expectation::Substring(s) => s.clone(),
+        Expectation::Regex { pattern, .. } => {
+            // `\d` is an escape, not a bound: drop escapes, keep classes.
+            let mut out = String::new();
+            let mut chars = pattern.chars();
+            while let Some(c) = chars.next() {
+                if c == '\\' {
+                    chars.next();
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        }
+    };
+    !numbers(&text).is_empty()
+}
+
+fn looks_like_test(p: &str) -> bool {
+    p.split('/').any(|c| c.to_ascii_lowercase().contains("test"))
+}
+
+/// A test runner the linter understands, with what its arguments select.
+#[derive(Debug, Default)]
+struct Runner {
+    kind: RunnerKind,
+    /// Positional arguments (test names, files, folders), flags removed.
+    positional: Vec<String>,
+    /// Flags that select or skip tests: `(flag, value)`.
+    selecting: Vec<(String, Option<String>)>,
+    /// Flags that stop at the first failure.
+    stop_early: Vec<String>,
+    /// `-s`/`-p` of `unittest discover`, `--test` of `cargo test`.
+    options: Vec<(String, String)>,
+}
+
+#[derive(Debug, Default, PartialEq)]
+enum RunnerKind {
+    #[default]
+    Unittest,
+    Pytest,
+    Cargo,
+    Go,
+}
+
+impl Runner {
+    fn of(words: &[String]) -> Option<Runner> {
+        let (prog, args) = shell::program(words)?;
+        let base = prog.rsplit('/').next().unwrap_or(prog);
+        let is_python = base.starts_with("python");
+        let (kind, args) = if matches!(base, "pytest" | "py.test") {
+            (RunnerKind::Pytest, args)
+        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "pytest" {
+            (RunnerKind::Pytest, &args[2..])
+        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "unittest" {
+            (RunnerKind::Unittest, &args[2..])
+        } else if base == "cargo" && args.first().is_some_and(|a| a == "test") {
+            (RunnerKind::Cargo, &args[1..])
+        } else if base == "go" && args.first().is_some_and(|a| a == "test") {
+            (RunnerKind::Go, &args[1..])
+        } else {
+            return None;
+        };
+        let mut r = Runner { kind, ..Runner::default() };
+        r.read_args(args);
+        Some(r)
+    }
+
+    fn read_args(&mut self, args: &[String]) {
+        let mut i = 0;
+        let mut after_dashdash = false;
+        while i < args.len() {
+            let a = args[i].as_str();
+            let next = args.get(i + 1).cloned();
+            i += 1;
+            if a == "--" {
+                after_dashdash = true;
+                continue;
+            }
+            if a.contains('>') || a.contains('<') {
+                continue; // a redirection
+            }
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
+                _ => (a, None),
+            };
+            let take = |i: &mut usize| -> Option<String> {
+                if inline.is_some() {
+                    return inline.clone();
+                }
+                *i += 1;
+                next.clone()
+            };
+            match (&self.kind, after_dashdash) {
+                (RunnerKind::Pytest, _) => match flag {
+                    "-k" | "-m" | "--deselect" | "--ignore" | "--ignore-glob" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "--lf" | "--last-failed" | "--sw" | "--stepwise" | "--sw-skip" => {
+                        self.selecting.push((flag.into(), None))
+                    }
+                    "-x" | "--exitfirst" => self.stop_early.push(flag.into()),
+                    "--maxfail" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.stop_early.push(format!("--maxfail {v}"));
+                    }
+                    "-p" | "-c" | "-o" | "-W" | "-r" | "--rootdir" | "--tb" | "--durations"
+                    | "--junitxml" | "--basetemp" | "--confcutdir" | "--timeout" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with("--") => {}
+                    f if f.starts_with('-') && f.len() > 1 => {
+                        // A cluster of short flags: -xvs, -vk NAME.
+                        for (k, c) in f[1..].char_indices() {
+                            match c {
+                                'x' => self.stop_early.push("-x".into()),
+                                'k' | 'm' => {
+                                    let rest = &f[1 + k + 1..];
+                                    let v = if rest.is_empty() {
+                                        take(&mut i)
+                                    } else {
+                                        Some(rest.to_string())
+                                    };
+                                    self.selecting.push((format!("-{c}"), v));
+                                    break;
+                                }
+                                'p' | 'c' | 'o' | 'W' | 'r' => {
+                                    if f[1 + k + 1..].is_empty() {
+                                        take(&mut i);
+                                    }
+                                    break;
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => self.positional.push(a.into()),
+                },
+                (RunnerKind::Unittest, _) => match flag {
+                    "-k" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "-f" | "--failfast" => self.stop_early.push(flag.into()),
+                    "-s"
+                    | "--start-directory"
+                    | "-p"
+                    | "--pattern"
+                    | "-t"
+                    | "--top-level-directory" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.options.push((flag.into(), v));
+                    }
+                    "--durations" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {
+                        if f.len() > 2 && !f.starts_with("--") && f.contains('f') {
+                            self.stop_early.push("-f".into());
+                        }
+                    }
+                    _ => self.positional.push(a.into()),
+                },
+                (RunnerKind::Cargo, false) => match flag {
+                    "--test" | "--bench" | "--example" | "--bin" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.options.push((flag.into(), v));
+                    }
+                    "-p" | "--package" | "--features" | "-F" | "--target" | "--profile" | "-j"
+                    | "--jobs" | "--manifest-path" | "--color" | "--message-format"
+                    | "--target-dir" | "-Z" | "--config" | "--exclude" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {}
+                    _ => self.selecting.push(("a test name filter".into(), Some(a.into()))),
+                },
+                (RunnerKind::Cargo, true) => match flag {
+                    "--skip" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "--ignored" => self.selecting.push((flag.into(), None)),
+                    "--exact" => {}
+                    "--test-threads" | "--format" | "--color" | "-Z" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {}
+                    _ => self.selecting.push(("a test name filter".into(), Some(a.into()))),
+                },
+                (RunnerKind::Go, _) => match flag.trim_start_matches('-') {
+                    "run" | "skip" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "failfast" => self.stop_early.push(flag.into()),
+                    "timeout" | "count" | "tags" | "p" | "parallel" | "coverprofile" | "o"
+                    | "exec" | "bench" | "cpu" | "covermode" => {
+                        if inline.is_none() && !flag.is_empty() && flag.starts_with('-') {
+                            take(&mut i);
+                        }
+                    }
+                    _ if flag.starts_with('-') => {}
+                    _ => self.positional.push(a.into()),
+                },
+            }
+        }
+    }
+
+    fn option(&self, names: &[&str]) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(f, _)| names.contains(&f.as_str()))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// What this run exercises that must be frozen.
+    fn targets(&self, root: &Path) -> Vec<Target> {
+        match self.kind {
+            RunnerKind::Unittest => {
+                if self.positional.first().is_some_and(|p| p == "discover")
+                    || self.positional.is_empty()
+                {
+                    let pos =
+                        if self.positional.is_empty() { &[][..] } else { &self.positional[1..] };
+                    let start = self
+                        .option(&["-s", "--start-directory"])
+                        .or(pos.first().map(String::as_str))
+                        .unwrap_or(".");
+                    let pattern = self
+                        .option(&["-p", "--pattern"])
+                        .or(pos.get(1).map(String::as_str))
+                        .unwrap_or(UNITTEST_PATTERN);
+                    return vec![Target::Dir(normalise(start), vec![pattern.to_string()])];
+                }
+                self.positional.iter().map(|p| unittest_target(p, root)).collect()
+            }
+            RunnerKind::Pytest => {
+                let patterns: Vec<String> = PYTEST_PATTERNS.iter().map(|s| s.to_string()).collect();
+                if self.positional.is_empty() {
+                    return vec![Target::Dir(".".into(), patterns)];
+                }
+                self.positional
+                    .iter()
+                    .map(|p| {
+                        let path = normalise(p.split("::").next().unwrap_or(p));
+                        if root.join(&path).is_dir() {
+                            Target::Dir(path, patterns.clone())
+                        } else {
+                            Target::File(path)
+                        }
+                    })
+                    .collect()
+            }
+            RunnerKind::Cargo => {
+                if let Some(name) = self.option(&["--test"]) {
+                    let file = format!("tests/{name}.rs");
+                    if root.join(&file).exists() || !root.join("tests").join(name).is_dir() {
+                        return vec![Target::File(file)];
+                    }
+                    return vec![Target::Dir(format!("tests/{name}"), vec!["*.rs".into()])];
+                }
+                vec![Target::Dir("tests".into(), vec!["*.rs".into()])]
+            }
+            RunnerKind::Go => vec![Target::Dir(".".into(), vec!["*_test.go".into()])],
+        }
+    }
+}
+
+/// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)
+/// or a package folder; a path (`tests/test_a.py`) as is.
+fn unittest_target(name: &str, root: &Path) -> Target {
+    if name.ends_with(".py") || name.contains('/') {
+        return Target::File(normalise(name));
+    }
+    let parts: Vec<&str> = name.split('.').collect();
+    for k in (1..=parts.len()).rev() {
+        let base = parts[..k].join("/");
+        if root.join(format!("{base}.py")).is_file() {
+            return Target::File(format!("{base}.py"));
+        }
+        if root.join(&base).is_dir() {
+            return Target::Dir(base, vec![UNITTEST_PATTERN.into()]);
+        }
+    }
+    Target::File(format!("{}.py", parts.join("/")))
+}
+
+/// Paths in a command's words that name a test (a component containing `test`) and exist.
+fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
+    let mut out = Vec::new();
+    for w in words {
+        if w.starts_with('-') || w.contains("://") || w.contains('$') {
+            continue;
+        }
+        let w = w.trim_start_matches(['<', '>']);
+        let w = w.split("::").next().unwrap_or(w);
+        if w.starts_with('/') || w.split('/').any(|c| c == "..") || !w.contains(['/', '.']) {
+            continue;
+        }
+        let p = normalise(w);
+        if p == "." || !looks_like_test(&p) {
+            continue;
+        }
+        let full = root.join(&p);
+        if full.is_file() {
+            out.push(Target::File(p));
+        } else if full.is_dir() {
+            out.push(Target::Dir(p, vec!["*".into()]));
+        }
+    }
+    out
+}
+
+/// The script a limit criterion runs (`python3 tools/bench.py`, `./bench.sh`), if it is a file
+/// in the repository: it is the measuring instrument.
+fn measuring_script(words: &[String], root: &Path) -> Option<Target> {
+    let (prog, args) = shell::program(words)?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    let interpreter = base.starts_with("python")
+        || matches!(base, "sh" | "bash" | "node" | "ruby" | "perl" | "deno" | "bun");
+    let script = if interpreter {
+        args.iter().find(|a| !a.starts_with('-'))?.as_str()
+    } else if prog.contains('/') {
+        prog
+    } else {
+        return None;
+    };
+    if script.starts_with('/') || script.split('/').any(|c| c == "..") {
+        return None;
+    }
+    let p = normalise(script);
+    root.join(&p).is_file().then_some(Target::File(p))
+}
+
+/// Repo-relative files under `dir` whose names match one of `patterns`, sorted. Skips hidden
+/// folders, longrun/, build outputs and virtual environments; stops after 10,000 entries.
+fn walk_matching(root: &Path, dir: &str, patterns: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![if dir == "." { String::new() } else { dir.to_string() }];
+    let mut budget = 10_000usize;
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&rel)) else { continue };
+        for e in entries.flatten() {
+            if budget == 0 {
+                return out;
+            }
+            budget -= 1;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                let skip = name.starts_with('.')
+                    || matches!(
+                        name.as_str(),
+                        "longrun"
+                            | "target"
+                            | "node_modules"
+                            | "__pycache__"
+                            | "venv"
+                            | "build"
+                            | "dist"
+                    );
+                if !skip {
+                    stack.push(path);
+                }
+            } else if patterns.iter().any(|p| glob_match(p, &name)) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Shell-style name matching with `*` and `?` (what unittest's `-p` and pytest's patterns use).
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// A repository with a unittest suite, a pytest file, a bench script and a Rust tests/ folder.
+    fn repo() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "tests/test_durations.py",
+            "tests/test_config.py",
+            "tests/helpers.py",
+            "tools/bench_load.py",
+            "pyt/test_api.py",
+            "rs/tests/cli.rs",
+            "longrun/goal.md",
+        ] {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x\n").unwrap();
+        }
+        d
+    }
+
+    fn goal(criteria: &str) -> Goal {
+        super::super::parse(
+            &PathBuf::from("goal.md"),
+            &format!("# Goal: g\n\n## Criteria\n{criteria}\n"),
+        )
+        .unwrap()
+    }
+
+    fn all_frozen() -> Vec<String> {
+        vec!["tests/".into(), "tools/bench_load.py".into(), "pyt/test_api.py".into()]
+    }
+
+    const GOOD: &str =
+        "- function: `python3 -m unittest tests.test_durations -v` → `Ran 9 tests` and `OK`
+- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests` and `OK`
+- limit: `python3 tools/bench_load.py` → `re:^p95_ms=([0-9]|1[0-9])$`";
+
+    #[test]
+    fn levels() {
+        let root = repo();
+        let r = |text: &str, frozen: &[String]| rate(&goal(text), frozen, root.path()).level;
+        let none: Vec<String> = Vec::new();
+        let all = all_frozen();
+        // (criteria section body, frozen, level)
+        let cases: Vec<(&str, &[String], u8)> = vec![
+            ("", &none, 0),
+            ("Nothing here yet.", &none, 0),
+            ("- all tests pass\n- it is fast", &none, 1),
+            ("- function: `python3 -m unittest tests.test_durations` → `OK`", &none, 2),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests`", &none, 2),
+            (GOOD, &none, 2),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests`\n- and it is fast", &all, 2),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `OK`", &all, 3),
+            (GOOD, &all, 4),
+        ];
+        for (text, frozen, level) in cases {
+            let rating = rate(&goal(text), frozen, root.path());
+            assert_eq!(rating.level, level, "{text}\n{:#?}", rating);
+            assert_eq!(rating.reasons.len(), 4);
+        }
+        // Without a criteria section at all.
+        let g =
+            super::super::parse(Path::new("goal.md"), "# Goal: g\n\n## End state\nfast\n").unwrap();
+        assert_eq!(rate(&g, &none, root.path()).level, 0);
+        assert_eq!(r(GOOD, &["tests".into(), "./tools/bench_load.py".into()]), 4);
+    }
+
+    /// Each criterion alone, with everything frozen: the shortcut it must raise (a phrase of
+    /// its message), or none.
+    #[test]
+    fn shortcuts() {
+        let root = repo();
+        let cases: &[(&str, Option<&str>)] = &[
+            // Expectations that pin nothing or match anything.
+            ("- function: `python3 -m unittest tests.test_durations`", Some("no expected output")),
+            ("- function: `python3 -m unittest tests.test_durations` → `OK`", Some("pins no count")),
+            ("- regression: `pytest pyt/test_api.py` → `0 failed`", Some("pins no count")),
+            ("- regression: `pytest pyt/test_api.py` → `re:\\d+ passed`", Some("pins no count")),
+            ("- regression: `pytest pyt/test_api.py` → `re:[0-9]{2} passed`", Some("pins no count")),
+            ("- regression: `pytest pyt/test_api.py` → `14 passed`", None),
+            ("- regression: `pytest pyt/test_api.py` → `re:^14 passed`", None),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and ``", Some("matches any output")),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:.*`", Some("matches any output")),
+            ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:^`", Some("matches any output")),
+            ("- function: `python3 -m unittest tests.test_durations` → `re:`", Some("matches any output")),
+            // Swallowed failures.
+            ("- function: `python3 -m unittest tests.test_durations || true` → `Ran 9 tests`", Some("`|| true` swallows")),
+            ("- function: `python3 -m unittest tests.test_durations || :` → `Ran 9 tests`", Some("`|| :` swallows")),
+            ("- function: `python3 -m unittest tests.test_durations || echo failed` → `Ran 9 tests`", Some("swallows")),
+            ("- function: `python3 -m unittest tests.test_durations || exit 1` → `Ran 9 tests`", None),
+            ("- function: `python3 -m unittest tests.test_durations; exit 0` → `Ran 9 tests`", Some("`; exit 0`")),
+            ("- function: `python3 -m unittest tests.test_durations; true` → `Ran 9 tests`", Some("`; true`")),
+            ("- function: `cd . ; python3 -m unittest tests.test_durations` → `Ran 9 tests`", None),
+            ("- function: `set +e; python3 -m unittest tests.test_durations` → `Ran 9 tests`", Some("set +e")),
+            ("- function: `python3 -m unittest tests.test_durations 2>/dev/null` → `Ran 9 tests`", Some("2>/dev/null")),
+            ("- function: `python3 -m unittest tests.test_durations 2> /dev/null` → `Ran 9 tests`", Some("2> /dev/null")),
+            ("- function: `python3 -m unittest tests.test_durations >/dev/null 2>&1` → `Ran 9 tests`", Some(">/dev/null")),
+            ("- function: `python3 -m unittest tests.test_durations 2>&1 | tail -3` → `Ran 9 tests`", Some("`| tail`")),
+            ("- function: `python3 -m unittest tests.test_durations 2>&1 | grep -c ok` → `Ran 9 tests`", None),
+            ("- function: `sh -c 'python3 -m unittest tests.test_durations || true'` → `Ran 9 tests`", Some("swallows")),
+            // Files the agent writes.
+            ("- function: `grep -c DONE longrun/progress.md` → `3`", Some("which the agent writes")),
+            ("- function: `cat progress.md` → `done 3`", Some("which the agent writes")),
+            ("- function: `grep -r finished longrun/` → `finished 3`", Some("which the agent writes")),
+            ("- function: `grep -c Criteria longrun/goal.md` → `1`", None),
+            // Unfrozen or missing test files (here nothing else is wrong).
+            ("- function: `python3 -m unittest tests.test_nothere` → `Ran 2 tests`", None),
+            ("- function: `python3 -m unittest nothere.test_x` → `Ran 2 tests`", Some("nothere/test_x.py is run by this criterion but does not exist")),
+            ("- function: `python3 -m unittest rs` → `Ran 2 tests`", None),
+            ("- function: `cargo test --manifest-path rs/Cargo.toml` → `test result: ok. 3 passed`", None),
+            ("- function: `python3 -m unittest newtests/test_new.py` → `Ran 2 tests`", Some("does not exist")),
+            // Runner flags that select, skip or stop early.
+            ("- function: `pytest pyt/test_api.py -k parse` → `14 passed`", Some("`-k parse` selects")),
+            ("- function: `pytest -vk parse pyt/test_api.py` → `14 passed`", Some("`-k parse` selects")),
+            ("- function: `pytest pyt/test_api.py --deselect pyt/test_api.py::test_x` → `14 passed`", Some("--deselect")),
+            ("- function: `pytest --lf pyt/test_api.py` → `14 passed`", Some("`--lf` selects")),
+            ("- function: `python3 -m unittest -k parse tests.test_durations` → `Ran 9 tests`", Some("`-k parse`")),
+            ("- function: `pytest -x pyt/test_api.py` → `passed`", Some("`-x` stops")),
+            ("- function: `pytest -x pyt/test_api.py` → `14 passed`", None),
+            ("- function: `python3 -m unittest -f tests.test_durations` → `OK`", Some("`-f` stops")),
+            ("- function: `cargo test parse` → `test result: ok. 3 passed`", Some("test name filter")),
+            ("- function: `cargo test -- --skip slow` → `test result: ok. 3 passed`", Some("--skip slow")),
+            ("- function: `go test -run Parse ./...` → `ok 3`", Some("-run Parse")),
+            // Limits.
+            ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=\\d+$`", Some("limit without a number")),
+            ("- limit: `python3 tools/bench_load.py` → `p95_ms=`", Some("limit without a number")),
+            ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=([0-9]|1[0-9])$`", None),
+            ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+            // A command that prints its own evidence.
+            ("- function: `echo Ran 9 tests` → `Ran 9 tests`", Some("prints the expected")),
+        ];
+        for (text, want) in cases {
+            let rating = rate(&goal(text), &all_frozen(), root.path());
+            let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
+            match want {
+                None => assert!(whats.is_empty(), "{text}: unexpected {whats:#?}"),
+                Some(phrase) => {
+                    assert!(
+                        whats.iter().any(|w| w.contains(phrase)),
+                        "{text}: no shortcut mentions `{phrase}`: {whats:#?}"
+                    );
+                    assert!(rating.level <= 2, "{text}: level {}", rating.level);
+                    assert!(
+                        rating.shortcuts.iter().all(|s| s.line == 4),
+                        "{text}: {:?}",
+                        rating.shortcuts
+                    );
+                    assert!(
+                        whats.iter().all(|w| w.contains(FIX_SEP)),
+                        "{text}: a shortcut without a fix"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Which test files each command exercises, seen through what must be frozen.
+    #[test]
+    fn unfrozen_test_files_are_named() {
+        let root = repo();
+        let none: Vec<String> = Vec::new();
+        // (criterion, frozen, a phrase the shortcut must hold)
+        let cases: Vec<(&str, Vec<String>, &str)> = vec![
+            ("- function: `python3 -m unittest tests.test_durations -v` → `Ran 9 tests`", none.clone(), "tests/test_durations.py is not frozen"),
+            ("- function: `python3 -m unittest tests.test_durations.TestParse.test_90s` → `Ran 1 test`", none.clone(), "tests/test_durations.py is not frozen"),
+            ("- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests`", none.clone(), "2 test files the command runs are not frozen (tests/test_config.py, tests/test_durations.py)"),
+            ("- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests`", vec!["tests/test_config.py".into()], "tests/test_durations.py is not frozen"),
+            ("- regression: `python3 -m unittest` → `Ran 14 tests`", none.clone(), "kit freeze pyt/test_api.py tests/test_config.py tests/test_durations.py"),
+            ("- regression: `python3 -m unittest` → `Ran 14 tests`", vec!["pyt".into()], "kit freeze tests/ (a frozen folder"),
+            ("- regression: `pytest pyt` → `14 passed`", none.clone(), "pyt/test_api.py is not frozen"),
+            ("- regression: `pytest pyt/test_api.py::test_one` → `1 passed`", none.clone(), "pyt/test_api.py is not frozen"),
+            ("- regression: `cd rs && cargo test` → `3 passed`", none.clone(), "rs/tests/cli.rs is not frozen"),
+            ("- regression: `sh tests/helpers.py` → `3 passed`", none.clone(), "tests/helpers.py is not frozen"),
+            ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
+        ];
+        for (text, frozen, phrase) in cases {
+            let rating = rate(&goal(text), &frozen, root.path());
+            let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
+            assert!(
+                whats.iter().any(|w| w.contains(phrase)),
+                "{text}: no `{phrase}` in {whats:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_whole_tests_folder_frozen_covers_discover() {
+        let root = repo();
+        let rating = rate(
+            &goal("- regression: `python3 -m unittest discover -s tests -p 'test_*.py'` → `Ran 14 tests`"),
+            &["tests".into()],
+            root.path(),
+        );
+        assert_eq!(rating.shortcuts, []);
+        assert!(rating.reasons[2].contains("tests/"), "{}", rating.reasons[2]);
+    }
+
+    #[test]
+    fn numbers_inside_names_do_not_count() {
+        assert_eq!(numbers("Ran 14 tests"), ["14"]);
+        assert_eq!(numbers("p95_ms=12 test_2 v3"), ["12"]);
+        assert_eq!(numbers("^p95_ms=([0-9]|1[0-9])$"), ["0", "9", "1", "0", "9"]);
+    }
+
+    #[test]
+    fn globs() {
+        for (p, n, want) in [
+            ("test*.py", "test_a.py", true),
+            ("test*.py", "a_test.py", false),
+            ("*_test.py", "a_test.py", true),
+            ("*.rs", "cli.rs", true),
+            ("t?st.py", "test.py", true),
+            ("*", "", true),
+        ] {
+            assert_eq!(glob_match(p, n), want, "{p} {n}");
+        }
+    }
+}
