@@ -151,6 +151,8 @@ pub struct Launch<'a> {
     pub memory_max: u64,
     /// Who enforces the memory cap.
     pub enforcer: Enforcer,
+    /// Asked to stop by hand (SIGINT/SIGTERM/SIGHUP to kit): ended like a timeout.
+    pub stop: Option<&'a super::signals::Stop>,
 }
 
 /// The process just started: journaled before kit waits on it.
@@ -175,6 +177,8 @@ pub struct Ended {
     pub signal: Option<i32>,
     /// Ended by the iteration timeout.
     pub timed_out: bool,
+    /// Ended because kit was asked to stop (SIGINT, SIGTERM, SIGHUP).
+    pub interrupted: bool,
     /// Ended by the memory cap (the watchdog fired, or SIGKILL under a systemd scope that kit
     /// did not send).
     pub memory_killed: bool,
@@ -242,6 +246,11 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                 ended.memory_killed = true;
                 kill_sent = true;
             }
+        }
+        if term_at.is_none() && l.stop.is_some_and(|s| s.requested().is_some()) {
+            ended.interrupted = true;
+            procs::signal_tree(me, pid, Signal::SIGTERM);
+            term_at = Some(Instant::now());
         }
         let elapsed = started_at.elapsed();
         match term_at {

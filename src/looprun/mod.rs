@@ -16,8 +16,9 @@
 //!    the frozen files, run the criteria, restore again (a process may have edited meanwhile).
 //!    Done only when every criterion passes and the second restore found nothing. What the
 //!    agent says counts for nothing.
-//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error. The
-//!    last line printed names the outcome; the journal's `loop_end` holds why.
+//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
+//!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
+//!    names the outcome; the journal's `loop_end` holds why.
 //!
 //! Caps, all on: iterations, wall time, cost (USD) and consecutive iterations without progress.
 //! Each is the stricter of `config.toml` (or the `kit loop` flag that overrides it) and goal.md's
@@ -40,12 +41,12 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out`, `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
+//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
 
 pub mod agent;
 pub mod history;
@@ -53,6 +54,7 @@ pub mod lock;
 pub mod memcap;
 pub mod procs;
 pub mod prompt;
+pub mod signals;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -138,7 +140,7 @@ impl Settings {
 /// How a run ended (other than by an error), and why in words.
 #[derive(Clone, Debug, PartialEq)]
 struct Outcome {
-    /// `done`, `cap` or `paused`.
+    /// `done`, `cap`, `paused` or `interrupted`.
     name: &'static str,
     /// The exit code.
     code: u8,
@@ -157,11 +159,19 @@ struct Outcome {
 pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     crate::atomic::create_dir_all(&project.runs())?;
+    let stop = signals::Stop::install();
     let me = lock::Holder::current();
     let (held, previous) = lock::acquire(&project.lock(), &me)?;
     let journal = Journal::new(project.journal());
-    let mut ctx =
-        RunCtx { project, journal, out, lock: held, iterations_run: 0, last_iteration: 0 };
+    let mut ctx = RunCtx {
+        project,
+        journal,
+        out,
+        lock: held,
+        stop: &stop,
+        iterations_run: 0,
+        last_iteration: 0,
+    };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
     match result {
@@ -203,6 +213,8 @@ struct RunCtx<'a> {
     journal: Journal,
     out: &'a mut dyn Write,
     lock: lock::LoopLock,
+    /// Ctrl-C and friends, read without dying from them.
+    stop: &'a signals::Stop,
     /// Agent iterations started in this run.
     iterations_run: u64,
     /// The number of the last iteration started (across runs).
@@ -361,6 +373,9 @@ impl RunCtx<'_> {
         let mut cost_usd = 0.0f64;
         loop {
             self.lock.verify()?;
+            if let Some(o) = self.interrupted() {
+                return Ok(o);
+            }
             if self.project.pause().exists() {
                 self.journal("paused", json!({ "iteration": self.last_iteration }))?;
                 return Ok(Outcome {
@@ -449,6 +464,7 @@ impl RunCtx<'_> {
                 grace: settings.grace,
                 memory_max: settings.memory_max,
                 enforcer,
+                stop: Some(self.stop),
             };
             let journal = self.journal.clone();
             let log_rel = rel(&self.project, &log);
@@ -506,6 +522,7 @@ impl RunCtx<'_> {
                     "exit": ended.exit,
                     "signal": ended.signal,
                     "timed_out": ended.timed_out,
+                    "interrupted": ended.interrupted,
                     "memory_killed": ended.memory_killed,
                     "enforcer": enforcer.name(),
                     "peak_rss_bytes": ended.peak_rss_bytes,
@@ -530,6 +547,9 @@ impl RunCtx<'_> {
             self.cheats(&reverts, iteration, "after_agent")?;
             if !reverts.is_empty() {
                 self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
+            }
+            if let Some(o) = self.interrupted() {
+                return Ok(o);
             }
             guard.seal_journal()?;
             let results = self.run_criteria(&goal, &settings);
@@ -585,6 +605,20 @@ impl RunCtx<'_> {
             failures =
                 views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
         }
+    }
+
+    /// The outcome when kit was asked to stop by hand.
+    fn interrupted(&self) -> Option<Outcome> {
+        let sig = self.stop.requested()?;
+        Some(Outcome {
+            name: "interrupted",
+            code: signals::EXIT_INTERRUPTED,
+            reason: format!(
+                "stopped by {}; the agent's processes were ended and the frozen files restored; kit loop goes on from iteration {}",
+                sig.as_str(),
+                self.last_iteration + 1
+            ),
+        })
     }
 
     /// Journal each revert as a cheat.
@@ -643,7 +677,9 @@ fn list_reverts(rs: &[Revert]) -> String {
 }
 
 fn describe_end(e: &agent::Ended, enforcer: Enforcer) -> String {
-    if e.memory_killed {
+    if e.interrupted {
+        "stopped by hand".into()
+    } else if e.memory_killed {
         format!("killed at the memory cap by the {}", enforcer.name())
     } else if e.timed_out {
         "killed at the timeout".into()

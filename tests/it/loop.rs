@@ -373,6 +373,28 @@ fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
 }
 
 #[test]
+fn ctrl_c_ends_the_agent_restores_frozen_files_and_exits_130() {
+    let d = project(false);
+    write(d.path(), "agent.sh", "echo x >> tests/test_calc.py\nsleep 1000 & sleep 1000\n");
+    let mut child = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    wait_for("the agent's edit", Duration::from_secs(5), || {
+        read(d.path(), "tests/test_calc.py") != TEST_CALC
+    });
+    let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(last_line(&o).starts_with("interrupted: stopped by SIGINT"), "{}", text(&o));
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    assert_eq!(events(d.path(), "agent_end").pop().unwrap()["interrupted"], true);
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the lock was released cleanly");
+}
+
+#[test]
 fn a_pause_file_stops_the_loop_with_exit_5() {
     let d = project(false);
     write(d.path(), "longrun/PAUSE", "");
