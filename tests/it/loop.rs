@@ -376,7 +376,7 @@ fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
 fn ctrl_c_ends_the_agent_restores_frozen_files_and_exits_130() {
     let d = project(false);
     write(d.path(), "agent.sh", "echo x >> tests/test_calc.py\nsleep 1000 & sleep 1000\n");
-    let mut child = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    let child = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
     let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
     wait_for("the agent's edit", Duration::from_secs(5), || {
