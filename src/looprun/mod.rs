@@ -342,6 +342,7 @@ impl RunCtx<'_> {
         let run_started = Instant::now();
         guard.seal_journal()?;
         let results = self.run_criteria(&goal, &settings);
+        end_strays()?;
         let after = restore(&guard)?;
         self.cheats(&after, 0, "baseline")?;
         pending_reverts.extend(after.iter().map(describe_revert));
@@ -553,6 +554,7 @@ impl RunCtx<'_> {
             }
             guard.seal_journal()?;
             let results = self.run_criteria(&goal, &settings);
+            end_strays()?;
             let late = restore(&guard)?;
             self.cheats(&late, iteration, "after_criteria")?;
             if !late.is_empty() {
@@ -637,6 +639,14 @@ impl RunCtx<'_> {
         let results = crate::goal::run_all(goal, &self.project.root, s.criterion_timeout);
         serde_json::to_value(&results).unwrap_or(Value::Array(vec![]))
     }
+}
+
+/// End any process a criterion left running in the background (kit being a subreaper, it was
+/// re-parented to kit), so nothing edits the tree after it was verified.
+fn end_strays() -> Result<()> {
+    procs::end_tree(std::process::id() as i32, 0, Duration::from_secs(10)).map(|_| ()).map_err(
+        |alive| Error::internal(format!("processes {alive:?} left by a criterion survive SIGKILL")),
+    )
 }
 
 /// Put the frozen files (and the journal's sealed prefix) back.

@@ -99,13 +99,17 @@ pub fn descendants(all: &[Proc], root: i32) -> Vec<i32> {
     out
 }
 
-/// The agent's tree: live members of process group `pgid` and live descendants of `root`
-/// (kit itself, the subreaper), excluding `root`.
+/// The agent's tree: live members of process group `pgid` (when `pgid` > 1: 0 names no group)
+/// and live descendants of `root` (kit itself, the subreaper), excluding `root`.
 pub fn tree(all: &[Proc], root: i32, pgid: i32) -> Vec<i32> {
     let below: HashSet<i32> = descendants(all, root).into_iter().collect();
     let mut out: Vec<i32> = all
         .iter()
-        .filter(|p| !p.is_zombie() && p.pid != root && (p.pgid == pgid || below.contains(&p.pid)))
+        .filter(|p| {
+            !p.is_zombie()
+                && p.pid != root
+                && ((pgid > 1 && p.pgid == pgid) || below.contains(&p.pid))
+        })
         .map(|p| p.pid)
         .collect();
     out.sort_unstable();

@@ -261,6 +261,47 @@ fn loop_ends_a_detached_child_that_would_edit_a_frozen_test_later() {
     assert!(!end["leftovers_killed"].as_array().unwrap().is_empty(), "{end}");
 }
 
+/// An agent whose calc.py, when imported by a criterion, starts a detached process running `sh`.
+fn stray_agent(root: &Path, sh: &str) {
+    write(
+        root,
+        "agent.sh",
+        &format!("cat > calc.py <<'PY'\nimport subprocess\nsubprocess.Popen(['sh', '-c', '{sh}'], start_new_session=True)\n\ndef add(a, b):\n    return a + b\nPY\n"),
+    );
+}
+
+fn processes_running(marker: &str) -> usize {
+    kit::looprun::procs::snapshot()
+        .iter()
+        .filter(|p| !p.is_zombie())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .count()
+}
+
+#[test]
+fn loop_ends_a_process_the_code_under_test_leaves_running() {
+    let d = project(false);
+    stray_agent(d.path(), "sleep 31.7; echo late > late.txt");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(processes_running("sleep 31.7"), 0, "the criteria's stray processes were ended");
+}
+
+#[test]
+fn loop_does_not_trust_criteria_while_a_stray_edits_a_frozen_test() {
+    let d = project(false);
+    stray_agent(d.path(), "echo x >> tests/test_calc.py");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    let cheat = events(d.path(), "cheat").pop().unwrap();
+    assert_eq!(cheat["phase"], "after_criteria");
+    assert_eq!(events(d.path(), "criteria").pop().unwrap()["verified"], false);
+}
+
 #[test]
 fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     let d = project(false);
