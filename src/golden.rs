@@ -187,11 +187,21 @@ pub struct Outcome {
     pub failure: Option<Failure>,
 }
 
-/// Prepare a sandbox of `kind` in `dir`. `rehearsal` is provided by the rehearse module.
+/// Prepare a sandbox of `kind` in `dir`: `empty`; `git` (an empty first commit); `rehearsal`
+/// (the sample project of `kit rehearse`, committed, with `.home/` excluded from git).
 pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result<()> {
     match kind {
         "empty" => Ok(()),
         "git" => git_init(dir, env),
+        "rehearsal" => {
+            crate::rehearse::sample::write_sample_project(dir)?;
+            crate::rehearse::sample::commit_sample_project(dir, env)?;
+            // The sandbox's HOME (`.home/`, with the fake agent's transcripts) is not project work.
+            let exclude = dir.join(".git/info/exclude");
+            let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+            text.push_str("/.home/\n");
+            crate::atomic::write_atomic(&exclude, text.as_bytes())
+        }
         other => Err(Error::usage(format!("unknown sandbox kind `{other}`"))
             .with_hint("use sandbox = \"empty\", \"git\" or \"rehearsal\"")),
     }

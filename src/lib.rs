@@ -22,10 +22,13 @@ pub mod hook;
 pub mod longrun;
 pub mod looprun;
 pub mod matcher;
+pub mod measure;
 pub mod prices;
+pub mod rehearse;
 pub mod run;
 pub mod status;
 pub mod term;
+pub mod transcript;
 pub mod verify;
 
 pub use error::{Error, Result};

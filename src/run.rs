@@ -9,10 +9,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{CacheArgs, Cli, Command, HandoffCommand, HookCommand};
+use crate::cli::{CacheArgs, Cli, Command, GoalCommand, HandoffCommand, HookCommand};
 use crate::error::{Error, ErrorReport, Result};
 use crate::frozen::freeze::FreezeAction;
+use crate::goal;
 use crate::longrun::init::InitOptions;
+use crate::longrun::Project;
 use crate::term::Theme;
 
 /// What every command gets: where it runs and how to print.
@@ -61,7 +63,10 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Init { path } => {
             crate::longrun::init::run(&ctx.cwd, &InitOptions { dir: path }, &ctx.theme, out)
         }
-        Command::Goal(_) => not_built("goal", false, out),
+        Command::Goal(GoalCommand::Check { json }) => {
+            let project = Project::discover_initialised(&ctx.cwd)?;
+            goal::check(&project, &goal::CheckOptions { json }, &ctx.theme, out)
+        }
         Command::Freeze { paths, check, restore } => {
             let action = if check {
                 FreezeAction::Check
@@ -77,8 +82,15 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
         }
         Command::Doctor => crate::doctor::run(&ctx.theme, out),
-        Command::Rehearse(_) => not_built("rehearse", false, out),
-        Command::Measure(_) => not_built("measure", false, out),
+        Command::Rehearse(a) => {
+            let opts = crate::rehearse::Options {
+                scenario: a.scenario.unwrap_or_else(|| "finish".into()),
+                all: a.all,
+                keep: a.keep.map(|k| ctx.cwd.join(k)),
+            };
+            crate::rehearse::run(&opts, &ctx.theme, out)
+        }
+        Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
         Command::Recall(_) => not_built("recall", false, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
@@ -116,6 +128,18 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         timeout: dur("timeout", a.timeout)?,
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
+    })
+}
+
+fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::MeasureOptions> {
+    Ok(crate::measure::MeasureOptions {
+        paths: a.paths,
+        turns: a.turns,
+        json: a.json,
+        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        source: a.source.as_deref().map(crate::measure::parse_source).transpose()?,
+        project: a.project,
+        strict: a.strict,
     })
 }
 

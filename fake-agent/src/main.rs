@@ -1,9 +1,143 @@
-//! `fake-agent`: a scripted stand-in for `claude -p` (DESIGN §7). Scaffolding until the
-//! scenarios land: it only reports that it has none.
+//! `fake-agent`: a scripted stand-in for `claude -p --output-format stream-json --verbose`
+//! (DESIGN §7), so that the loop, `kit measure`, the hook and the course can be rehearsed without
+//! spending a token. It takes the prompt (`-p` or stdin), acts on the working tree as its scenario
+//! says for this invocation, prints stream-json events ending in a `result` with usage and cost,
+//! and writes a Claude Code transcript. Same seed and fake clock, same bytes.
 
+mod args;
+mod scenario;
+mod session;
+mod steps;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use kit::error::{Error, ErrorReport, IoContext, Result};
+
+use args::Args;
+use scenario::Scenario;
+use session::{Session, SessionSpec};
+
 fn main() -> ExitCode {
-    eprintln!("fake-agent: no scenarios in this build yet");
-    ExitCode::from(2)
+    let args = match Args::parse(std::env::args_os().skip(1)) {
+        Ok(a) => a,
+        Err(msg) => return fail(&Error::usage(msg).with_hint("fake-agent --help")),
+    };
+    if args.help {
+        println!("{}", args::HELP);
+        return ExitCode::SUCCESS;
+    }
+    if args.list {
+        return match list() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        };
+    }
+    match run(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    let text = ErrorReport(e).to_string().replacen("kit: error:", "fake-agent: error:", 1);
+    let _ = writeln!(std::io::stderr(), "{text}");
+    ExitCode::from(e.exit_code())
+}
+
+fn run(args: &Args) -> Result<u8> {
+    let name = args.scenario.as_deref().ok_or_else(|| {
+        Error::usage("no scenario: pass --scenario NAME or set KIT_FAKE_SCENARIO").with_hint(
+            format!("fake-agent --scenario finish (embedded: {})", scenario::names().join(", ")),
+        )
+    })?;
+    let (scenario, short) = Scenario::load(name)?;
+    let cwd = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
+    let git_dir = find_git_dir(&cwd);
+    let invocation = invocation_number(&short, git_dir.as_deref(), &cwd)?;
+    let prompt = match &args.prompt {
+        Some(p) => p.clone(),
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::io("stdin", e))?;
+            s
+        }
+    };
+    let seed = format!("{short}:{invocation}");
+    let spec = SessionSpec {
+        seed,
+        invocation,
+        transcript: None,
+        model: args.model.clone().unwrap_or_else(|| scenario.model.clone()),
+        cache_ttl: scenario.cache_ttl.clone(),
+        permission_mode: args.permission_mode.clone().unwrap_or_else(|| "default".into()),
+        git_branch: git_dir.as_deref().map(branch_of).unwrap_or_default(),
+        cwd: cwd.clone(),
+    };
+    let persist = !args.no_persistence;
+    let mut session = Session::start_with(spec, &prompt, |id| {
+        persist.then(|| session::transcript_path(&cwd, id))
+    })?;
+    let steps = scenario.steps_for(invocation).unwrap_or(&[]);
+    let ending =
+        steps::Runner::new(&mut session, &cwd, invocation).run(steps, &scenario.otherwise)?;
+    session.finish(&ending.text, ending.code)?;
+    Ok(ending.code)
+}
+
+/// `--list`: each embedded scenario and its description.
+fn list() -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for name in scenario::names() {
+        let (s, _) = Scenario::load(&name)?;
+        writeln!(out, "{name:<8} {}", s.description).map_err(|e| Error::io("stdout", e))?;
+    }
+    Ok(())
+}
+
+/// `KIT_ITERATION` if set, else the next value of `<git dir>/fake-agent-<scenario>.count`
+/// (`<cwd>/.fake-agent-<scenario>.count` outside a repository).
+fn invocation_number(scenario: &str, git_dir: Option<&Path>, cwd: &Path) -> Result<u64> {
+    if let Ok(v) = std::env::var("KIT_ITERATION") {
+        return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+            Error::usage(format!("KIT_ITERATION={v:?} is not an iteration number (1, 2, …)"))
+        });
+    }
+    let file = match git_dir {
+        Some(g) => g.join(format!("fake-agent-{scenario}.count")),
+        None => cwd.join(format!(".fake-agent-{scenario}.count")),
+    };
+    let last = match std::fs::read_to_string(&file) {
+        Ok(t) => t.trim().parse::<u64>().unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(Error::io(&file, e)),
+    };
+    let n = last + 1;
+    kit::atomic::write_atomic(&file, format!("{n}\n").as_bytes())?;
+    Ok(n)
+}
+
+/// The `.git` folder of the repository holding `cwd` (following a worktree's `gitdir:` file).
+fn find_git_dir(cwd: &Path) -> Option<PathBuf> {
+    for dir in cwd.ancestors() {
+        let dot = dir.join(".git");
+        if dot.is_dir() {
+            return Some(dot);
+        }
+        if dot.is_file() {
+            let text = std::fs::read_to_string(&dot).at(&dot).ok()?;
+            let target = text.trim().strip_prefix("gitdir:")?.trim();
+            return Some(dir.join(target));
+        }
+    }
+    None
+}
+
+/// The current branch from `HEAD` (`""` when detached or unreadable).
+fn branch_of(git_dir: &Path) -> String {
+    std::fs::read_to_string(git_dir.join("HEAD"))
+        .ok()
+        .and_then(|h| h.trim().strip_prefix("ref: refs/heads/").map(str::to_string))
+        .unwrap_or_default()
 }

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -88,7 +89,7 @@ struct Held {
 
 /// Everything the loop protects, held in memory from the loop's start. Build with
 /// [`Guard::capture`]; cheap to [`Guard::check`] (reads and hashes each protected file).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Guard {
     root: PathBuf,
     /// `longrun/.frozen/objects`, relative to the root.
@@ -106,15 +107,16 @@ pub struct Guard {
     dirs: Vec<String>,
     /// Sub-folders of the frozen folders when captured (new ones are removed once empty).
     dirs_at_capture: BTreeSet<String>,
-    /// `journal.jsonl` is append-only: what it held at capture (or at the last
+    /// `longrun/journal.jsonl`, relative to the root.
+    journal_rel: String,
+    /// `journal.jsonl` is append-only: what it held at the last seal (capture, a clean check,
     /// [`Guard::seal_journal`]) must stay its prefix.
-    journal: JournalHold,
+    journal: Mutex<JournalHold>,
 }
 
 /// The held prefix of `journal.jsonl`.
 #[derive(Clone, Debug)]
 struct JournalHold {
-    rel: String,
     prefix: Vec<u8>,
     perm: u32,
 }
@@ -144,11 +146,8 @@ impl Guard {
             objects_at_capture: BTreeSet::new(),
             dirs: manifest.dirs.clone(),
             dirs_at_capture: BTreeSet::new(),
-            journal: JournalHold {
-                rel: rel_of(&project.root, &project.journal()),
-                prefix: Vec::new(),
-                perm: 0o644,
-            },
+            journal_rel: rel_of(&project.root, &project.journal()),
+            journal: Mutex::new(JournalHold { prefix: Vec::new(), perm: 0o644 }),
         };
         g.seal_journal()?;
         for (rel, entry) in &manifest.files {
@@ -233,7 +232,7 @@ impl Guard {
             }
         }
         if let Some(kind) = self.journal_drift() {
-            out.push(Drift { path: self.journal.rel.clone(), kind });
+            out.push(Drift { path: self.journal_rel.clone(), kind });
         }
         out.sort();
         out.dedup();
@@ -245,42 +244,43 @@ impl Guard {
     /// its bytes; it holds a prefix instead: rewriting, truncating or deleting any line written
     /// before the last seal is drift ([`DriftKind::Modified`] or [`DriftKind::Deleted`]), and
     /// [`Guard::restore`] puts the sealed prefix back (lines appended after it are dropped, as
-    /// they can no longer be trusted). Call it after kit's own appends, before starting the agent.
+    /// they can no longer be trusted). [`Guard::check`] seals whenever it finds the journal
+    /// intact; call this after kit's own appends to protect them before the agent runs again.
     ///
     /// Errors: [`Error::Io`] when the journal exists but cannot be read.
     pub fn seal_journal(&mut self) -> Result<()> {
-        let path = self.root.join(&self.journal.rel);
+        let path = self.root.join(&self.journal_rel);
+        let hold = self.journal.get_mut().unwrap_or_else(|p| p.into_inner());
         match fs::read(&path) {
             Ok(bytes) => {
-                self.journal.perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;
-                self.journal.prefix = bytes;
+                hold.perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;
+                hold.prefix = bytes;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.journal.prefix.clear(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => hold.prefix.clear(),
             Err(e) => return Err(Error::io(&path, e)),
         }
         Ok(())
     }
 
-    /// How the journal broke append-only, if it did.
+    /// How the journal broke append-only, if it did; when intact, seal what it holds now.
     fn journal_drift(&self) -> Option<DriftKind> {
-        let path = self.root.join(&self.journal.rel);
+        let path = self.root.join(&self.journal_rel);
+        let mut hold = self.journal.lock().unwrap_or_else(|p| p.into_inner());
         let meta = match fs::symlink_metadata(&path) {
             Ok(m) => m,
-            Err(_) if self.journal.prefix.is_empty() => return None,
+            Err(_) if hold.prefix.is_empty() => return None,
             Err(_) => return Some(DriftKind::Deleted),
         };
         if meta.file_type().is_symlink() {
             return Some(DriftKind::ReplacedByLink);
         }
-        if !meta.is_file() || meta.len() < self.journal.prefix.len() as u64 {
-            return Some(DriftKind::Modified);
+        match fs::read(&path) {
+            Ok(bytes) if meta.is_file() && bytes.starts_with(&hold.prefix) => {
+                hold.prefix = bytes;
+                None
+            }
+            _ => Some(DriftKind::Modified),
         }
-        let mut head = vec![0u8; self.journal.prefix.len()];
-        let read = fs::File::open(&path).and_then(|mut f| {
-            use std::io::Read;
-            f.read_exact(&mut head)
-        });
-        (read.is_err() || head != self.journal.prefix).then_some(DriftKind::Modified)
     }
 
     /// Put back every drifted path byte for byte, with its permission bits: links and folders
@@ -308,8 +308,9 @@ impl Guard {
             reverts.push(Revert { path: d.path.clone(), kind: d.kind });
         }
         for d in drifts.iter().filter(|d| d.kind != DriftKind::NewFile) {
-            if d.path == self.journal.rel {
-                put_back(&self.root, &d.path, &self.journal.prefix, self.journal.perm)?;
+            if d.path == self.journal_rel {
+                let hold = self.journal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                put_back(&self.root, &d.path, &hold.prefix, hold.perm)?;
                 reverts.push(Revert { path: d.path.clone(), kind: d.kind });
                 continue;
             }

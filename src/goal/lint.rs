@@ -600,7 +600,7 @@ fn fails(words: &[String]) -> bool {
 /// A final step whose exit status is 0 whatever ran before it.
 fn always_succeeds(words: &[String]) -> bool {
     match words[0].as_str() {
-        "true" | ":" | "echo" | "printf" => true,
+        "true" | ":" | "echo" | "printf" | "cat" | "rm" | "touch" | "sleep" => true,
         "exit" => words.get(1).is_none_or(|n| n == "0"),
         _ => false,
     }
@@ -1203,6 +1203,9 @@ mod tests {
             ("- function: `python3 -m unittest tests.test_durations || exit 1` → `Ran 9 tests`", None),
             ("- function: `python3 -m unittest tests.test_durations; exit 0` → `Ran 9 tests`", Some("`; exit 0`")),
             ("- function: `python3 -m unittest tests.test_durations; true` → `Ran 9 tests`", Some("`; true`")),
+            ("- function: `python3 -m unittest tests.test_durations > out.txt; cat out.txt` → `Ran 9 tests`", Some("`; cat out.txt`")),
+            ("- function: `python3 -m unittest tests.test_durations 2>&1 | tee log` → `Ran 9 tests`", Some("`| tee`")),
+            ("- function: `set -o pipefail; python3 -m unittest tests.test_durations 2>&1 | tee log` → `Ran 9 tests`", None),
             ("- function: `cd . ; python3 -m unittest tests.test_durations` → `Ran 9 tests`", None),
             ("- function: `set +e; python3 -m unittest tests.test_durations` → `Ran 9 tests`", Some("set +e")),
             ("- function: `python3 -m unittest tests.test_durations 2>/dev/null` → `Ran 9 tests`", Some("2>/dev/null")),
@@ -1306,6 +1309,73 @@ mod tests {
         );
         assert_eq!(rating.shortcuts, []);
         assert!(rating.reasons[2].contains("tests/"), "{}", rating.reasons[2]);
+    }
+
+    #[test]
+    fn arbitrary_commands_never_panic() {
+        let root = repo();
+        let pieces = [
+            "python3 -m unittest ",
+            "pytest ",
+            "cargo test ",
+            "go test ",
+            "discover ",
+            "-s ",
+            "-k",
+            " -p ",
+            "tests",
+            "/",
+            ".",
+            "::",
+            "'",
+            "\"",
+            "\\",
+            " || ",
+            "; ",
+            " | ",
+            "&",
+            " 2>",
+            "/dev/null",
+            "sh -c '",
+            "cd ",
+            "..",
+            "longrun/",
+            "é",
+            "--",
+            "-x",
+            "exit 0",
+            "$",
+            "=",
+            "test_durations",
+            "py",
+            " ",
+        ];
+        let kinds = ["function", "regression", "limit"];
+        let exps = ["`OK`", "`Ran 3 tests`", "`re:.*`", "``", "`re:^p95_ms=[0-9]$`"];
+        let mut seed = 0x9E3779B97F4A7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..1500 {
+            let mut cmd = String::new();
+            for _ in 0..(next() % 12) + 1 {
+                cmd.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            let cmd = cmd.replace('`', "");
+            let kind = kinds[(next() % 3) as usize];
+            let exp = exps[(next() % exps.len() as u64) as usize];
+            let Ok(g) = super::super::parse(
+                Path::new("goal.md"),
+                &format!("## Criteria\n- {kind}: ``{cmd} `` → {exp}\n"),
+            ) else {
+                continue;
+            };
+            let r = rate(&g, &[], root.path());
+            assert!(r.level <= 4 && r.reasons.len() == 4);
+        }
     }
 
     #[test]

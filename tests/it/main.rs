@@ -2,9 +2,12 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod cache;
+mod fake_agent;
 mod freeze;
+mod goal;
 mod golden;
 mod handoff;
 mod hook;
 mod r#loop;
+mod measure;
 mod util;

@@ -1,0 +1,167 @@
+//! The command line of `fake-agent`: the subset of `claude -p`'s flags that changes what it does,
+//! plus `--scenario`. Every other Claude Code flag is accepted and ignored (its value skipped),
+//! so a loop can run `fake-agent` exactly as it runs `claude -p --output-format stream-json
+//! --verbose …` (formats/claude-code.md §7).
+
+use std::ffi::OsString;
+
+/// Claude Code flags that take a value; `fake-agent` skips the value.
+const FLAGS_WITH_VALUE: &[&str] = &[
+    "--output-format",
+    "--input-format",
+    "--max-turns",
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--disallowed-tools",
+    "--tools",
+    "--append-system-prompt",
+    "--system-prompt",
+    "--settings",
+    "--session-id",
+    "--resume",
+    "-r",
+    "--json-schema",
+    "--add-dir",
+    "--mcp-config",
+    "--fallback-model",
+    "--max-budget-usd",
+    "--setting-sources",
+    "--agents",
+    "--autocompact",
+];
+
+/// What a run was asked to do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Args {
+    /// `--scenario NAME` (or `KIT_FAKE_SCENARIO`): an embedded scenario name or a `.toml` path.
+    pub scenario: Option<String>,
+    /// The prompt from the command line; `None` means read it from stdin.
+    pub prompt: Option<String>,
+    /// `--model ID`: the model the fake claims (default: the scenario's).
+    pub model: Option<String>,
+    /// `--permission-mode MODE` or `--dangerously-skip-permissions` (reported in `init`).
+    pub permission_mode: Option<String>,
+    /// `--no-session-persistence`: write no transcript, as Claude Code does.
+    pub no_persistence: bool,
+    /// `-h` / `--help`.
+    pub help: bool,
+    /// `--list`: print the embedded scenarios with their descriptions.
+    pub list: bool,
+}
+
+impl Args {
+    /// Parse the arguments after the program name.
+    ///
+    /// Errors: a message for a flag of ours that lacks its value.
+    pub fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Args, String> {
+        let argv: Vec<String> =
+            argv.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let mut a = Args::default();
+        let mut i = 0;
+        while i < argv.len() {
+            let arg = argv[i].as_str();
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (arg, None),
+            };
+            let value = |i: &mut usize| -> Result<String, String> {
+                if let Some(v) = inline.clone() {
+                    return Ok(v);
+                }
+                *i += 1;
+                argv.get(*i).cloned().ok_or_else(|| format!("{flag} needs a value"))
+            };
+            match flag {
+                "-h" | "--help" => a.help = true,
+                "--list" => a.list = true,
+                "-p" | "--print" => {
+                    // `-p PROMPT` or `-p` alone (prompt from stdin or a later positional).
+                    if let Some(next) = argv.get(i + 1).filter(|n| !n.starts_with('-')) {
+                        a.prompt = Some(next.clone());
+                        i += 1;
+                    }
+                }
+                "--scenario" => a.scenario = Some(value(&mut i)?),
+                "--model" => a.model = Some(value(&mut i)?),
+                "--permission-mode" => a.permission_mode = Some(value(&mut i)?),
+                "--dangerously-skip-permissions" => {
+                    a.permission_mode = Some("bypassPermissions".into())
+                }
+                "--no-session-persistence" => a.no_persistence = true,
+                f if FLAGS_WITH_VALUE.contains(&f) => {
+                    value(&mut i)?;
+                }
+                f if f.starts_with('-') => {}
+                _ => {
+                    if a.prompt.is_none() {
+                        a.prompt = Some(arg.to_string());
+                    }
+                }
+            }
+            i += 1;
+        }
+        if a.scenario.is_none() {
+            a.scenario = std::env::var("KIT_FAKE_SCENARIO").ok().filter(|s| !s.is_empty());
+        }
+        Ok(a)
+    }
+}
+
+/// `fake-agent --help`.
+pub const HELP: &str = "\
+fake-agent: a scripted stand-in for `claude -p --output-format stream-json --verbose`.
+
+Usage: fake-agent --scenario NAME [-p PROMPT] [claude flags…]
+       fake-agent --list
+
+  --scenario NAME   an embedded scenario (finish, cheat, race, hang, hog, lie, stall, …)
+                    or a path to a scenario .toml file; default: $KIT_FAKE_SCENARIO
+  -p [PROMPT]       the prompt; without a value (or without -p) it is read from stdin
+  --model ID        the model to claim (default: the scenario's)
+
+The invocation number is $KIT_ITERATION, else a counter in .git/fake-agent-<scenario>.count.
+It acts on the current directory, prints stream-json events ending in a `result`, and writes a
+Claude Code transcript under $CLAUDE_CONFIG_DIR/projects/ (default ~/.claude).
+Other claude flags are accepted and ignored.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Args {
+        Args::parse(args.iter().map(OsString::from)).unwrap()
+    }
+
+    #[test]
+    fn claude_command_lines() {
+        let a = parse(&[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--scenario",
+            "finish",
+            "do it",
+        ]);
+        assert_eq!(a.scenario.as_deref(), Some("finish"));
+        assert_eq!(a.prompt.as_deref(), Some("do it"));
+
+        let a = parse(&["-p", "hello", "--model=claude-opus-4-6", "--scenario", "lie"]);
+        assert_eq!(a.prompt.as_deref(), Some("hello"));
+        assert_eq!(a.model.as_deref(), Some("claude-opus-4-6"));
+
+        let a = parse(&["-p", "--max-turns", "3", "--dangerously-skip-permissions"]);
+        assert_eq!(a.prompt, None);
+        assert_eq!(a.permission_mode.as_deref(), Some("bypassPermissions"));
+
+        let a = parse(&["--allowedTools", "Bash,Read", "-p", "--no-session-persistence"]);
+        assert_eq!(a.prompt, None);
+        assert!(a.no_persistence);
+    }
+
+    #[test]
+    fn our_flag_without_value_is_an_error() {
+        assert!(Args::parse(["--scenario"].iter().map(OsString::from)).is_err());
+    }
+}

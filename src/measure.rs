@@ -1,0 +1,743 @@
+//! `kit measure` (DESIGN §9, lesson 7): one row per session and a totals row, or one row per
+//! API call of a session (`--turns`), or the same as JSON (`kit.measure/1`). Without measuring,
+//! "the session got expensive" and "the agent forgot" are impressions; this turns them into
+//! tokens, dollars, minutes, compactions and resumes after the prompt cache expired.
+//!
+//! Sessions are read in parallel (rayon), one session's calls in memory at a time per thread.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::term::Theme;
+use crate::transcript::discover::{self, Job};
+use crate::transcript::{
+    claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source, Tokens,
+};
+
+/// What `kit measure` was asked, validated.
+#[derive(Clone, Debug, Default)]
+pub struct MeasureOptions {
+    /// Roots, project folders or files; empty = the default roots.
+    pub paths: Vec<PathBuf>,
+    /// Show this session's API calls (id or prefix).
+    pub turns: Option<String>,
+    /// Print JSON.
+    pub json: bool,
+    /// Only sessions whose last activity is at or after this time (Unix ms).
+    pub since_ms: Option<i64>,
+    /// Only this source.
+    pub source: Option<Source>,
+    /// Only projects whose name or folder contains this text.
+    pub project: Option<String>,
+    /// Fail on the first damaged line.
+    pub strict: bool,
+}
+
+/// Parse `--source`. Errors: anything but `claude` or `codex`.
+pub fn parse_source(s: &str) -> Result<Source> {
+    match s {
+        "claude" => Ok(Source::Claude),
+        "codex" => Ok(Source::Codex),
+        other => Err(Error::usage(format!("unknown source `{other}`"))
+            .with_hint("use --source claude or --source codex")),
+    }
+}
+
+/// Parse `--since`: `YYYY-MM-DD` (UTC midnight), an RFC 3339 time, or a duration back from now
+/// (`7d`, `12h`). Returns Unix ms. Errors: none of these.
+pub fn parse_since(s: &str) -> Result<i64> {
+    let t = s.trim();
+    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+        return Ok(ts.as_millisecond());
+    }
+    if let Ok(d) = t.parse::<jiff::civil::Date>() {
+        if let Ok(z) = d.to_zoned(jiff::tz::TimeZone::UTC) {
+            return Ok(z.timestamp().as_millisecond());
+        }
+    }
+    if let Ok(d) = crate::duration::parse_duration(t) {
+        return Ok(crate::clock::now().as_millisecond() - d.as_millis() as i64);
+    }
+    Err(Error::usage(format!("`{s}` is not a date, a time or a duration"))
+        .with_hint("write e.g. --since 2026-02-12, --since 2026-02-12T20:00:00Z or --since 7d"))
+}
+
+/// The outcome of a scan.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Sessions, oldest first.
+    pub sessions: Vec<SessionSummary>,
+    /// Damage over all files read.
+    pub damage: Damage,
+    /// Files read.
+    pub files: usize,
+}
+
+/// Find and read the sessions `opts` selects.
+///
+/// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
+pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
+    let jobs = select_jobs(opts)?;
+    let files = jobs.iter().map(|j| j.files().len()).sum();
+    let progress = Progress::new(jobs.len() as u64);
+    let read: Result<Vec<SessionSummary>> = jobs
+        .par_iter()
+        .map(|job| {
+            let s = match job {
+                Job::Claude(f) => claude::read(f, engine).map(|r| r.summary),
+                Job::Codex(p) => codex::read(p, engine).map(|r| r.summary),
+            };
+            progress.tick();
+            s
+        })
+        .collect();
+    progress.finish();
+    let mut damage = Damage::default();
+    let mut sessions = vec![];
+    for s in read? {
+        damage.merge(&s.damage);
+        if keep(opts, &s) {
+            sessions.push(s);
+        }
+    }
+    sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
+    Ok(Scan { sessions, damage, files })
+}
+
+fn select_jobs(opts: &MeasureOptions) -> Result<Vec<Job>> {
+    let mut jobs = discover::discover(&opts.paths)?;
+    jobs.retain(|j| opts.source.is_none_or(|s| j.source() == s));
+    if let Some(since) = opts.since_ms {
+        // A file last written before `since` cannot hold activity after it.
+        jobs.retain(|j| {
+            j.files().iter().any(|f| {
+                std::fs::metadata(f)
+                    .and_then(|m| m.modified())
+                    .map(|t| {
+                        jiff::Timestamp::try_from(t).map_or(true, |t| t.as_millisecond() >= since)
+                    })
+                    .unwrap_or(true)
+            })
+        });
+    }
+    Ok(jobs)
+}
+
+fn keep(opts: &MeasureOptions, s: &SessionSummary) -> bool {
+    if let Some(p) = &opts.project {
+        let folder = s.path.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy());
+        if !s.project.contains(p.as_str()) && !folder.is_some_and(|f| f.contains(p.as_str())) {
+            return false;
+        }
+    }
+    if let Some(since) = opts.since_ms {
+        if s.end_ms.is_some_and(|e| e < since) {
+            return false;
+        }
+    }
+    true
+}
+
+/// A progress bar on stderr, shown only on a terminal and only once a scan takes a moment.
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    shown: AtomicBool,
+    term: bool,
+}
+
+impl Progress {
+    fn new(len: u64) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} sessions {elapsed}") {
+            bar.set_style(style);
+        }
+        Progress {
+            bar,
+            start: Instant::now(),
+            shown: AtomicBool::new(false),
+            term: crate::term::stderr_is_term(),
+        }
+    }
+
+    fn tick(&self) {
+        self.bar.inc(1);
+        if self.term
+            && self.start.elapsed() > Duration::from_millis(400)
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// Run `kit measure`. Returns the exit code.
+pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<u8> {
+    let engine = EngineOptions {
+        limits: crate::transcript::ReadLimits { strict: opts.strict, ..Default::default() },
+        ..EngineOptions::standard()
+    };
+    if let Some(id) = &opts.turns {
+        return turns(theme, opts, id, engine, out);
+    }
+    let scan = scan(opts, engine)?;
+    if opts.json {
+        let doc = to_json(&scan);
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
+        writeln!(out, "{text}").map_err(|e| Error::io("stdout", e))?;
+    } else {
+        write_table(theme, &scan, out).map_err(|e| Error::io("stdout", e))?;
+    }
+    Ok(0)
+}
+
+/// The `kit.measure/1` document.
+pub fn to_json(scan: &Scan) -> Value {
+    let sessions: Vec<Value> = scan.sessions.iter().map(session_json).collect();
+    let mut tokens = Tokens::default();
+    let (mut cost, mut priced) = (0.0, false);
+    let (mut calls, mut turns, mut cmp, mut res) = (0, 0, 0, 0);
+    let (mut premium, mut dur, mut active) = (0.0, 0.0, 0.0);
+    let mut unpriced = std::collections::BTreeSet::new();
+    for s in &scan.sessions {
+        tokens.add(&s.tokens);
+        if let Some(c) = s.cost_usd {
+            cost += c;
+            priced = true;
+        }
+        calls += s.api_calls;
+        turns += s.turns;
+        cmp += s.compactions.len();
+        res += s.resumes;
+        premium += s.resume_premium_usd;
+        dur += s.duration_s;
+        active += s.active_s;
+        unpriced.extend(s.unpriced_models.iter().cloned());
+    }
+    let mut totals = serde_json::to_value(tokens).unwrap_or(Value::Null);
+    let t = totals.as_object_mut();
+    if let Some(t) = t {
+        t.insert("sessions".into(), json!(scan.sessions.len()));
+        t.insert("cost_usd".into(), if priced { json!(cost) } else { Value::Null });
+        t.insert("cache_hit_ratio".into(), json!(tokens.cache_hit_ratio()));
+        t.insert("api_calls".into(), json!(calls));
+        t.insert("turns".into(), json!(turns));
+        t.insert("compactions".into(), json!(cmp));
+        t.insert("resumes".into(), json!(res));
+        t.insert("resume_premium_usd".into(), json!(premium));
+        t.insert("duration_s".into(), json!(dur));
+        t.insert("active_s".into(), json!(active));
+        t.insert("unpriced_models".into(), json!(unpriced));
+    }
+    json!({
+        "schema": "kit.measure/1",
+        "sessions": sessions,
+        "totals": totals,
+        "files": scan.files,
+        "skipped_lines": scan.damage.skipped(),
+        "repaired_lines": scan.damage.repaired(),
+        "damage": scan.damage,
+    })
+}
+
+fn session_json(s: &SessionSummary) -> Value {
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        let events = o.remove("compactions").unwrap_or(Value::Null);
+        o.insert("compactions".into(), json!(s.compactions.len()));
+        o.insert("compaction_events".into(), events);
+        o.insert("skipped_lines".into(), json!(s.damage.skipped()));
+        if let Some(subs) = o.get_mut("subagents").and_then(|x| x.as_array_mut()) {
+            for (sub, v) in s.subagents.iter().zip(subs.iter_mut()) {
+                *v = session_json(sub);
+            }
+        }
+    }
+    v
+}
+
+const HEADER: [&str; 13] = [
+    "SESSION",
+    "PROJECT",
+    "START (UTC)",
+    "WALL",
+    "ACTIVE",
+    "TURNS",
+    "CALLS",
+    "TOKENS",
+    "HIT",
+    "CTX",
+    "CMP",
+    "RES",
+    "COST",
+];
+
+fn row(cells: &[String; 13]) -> String {
+    format!(
+        "{:<8} {:<14} {:<11} {:>7} {:>7} {:>5} {:>5} {:>7} {:>4} {:>4} {:>3} {:>3} {:>8}",
+        cells[0],
+        cells[1],
+        cells[2],
+        cells[3],
+        cells[4],
+        cells[5],
+        cells[6],
+        cells[7],
+        cells[8],
+        cells[9],
+        cells[10],
+        cells[11],
+        cells[12]
+    )
+    .trim_end()
+    .to_string()
+}
+
+fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Result<()> {
+    if scan.sessions.is_empty() {
+        writeln!(out, "no sessions found")?;
+        writeln!(out, "  looked in: {}", looked_in())?;
+        return write_damage(theme, &scan.damage, out);
+    }
+    writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from))))?;
+    let mut sum = SessionSummary::empty_total();
+    for s in &scan.sessions {
+        writeln!(out, "{}", row(&session_cells(s)))?;
+        for sub in &s.subagents {
+            let mut c = session_cells(sub);
+            let name = format!("  ↳ {}", sub.session_id);
+            c[0] = clip(&name, 23);
+            c[1] = String::new();
+            c[2] = String::new();
+            c[3] = String::new();
+            c[4] = String::new();
+            c[5] = String::new();
+            c[9] = String::new();
+            c[10] = String::new();
+            writeln!(out, "{}", theme.dim(&format!("{:<23} {}", c[0], &row(&c)[24..])))?;
+        }
+        sum.add_row(s);
+    }
+    let mut t = session_cells(&sum);
+    t[0] = "TOTAL".into();
+    t[1] = format!("{} sessions", scan.sessions.len());
+    t[2] = String::new();
+    t[9] = String::new();
+    writeln!(out, "{}", theme.bold(&row(&t)))?;
+    writeln!(
+        out,
+        "{}",
+        theme.dim("HIT cache reads / input · CTX peak context / compaction point · CMP compactions · RES resumes")
+    )?;
+    if sum.resumes > 0 {
+        writeln!(
+            out,
+            "resumes: {} calls re-wrote {} tokens after the cache expired: {} beyond a warm cache",
+            sum.resumes,
+            thousands(sum.resume_tokens),
+            usd(sum.resume_premium_usd)
+        )?;
+    }
+    if !sum.unpriced_models.is_empty() {
+        let names: Vec<_> = sum.unpriced_models.iter().cloned().collect();
+        writeln!(
+            out,
+            "{}",
+            theme.warn(&format!("unpriced models (not in COST, marked *): {}", names.join(", ")))
+        )?;
+    }
+    write_damage(theme, &scan.damage, out)
+}
+
+fn looked_in() -> String {
+    let (c, x) = discover::default_roots();
+    c.iter().chain(x.iter()).map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// Print the damage report (nothing when there is none).
+pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::Result<()> {
+    if d.skipped() + d.repaired() == 0 {
+        return Ok(());
+    }
+    let parts: Vec<String> =
+        d.counts().iter().map(|(k, n)| format!("{n} {}", k.describe())).collect();
+    writeln!(
+        out,
+        "{}",
+        theme.warn(&format!(
+            "damaged lines: {} skipped, {} repaired ({})",
+            d.skipped(),
+            d.repaired(),
+            parts.join(", ")
+        ))
+    )?;
+    for e in d.examples.iter().take(5) {
+        writeln!(out, "  {}:{}: {}", e.path.display(), e.line, e.kind.describe())?;
+    }
+    Ok(())
+}
+
+fn session_cells(s: &SessionSummary) -> [String; 13] {
+    let unpriced = if s.unpriced_models.is_empty() { "" } else { "*" };
+    [
+        s.session_id.chars().take(8).collect(),
+        clip(project_name(&s.project), 14),
+        s.start_ms.map(short_time).unwrap_or_default(),
+        dur(s.duration_s),
+        dur(s.active_s),
+        s.turns.to_string(),
+        s.api_calls.to_string(),
+        tokens(s.tokens.total()),
+        s.cache_hit_ratio.map(|r| format!("{:.0}%", r * 100.0)).unwrap_or_else(|| "-".into()),
+        if s.peak_context_tokens > 0 { format!("{:.0}%", s.peak_context_pct) } else { "-".into() },
+        s.compactions.len().to_string(),
+        s.resumes.to_string(),
+        match s.cost_usd {
+            Some(c) => format!("{}{unpriced}", usd(c)),
+            None if s.unpriced_models.is_empty() => "-".into(),
+            None => "unpriced".into(),
+        },
+    ]
+}
+
+impl SessionSummary {
+    fn empty_total() -> SessionSummary {
+        SessionSummary {
+            session_id: String::new(),
+            source: Source::Claude,
+            project: String::new(),
+            path: PathBuf::new(),
+            start: None,
+            end: None,
+            duration_s: 0.0,
+            active_s: 0.0,
+            turns: 0,
+            api_calls: 0,
+            compactions: vec![],
+            tokens: Tokens::default(),
+            cache_hit_ratio: None,
+            cost_usd: None,
+            peak_context_tokens: 0,
+            peak_context_pct: 0.0,
+            compaction_point: 0,
+            resumes: 0,
+            resume_tokens: 0,
+            resume_cost_usd: 0.0,
+            resume_premium_usd: 0.0,
+            unpriced_models: Default::default(),
+            models: Default::default(),
+            subagents: vec![],
+            damage: Damage::default(),
+            end_ms: None,
+            start_ms: None,
+        }
+    }
+
+    fn add_row(&mut self, s: &SessionSummary) {
+        self.duration_s += s.duration_s;
+        self.active_s += s.active_s;
+        self.turns += s.turns;
+        self.api_calls += s.api_calls;
+        self.compactions.extend(s.compactions.iter().cloned());
+        self.tokens.add(&s.tokens);
+        self.cache_hit_ratio = self.tokens.cache_hit_ratio();
+        self.cost_usd = match (self.cost_usd, s.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.resumes += s.resumes;
+        self.resume_tokens += s.resume_tokens;
+        self.resume_premium_usd += s.resume_premium_usd;
+        self.unpriced_models.extend(s.unpriced_models.iter().cloned());
+    }
+}
+
+fn turns(
+    theme: &Theme,
+    opts: &MeasureOptions,
+    id: &str,
+    engine: EngineOptions<'_>,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let jobs = select_jobs(opts)?;
+    let by_name: Vec<&Job> = jobs.iter().filter(|j| job_id(j).contains(id)).collect();
+    let mut found: Vec<(SessionSummary, Vec<ApiCall>)> = vec![];
+    for job in by_name {
+        let (s, calls) = match job {
+            Job::Claude(f) => claude::read(f, engine).map(|r| (r.summary, r.calls))?,
+            Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls))?,
+        };
+        if s.session_id.starts_with(id) || job_id(job).starts_with(id) {
+            found.push((s, calls));
+        }
+    }
+    let (s, calls) = match found.len() {
+        1 => found.remove(0),
+        0 => {
+            return Err(Error::usage(format!("no session `{id}`"))
+                .with_hint("run `kit measure` to list sessions and their ids"))
+        }
+        _ => {
+            let ids: Vec<_> = found.iter().map(|(s, _)| s.session_id.clone()).collect();
+            return Err(Error::usage(format!(
+                "`{id}` matches {} sessions: {}",
+                ids.len(),
+                ids.join(", ")
+            ))
+            .with_hint("give more of the session id"));
+        }
+    };
+    if opts.json {
+        let rows: Vec<Value> = calls.iter().map(|c| call_json(c, s.compaction_point)).collect();
+        let doc = json!({
+            "schema": "kit.measure.turns/1",
+            "session": session_json(&s),
+            "calls": rows,
+        });
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
+        writeln!(out, "{text}").map_err(|e| Error::io("stdout", e))?;
+        return Ok(0);
+    }
+    write_turns(theme, &s, &calls, out).map_err(|e| Error::io("stdout", e))?;
+    Ok(0)
+}
+
+fn job_id(j: &Job) -> String {
+    match j {
+        Job::Claude(f) => f.session_id.clone(),
+        Job::Codex(p) => discover::stem(p),
+    }
+}
+
+fn call_json(c: &ApiCall, point: u64) -> Value {
+    json!({
+        "time": c.ts_ms.map(crate::transcript::format_ts_ms),
+        "gap_s": c.gap_s,
+        "model": &*c.model,
+        "input_tokens": c.usage.input,
+        "cache_write_tokens": c.usage.cache_write_5m + c.usage.cache_write_1h,
+        "cache_write_5m_tokens": c.usage.cache_write_5m,
+        "cache_write_1h_tokens": c.usage.cache_write_1h,
+        "cache_read_tokens": c.usage.cache_read,
+        "output_tokens": c.usage.output,
+        "reasoning_tokens": c.reasoning,
+        "cost_usd": c.cost_usd,
+        "context_tokens": c.context_tokens,
+        "context_pct": if point > 0 { c.context_tokens as f64 * 100.0 / point as f64 } else { 0.0 },
+        "resume": c.resume,
+        "resume_premium_usd": c.resume_premium_usd,
+        "sidechain": c.sidechain,
+    })
+}
+
+fn write_turns(
+    theme: &Theme,
+    s: &SessionSummary,
+    calls: &[ApiCall],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{} {} · {} · {} API calls · compaction point {} tokens",
+        theme.bold("session"),
+        s.session_id,
+        project_name(&s.project),
+        calls.len(),
+        thousands(s.compaction_point)
+    )?;
+    let head = format!(
+        "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
+        "#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"
+    );
+    writeln!(out, "{}", theme.bold(head.trim_end()))?;
+    let mut compactions = s.compactions.iter().peekable();
+    for (i, c) in calls.iter().enumerate() {
+        while let Some(k) = compactions.next_if(|k| match (k.at_ms, c.ts_ms) {
+            (Some(a), Some(t)) => a <= t,
+            _ => false,
+        }) {
+            let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
+            writeln!(
+                out,
+                "{}",
+                theme.warn(&format!(
+                    "     -- compaction ({}): {} -> {} tokens",
+                    k.trigger,
+                    thousands(k.tokens_before),
+                    after
+                ))
+            )?;
+        }
+        let mut note = vec![];
+        if c.resume {
+            note.push(format!("resume +{}", usd(c.resume_premium_usd)));
+        }
+        if c.sidechain {
+            note.push("sidechain".to_string());
+        }
+        if c.cost_usd.is_none() {
+            note.push(format!("unpriced {}", c.model));
+        }
+        let line = format!(
+            "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
+            i + 1,
+            c.ts_ms.map(clock_time).unwrap_or_default(),
+            c.gap_s.map(dur).unwrap_or_else(|| "-".into()),
+            tokens(c.usage.input),
+            tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
+            tokens(c.usage.cache_read),
+            tokens(c.usage.output),
+            c.cost_usd.map(usd).unwrap_or_else(|| "?".into()),
+            if s.compaction_point > 0 {
+                format!("{:.0}%", c.context_tokens as f64 * 100.0 / s.compaction_point as f64)
+            } else {
+                "-".into()
+            },
+            note.join(", ")
+        );
+        let line = line.trim_end();
+        if c.resume {
+            writeln!(out, "{}", theme.warn(line))?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    for k in compactions {
+        writeln!(
+            out,
+            "     -- compaction ({}): {} -> {} tokens",
+            k.trigger,
+            thousands(k.tokens_before),
+            k.tokens_after.map(thousands).unwrap_or_else(|| "?".into())
+        )?;
+    }
+    writeln!(
+        out,
+        "total {} tokens · {} · {} resumes ({} beyond a warm cache)",
+        tokens(s.tokens.total()),
+        s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
+        s.resumes,
+        usd(s.resume_premium_usd)
+    )?;
+    Ok(())
+}
+
+/// The last component of a working directory, for narrow columns.
+pub fn project_name(p: &str) -> &str {
+    p.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(p)
+}
+
+/// Cut `s` to `n` characters, marking a cut with `…`.
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Tokens compactly: `950`, `12.3k`, `4.5M`.
+pub fn tokens(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else if n < 1_000_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else if n < 1_000_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else {
+        format!("{:.1}G", n as f64 / 1e9)
+    }
+}
+
+/// Dollars: `$0.04`, `$12.30`, `$0.0012` for sub-cent amounts.
+pub fn usd(x: f64) -> String {
+    if x != 0.0 && x.abs() < 0.01 {
+        format!("${x:.4}")
+    } else {
+        format!("${x:.2}")
+    }
+}
+
+/// `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn dur(s: f64) -> String {
+    if s <= 0.0 {
+        return "0s".into();
+    }
+    let secs = s.round() as u64;
+    if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else if secs < 100 * 3600 {
+        format!("{}h{:02}m", secs / 3600, secs % 3600 / 60)
+    } else {
+        format!("{}d{:02}h", secs / 86_400, secs % 86_400 / 3600)
+    }
+}
+
+fn short_time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%m-%d %H:%M").to_string())
+        .unwrap_or_default()
+}
+
+fn clock_time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(tokens(950), "950");
+        assert_eq!(tokens(233_344), "233.3k");
+        assert_eq!(tokens(1_927_379), "1.9M");
+        assert_eq!(usd(0.4756), "$0.48");
+        assert_eq!(usd(0.0012), "$0.0012");
+        assert_eq!(thousands(170_251), "170,251");
+        assert_eq!(thousands(100), "100");
+        assert_eq!(dur(15_060.0), "4h11m");
+        assert_eq!(dur(125.0), "2m05s");
+        assert_eq!(clip("4d5611e5-241a", 8), "4d5611e…");
+        assert_eq!(project_name("/home/dev/src/proj-x/"), "proj-x");
+    }
+
+    #[test]
+    fn since_accepts_dates_times_and_durations() {
+        assert_eq!(parse_since("2026-02-12").unwrap(), 1_770_854_400_000);
+        assert_eq!(parse_since("2026-02-12T20:30:28.504Z").unwrap(), 1_770_928_228_504);
+        assert!(parse_since("7d").is_ok());
+        assert!(parse_since("last tuesday").is_err());
+    }
+}

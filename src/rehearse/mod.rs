@@ -1,0 +1,378 @@
+//! `kit rehearse` (DESIGN §14): the one-minute tour. It builds a sandbox holding the embedded
+//! sample project ([`sample`]), then runs the real commands — `kit init`, `kit goal check`,
+//! `kit freeze`, `kit loop` with the fake agent, `kit status`, `kit measure` — as subprocesses of
+//! this very binary, narrating what each step proves and showing their output indented.
+//!
+//! Nothing touches the user's real files: the sandbox has its own `HOME` and `CLAUDE_CONFIG_DIR`
+//! (so the fake agent's transcripts land inside it) and its own git identity.
+//!
+//! `--all` runs every scenario in its own sandbox and prints, scenario by scenario, the expected
+//! outcome next to the actual one, judged from exit statuses, the journal
+//! (`longrun/journal.jsonl`, whose events `kit loop` documents), the files and `/proc`; it exits 1
+//! if any differs.
+
+pub mod sample;
+mod scenarios;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, IoContext, Result};
+use crate::term::Theme;
+
+pub use scenarios::SCENARIOS;
+
+/// What `kit rehearse` was asked to do (from the command line, validated).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The scenario to run (default `finish`); ignored with `all`.
+    pub scenario: String,
+    /// Run every scenario and compare expected with actual outcomes.
+    pub all: bool,
+    /// Build the sandbox in this folder (absolute, empty or missing) and keep it.
+    pub keep: Option<PathBuf>,
+}
+
+/// Run the rehearsal, narrating to `out`. Returns 0 when every outcome is the expected one,
+/// 1 otherwise.
+///
+/// Errors: [`Error::Usage`] for an unknown scenario or a `--keep` folder that is not empty;
+/// [`Error::Internal`]/[`Error::Io`] when the sandbox cannot be built or a command cannot start.
+pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("the kit executable", e))?;
+    let (root, tmp) = sandbox_root(opts.keep.as_deref())?;
+    let mut n = Narrator { out, theme: theme.clone(), quiet: opts.all };
+    let code = if opts.all {
+        run_all(&exe, &root, &mut n)?
+    } else {
+        let plan = scenarios::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
+        n.line(&format!(
+            "kit rehearse: a real loop on a sample project, with the fake agent `{}`",
+            plan.name
+        ))?;
+        n.line(&format!("sandbox: {}", root.display()))?;
+        let verdict = scenarios::rehearse(&exe, &root, &plan, &mut n)?;
+        n.blank()?;
+        let mark =
+            if verdict.ok { n.theme.ok("as expected") } else { n.theme.bad("NOT as expected") };
+        n.line(&format!("outcome: {} ({mark})", verdict.actual))?;
+        n.line(&format!("expected: {}", plan.expected))?;
+        u8::from(!verdict.ok)
+    };
+    match tmp {
+        Some(t) => drop(t),
+        None => {
+            let project = if opts.all { root.join("finish/project") } else { root.join("project") };
+            n.line(&format!("the sandbox is kept: cd {} && kit status", project.display()))?;
+        }
+    }
+    Ok(code)
+}
+
+fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
+    n.line("kit rehearse --all: every fake-agent scenario in its own sandbox")?;
+    n.line(&format!("sandboxes: {}", root.display()))?;
+    n.blank()?;
+    let mut rows = Vec::new();
+    for name in SCENARIOS {
+        let plan = scenarios::plan(name).ok_or_else(|| unknown(name))?;
+        let dir = root.join(name);
+        crate::atomic::create_dir_all(&dir)?;
+        let started = Instant::now();
+        let verdict = scenarios::rehearse(exe, &dir, &plan, n)?;
+        let mark = if verdict.ok { n.theme.ok("ok") } else { n.theme.bad("DIFFERS") };
+        n.line(&format!(
+            "{name:<7} {mark} ({})",
+            crate::duration::format_duration(started.elapsed())
+        ))?;
+        rows.push((plan, verdict));
+    }
+    n.blank()?;
+    let w_exp = rows.iter().map(|(p, _)| p.expected.chars().count()).max().unwrap_or(8);
+    n.line(&format!("{:<8} {:<w_exp$}  {}", "scenario", "expected", "actual"))?;
+    let mut differ = 0;
+    for (plan, v) in &rows {
+        let mark = if v.ok { n.theme.ok("✓") } else { n.theme.bad("✗") };
+        differ += usize::from(!v.ok);
+        n.line(&format!("{:<8} {:<w_exp$}  {mark} {}", plan.name, plan.expected, v.actual))?;
+    }
+    n.blank()?;
+    if differ == 0 {
+        n.line(&format!("{} of {} scenarios as expected", rows.len(), rows.len()))?;
+        Ok(0)
+    } else {
+        n.line(&format!("{differ} of {} scenarios differ from what was expected", rows.len()))?;
+        Ok(1)
+    }
+}
+
+fn unknown(name: &str) -> Error {
+    Error::usage(format!("no fake-agent scenario `{name}`; there are: {}", SCENARIOS.join(", ")))
+        .with_hint("kit rehearse --scenario finish")
+}
+
+/// The sandbox folder: `--keep DIR` (must be empty or missing; kept), else a temporary folder
+/// removed at the end.
+fn sandbox_root(keep: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match keep {
+        Some(dir) => {
+            if dir.exists() {
+                let mut entries = std::fs::read_dir(dir).at(dir)?;
+                if entries.next().is_some() {
+                    return Err(Error::usage(format!(
+                        "{} is not empty; kit rehearse keeps its sandbox only in a new folder",
+                        dir.display()
+                    ))
+                    .with_hint("kit rehearse --keep NEW_DIR"));
+                }
+            }
+            crate::atomic::create_dir_all(dir)?;
+            let abs = dir.canonicalize().at(dir)?;
+            Ok((abs, None))
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("kit-rehearse-")
+                .tempdir()
+                .map_err(|e| Error::io("a temporary folder", e))?;
+            let abs = t.path().canonicalize().at(t.path())?;
+            Ok((abs, Some(t)))
+        }
+    }
+}
+
+/// Prints the tour: numbered steps, commands and their indented output. In `quiet` mode
+/// (`--all`) only the lines the caller prints with [`Narrator::line`] appear.
+pub(crate) struct Narrator<'a> {
+    out: &'a mut dyn Write,
+    theme: Theme,
+    quiet: bool,
+}
+
+impl Narrator<'_> {
+    fn io(e: std::io::Error) -> Error {
+        Error::io("stdout", e)
+    }
+
+    /// A line that is always printed.
+    pub(crate) fn line(&mut self, s: &str) -> Result<()> {
+        writeln!(self.out, "{s}").map_err(Self::io)
+    }
+
+    fn blank(&mut self) -> Result<()> {
+        writeln!(self.out).map_err(Self::io)
+    }
+
+    /// A numbered step: what it does and what it proves.
+    pub(crate) fn step(&mut self, n: usize, total: usize, title: &str, proves: &str) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        let head = self.theme.bold(&format!("[{n}/{total}] {title}"));
+        writeln!(self.out, "\n{head}").map_err(Self::io)?;
+        writeln!(self.out, "      {}", self.theme.dim(proves)).map_err(Self::io)
+    }
+
+    /// A remark under the current step.
+    pub(crate) fn note(&mut self, s: &str) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        for l in s.lines() {
+            writeln!(self.out, "      {l}").map_err(Self::io)?;
+        }
+        Ok(())
+    }
+
+    /// A command that was run, its output indented and its exit status when not 0.
+    pub(crate) fn ran(&mut self, shown: &str, r: &Ran) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        writeln!(self.out, "      $ {shown}").map_err(Self::io)?;
+        for l in r.output.trim_end().lines() {
+            writeln!(self.out, "        {l}").map_err(Self::io)?;
+        }
+        match r.code {
+            Some(0) => Ok(()),
+            Some(c) => writeln!(self.out, "        (exit {c})").map_err(Self::io),
+            None => writeln!(self.out, "        (killed)").map_err(Self::io),
+        }
+    }
+}
+
+/// The outcome of one kit command run by the rehearsal.
+#[derive(Clone, Debug)]
+pub(crate) struct Ran {
+    /// Exit status (`None`: killed by a signal or the rehearsal's own time limit).
+    pub code: Option<i32>,
+    /// stdout and stderr, merged in order.
+    pub output: String,
+}
+
+impl Ran {
+    /// True when the command does not exist in this build (another part of kit not landed).
+    pub(crate) fn missing(&self) -> bool {
+        self.code == Some(1) && self.output.contains("is not in this build")
+    }
+}
+
+/// One sandbox: the project (a git repository) and a `HOME` beside it.
+pub(crate) struct Sandbox {
+    /// The git repository the loop works on.
+    pub project: PathBuf,
+    /// `HOME` and `CLAUDE_CONFIG_DIR`'s parent for every command.
+    pub home: PathBuf,
+    /// The environment every command gets on top of the inherited one.
+    pub env: Vec<(String, String)>,
+    /// The kit binary.
+    pub exe: PathBuf,
+}
+
+/// Longest a single command of the rehearsal may run before it is killed.
+const COMMAND_LIMIT: Duration = Duration::from_secs(300);
+
+impl Sandbox {
+    /// Folders and environment for a sandbox under `root`.
+    pub(crate) fn new(exe: &Path, root: &Path) -> Result<Sandbox> {
+        let project = root.join("project");
+        let home = root.join("home");
+        crate::atomic::create_dir_all(&project)?;
+        crate::atomic::create_dir_all(&home)?;
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        let mut path_dirs: Vec<PathBuf> = exe.parent().map(Path::to_path_buf).into_iter().collect();
+        path_dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+        let path =
+            std::env::join_paths(path_dirs).map_or_else(|_| String::new(), |p| s(Path::new(&p)));
+        let mut env: Vec<(String, String)> = vec![
+            ("PATH".into(), path),
+            ("HOME".into(), s(&home)),
+            ("CLAUDE_CONFIG_DIR".into(), s(&home.join(".claude"))),
+            ("CODEX_HOME".into(), s(&home.join(".codex"))),
+            ("KIT_REHEARSAL_SANDBOX".into(), s(root)),
+            ("GIT_AUTHOR_NAME".into(), "Kit Rehearsal".into()),
+            ("GIT_AUTHOR_EMAIL".into(), "rehearsal@kit.invalid".into()),
+            ("GIT_COMMITTER_NAME".into(), "Kit Rehearsal".into()),
+            ("GIT_COMMITTER_EMAIL".into(), "rehearsal@kit.invalid".into()),
+            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
+            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+        ];
+        if let Some(base) = crate::clock::fake_base() {
+            // Under a fake clock the commits (and so their ids) are the same on every machine.
+            let date = crate::clock::format_ts(base);
+            env.push(("GIT_AUTHOR_DATE".into(), date.clone()));
+            env.push(("GIT_COMMITTER_DATE".into(), date));
+        }
+        Ok(Sandbox { project, home, env, exe: exe.to_path_buf() })
+    }
+
+    /// A `kit ARGS` command in the project with the sandbox environment.
+    pub(crate) fn kit_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(args)
+            .current_dir(&self.project)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("KIT_FAKE_SCENARIO")
+            .env_remove("KIT_ITERATION")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `kit ARGS` to the end (at most [`COMMAND_LIMIT`]).
+    pub(crate) fn kit(&self, args: &[&str]) -> Result<Ran> {
+        Running::start(self.kit_command(args))?.wait(COMMAND_LIMIT)
+    }
+
+    /// The events of `longrun/journal.jsonl` (empty when it does not exist yet).
+    pub(crate) fn journal(&self) -> Vec<serde_json::Value> {
+        let path = self.project.join("longrun/journal.jsonl");
+        crate::longrun::journal::read(&path).map(|r| r.events).unwrap_or_default()
+    }
+
+    /// The fake agent's transcripts in this sandbox, sorted.
+    pub(crate) fn transcripts(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let projects = self.home.join(".claude/projects");
+        for dir in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
+            for f in std::fs::read_dir(dir.path()).into_iter().flatten().flatten() {
+                let p = f.path();
+                if p.extension().is_some_and(|e| e == "jsonl") {
+                    found.push(p);
+                }
+            }
+        }
+        found.sort();
+        found
+    }
+}
+
+/// A kit command running in the background, its merged output collected by a thread.
+pub(crate) struct Running {
+    child: Child,
+    output: Arc<Mutex<Vec<u8>>>,
+    eof: Arc<AtomicBool>,
+}
+
+/// How long the output may stay open after the command ended (a leftover process holding the
+/// pipe must not stall the rehearsal; the checks report such leftovers).
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+impl Running {
+    /// Start `cmd` with stdout and stderr on one pipe.
+    pub(crate) fn start(mut cmd: Command) -> Result<Running> {
+        let here = Path::new("kit");
+        let (mut r, w) = std::io::pipe().at(here)?;
+        let w2 = w.try_clone().at(here)?;
+        let child = cmd.stdout(w).stderr(w2).spawn().at(here)?;
+        // `cmd` holds our copies of the write end; dropping it closes them.
+        drop(cmd);
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let eof = Arc::new(AtomicBool::new(false));
+        let (out2, eof2) = (Arc::clone(&output), Arc::clone(&eof));
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = r.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut o) = out2.lock() {
+                    o.extend_from_slice(&chunk[..n]);
+                }
+            }
+            eof2.store(true, Ordering::SeqCst);
+        });
+        Ok(Running { child, output, eof })
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for the end (killing it after `limit`) and collect the output.
+    pub(crate) fn wait(mut self, limit: Duration) -> Result<Ran> {
+        let started = Instant::now();
+        let here = Path::new("kit");
+        let code = loop {
+            if let Some(st) = self.child.try_wait().at(here)? {
+                break st.code();
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let ended = Instant::now();
+        while !self.eof.load(Ordering::SeqCst) && ended.elapsed() < DRAIN_LIMIT {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let buf = self.output.lock().map(|o| o.clone()).unwrap_or_default();
+        Ok(Ran { code, output: String::from_utf8_lossy(&buf).into_owned() })
+    }
+}

@@ -1,0 +1,113 @@
+//! The rehearsal sample project (DESIGN §14), embedded from `kit/rehearsal/`: a small real
+//! Python 3 project (standard-library `unittest`, 14 tests, `parse_duration` missing) and the
+//! level-4 goal that `kit rehearse` gives it. The golden sandbox kind `rehearsal` and
+//! `kit rehearse` both start from [`write_sample_project`] and [`commit_sample_project`].
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use include_dir::Dir;
+
+use crate::error::{Error, IoContext, Result};
+
+/// Where the project lives inside the embedded `kit/` folder.
+const PROJECT: &str = "rehearsal/project";
+
+/// Number of tests in the project (`python3 -m unittest discover -s tests`).
+pub const TEST_COUNT: usize = 14;
+
+/// The frozen paths: the tests and the limit criterion's script.
+pub const FROZEN: [&str; 2] = ["tests", "tools"];
+
+/// The level-4 goal (`kit/rehearsal/goal.md`) written into `longrun/goal.md`.
+pub fn goal_text() -> &'static str {
+    crate::embedded::kit_file("rehearsal/goal.md").unwrap_or_default()
+}
+
+/// The original bytes of a project file, e.g. `tests/test_durations.py`.
+pub fn original(rel: &str) -> Option<&'static [u8]> {
+    crate::embedded::KIT.get_file(format!("{PROJECT}/{rel}")).map(|f| f.contents())
+}
+
+/// Write the project's files under `dir` (created if missing).
+///
+/// Errors: [`Error::Io`] naming the file that could not be written.
+pub fn write_sample_project(dir: &Path) -> Result<()> {
+    write_sample_files(dir).map(|_| ())
+}
+
+/// [`write_sample_project`], returning the relative paths written, sorted.
+pub fn write_sample_files(dir: &Path) -> Result<Vec<String>> {
+    let root = crate::embedded::KIT
+        .get_dir(PROJECT)
+        .ok_or_else(|| Error::internal("this kit was built without kit/rehearsal/project"))?;
+    let mut written = Vec::new();
+    write_dir(root, dir, &mut written)?;
+    written.sort();
+    Ok(written)
+}
+
+fn write_dir(d: &Dir<'static>, dest: &Path, written: &mut Vec<String>) -> Result<()> {
+    for f in d.files() {
+        let rel = f.path().strip_prefix(PROJECT).unwrap_or(f.path());
+        let target = dest.join(rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).at(parent)?;
+        }
+        std::fs::write(&target, f.contents()).at(&target)?;
+        written.push(rel.to_string_lossy().into_owned());
+    }
+    for sub in d.dirs() {
+        write_dir(sub, dest, written)?;
+    }
+    Ok(())
+}
+
+/// Make `dir` a git repository whose history is [`crate::golden::git_init`]'s empty commit and
+/// one commit of everything in the tree, with the identities and dates in `env` (so the commit
+/// ids are the same on every machine when `env` pins them). Returns the commit id.
+///
+/// Errors: [`Error::Internal`] when a git command fails, with its stderr.
+pub fn commit_sample_project(dir: &Path, env: &[(String, String)]) -> Result<String> {
+    crate::golden::git_init(dir, env)?;
+    git(dir, env, &["add", "-A"])?;
+    git(dir, env, &["commit", "-q", "-m", "confload: the sample project, parse_duration missing"])?;
+    git(dir, env, &["rev-parse", "HEAD"]).map(|s| s.trim().to_string())
+}
+
+/// Run `git ARGS` in `dir` and return its stdout.
+pub(crate) fn git(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .at(dir)?;
+    if !out.status.success() {
+        return Err(Error::internal(format!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_has_its_files_and_the_goal_pins_the_counts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = write_sample_files(tmp.path()).unwrap();
+        for f in ["confload/durations.py", "tests/test_durations.py", "tests/test_loader.py"] {
+            assert!(files.iter().any(|x| x == f), "{f} in {files:?}");
+        }
+        let goal = goal_text();
+        assert!(goal.contains("Ran 9 tests") && goal.contains("Ran 14 tests"));
+        assert!(original("tests/test_durations.py").is_some());
+    }
+}

@@ -1,0 +1,531 @@
+//! The rehearsal of one fake-agent scenario: the steps of the tour, the `kit loop` options each
+//! scenario needs, and the judge that compares what happened with what issue 2 expects.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
+use crate::error::Result;
+
+/// Every scenario `kit rehearse --all` runs, in order.
+pub const SCENARIOS: [&str; 7] = ["finish", "cheat", "race", "hang", "hog", "lie", "stall"];
+
+/// Number of narrated steps in one rehearsal.
+const STEPS: usize = 7;
+
+/// How one scenario is rehearsed.
+pub(crate) struct Plan {
+    /// Scenario name (`fake:NAME`).
+    pub name: &'static str,
+    /// The expected outcome, as the `--all` table prints it.
+    pub expected: &'static str,
+    /// Extra `kit loop` options.
+    loop_args: &'static [&'static str],
+    /// `config.toml` values to set before the loop: (key, TOML value).
+    config: &'static [(&'static str, &'static str)],
+    /// What the loop step proves, for the narration.
+    proves: &'static str,
+}
+
+/// What actually happened, and whether it is what was expected.
+pub(crate) struct Verdict {
+    /// True when the outcome is the expected one.
+    pub ok: bool,
+    /// The actual outcome in a few words.
+    pub actual: String,
+}
+
+/// The plan for `name`, or `None` when there is no such scenario.
+pub(crate) fn plan(name: &str) -> Option<Plan> {
+    let p = |name, expected, loop_args, config, proves| Plan {
+        name,
+        expected,
+        loop_args,
+        config,
+        proves,
+    };
+    Some(match name {
+        "finish" => p(
+            "finish",
+            "done at iteration 1",
+            &[],
+            &[],
+            "The loop runs the criteria itself: done only when every one passes on a verified tree.",
+        ),
+        "cheat" => p(
+            "cheat",
+            "frozen test restored byte for byte, a cheat journaled, done at iteration 2",
+            &[],
+            &[],
+            "An agent that weakens a frozen test is reverted and the cheat journaled; only real work ends the loop.",
+        ),
+        "race" => p(
+            "race",
+            "a second loop exits 4 naming the holder's pid",
+            &[],
+            &[],
+            "One loop per longrun/: a second loop meets the flock, names the holder and exits 4.",
+        ),
+        "hang" => p(
+            "hang",
+            "iteration killed at the timeout, no process of its group left",
+            &["--timeout", "3s", "--max-iterations", "1"],
+            &[("grace", "\"1s\"")],
+            "An agent that ignores SIGTERM is killed with its whole process group at the timeout.",
+        ),
+        "hog" => p(
+            "hog",
+            "killed by the memory cap, the enforcer named",
+            &["--memory-max", "200M", "--timeout", "60s", "--max-iterations", "1"],
+            &[("grace", "\"1s\"")],
+            "An agent that eats memory is killed at the cap, by systemd-run or the watchdog.",
+        ),
+        "lie" => p(
+            "lie",
+            "never done, the iteration cap reached (exit 3)",
+            &["--max-iterations", "2"],
+            &[],
+            "Saying \"done\" counts for nothing: the criteria fail, and the iteration cap ends it.",
+        ),
+        "stall" => p(
+            "stall",
+            "stopped by the no-progress cap (exit 3)",
+            &[],
+            &[("max_no_progress", "3")],
+            "Busy but going nowhere: consecutive iterations without progress stop the loop.",
+        ),
+        _ => return None,
+    })
+}
+
+/// Rehearse `plan` in a new sandbox under `root`, narrating to `n`.
+pub(crate) fn rehearse(
+    exe: &Path,
+    root: &Path,
+    plan: &Plan,
+    n: &mut Narrator<'_>,
+) -> Result<Verdict> {
+    let sb = Sandbox::new(exe, root)?;
+
+    n.step(
+        1,
+        STEPS,
+        "The sample project",
+        "A real Python 3 project: 14 unittest tests, and `parse_duration` missing.",
+    )?;
+    let files = sample::write_sample_files(&sb.project)?;
+    let commit = sample::commit_sample_project(&sb.project, &sb.env)?;
+    n.note(&format!(
+        "wrote {} files in {} and committed them ({})",
+        files.len(),
+        sb.project.display(),
+        &commit[..commit.len().min(7)]
+    ))?;
+
+    n.step(2, STEPS, "kit init", "longrun/ holds the seven state files, each with one writer.")?;
+    let init = sb.kit(&["init"])?;
+    n.ran("kit init", &init)?;
+    if let Some(v) = blocked("kit init", &init) {
+        return Ok(v);
+    }
+
+    n.step(
+        3,
+        STEPS,
+        "The goal, as a contract",
+        "Function, regression and limit criteria, every count pinned: level 4.",
+    )?;
+    let goal_path = sb.project.join("longrun/goal.md");
+    crate::atomic::write_atomic(&goal_path, sample::goal_text().as_bytes())?;
+    n.note("wrote longrun/goal.md; its criteria:")?;
+    for l in sample::goal_text().lines().filter(|l| l.starts_with("- ") && l.contains('`')) {
+        n.note(&format!("  {l}"))?;
+    }
+    set_config(&sb.project.join("longrun/config.toml"), plan.config)?;
+    for (k, v) in plan.config {
+        n.note(&format!("set {k} = {v} in longrun/config.toml"))?;
+    }
+    let check = sb.kit(&["goal", "check"])?;
+    n.ran("kit goal check", &check)?;
+    if let Some(v) = blocked("kit goal check", &check) {
+        return Ok(v);
+    }
+
+    n.step(
+        4,
+        STEPS,
+        "kit freeze tests tools",
+        "The tests now belong to the loop: any change the agent makes is put back.",
+    )?;
+    let mut args = vec!["freeze"];
+    args.extend(sample::FROZEN);
+    let freeze = sb.kit(&args)?;
+    n.ran(&format!("kit {}", args.join(" ")), &freeze)?;
+    if let Some(v) = blocked("kit freeze", &freeze) {
+        return Ok(v);
+    }
+    let setup = sample::git(&sb.project, &sb.env, &["add", "-A"])
+        .and_then(|_| {
+            sample::git(
+                &sb.project,
+                &sb.env,
+                &["commit", "-q", "-m", "longrun: goal, config and frozen tests"],
+            )
+        })
+        .and_then(|_| sample::git(&sb.project, &sb.env, &["rev-parse", "--short=7", "HEAD"]));
+    n.note(&format!("committed longrun/ ({})", setup?.trim()))?;
+
+    let agent = format!("--agent=fake:{}", plan.name);
+    let mut loop_args = vec!["loop", agent.as_str()];
+    loop_args.extend(plan.loop_args);
+    let shown = format!("kit {}", loop_args.join(" ").replace("--agent=", "--agent "));
+    n.step(5, STEPS, &shown, plan.proves)?;
+    let verdict = if plan.name == "race" {
+        race(&sb, &loop_args, &shown, n)?
+    } else {
+        let ran = sb.kit(&loop_args)?;
+        n.ran(&shown, &ran)?;
+        if let Some(v) = blocked("kit loop", &ran) {
+            return Ok(v);
+        }
+        judge(plan.name, &sb, &ran)
+    };
+
+    n.step(6, STEPS, "kit status", "Everything the loop knows is rebuilt from the journal alone.")?;
+    let status = sb.kit(&["status"])?;
+    n.ran("kit status", &status)?;
+
+    n.step(
+        7,
+        STEPS,
+        "kit measure",
+        "What the fake agent's sessions cost, read from its Claude Code transcripts.",
+    )?;
+    let transcripts = sb.transcripts();
+    if transcripts.is_empty() {
+        n.note("no transcript was written (the agent never ran); nothing to measure")?;
+    } else {
+        let rels: Vec<String> = transcripts
+            .iter()
+            .map(|p| p.strip_prefix(&sb.home).map_or(p.clone(), |r| Path::new("~").join(r)))
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let mut args = vec!["measure".to_string()];
+        args.extend(transcripts.iter().map(|p| p.to_string_lossy().into_owned()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let measure = sb.kit(&refs)?;
+        if measure.missing() {
+            n.note("kit measure is not in this build yet; skipped")?;
+        } else {
+            n.ran(&format!("kit measure {}", rels.join(" ")), &measure)?;
+        }
+    }
+    Ok(verdict)
+}
+
+/// A failed set-up command ends the rehearsal of this scenario with its reason.
+fn blocked(what: &str, r: &Ran) -> Option<Verdict> {
+    if r.missing() {
+        return Some(Verdict { ok: false, actual: format!("`{what}` is not in this build yet") });
+    }
+    (r.code != Some(0) && what != "kit loop").then(|| Verdict {
+        ok: false,
+        actual: format!("`{what}` failed: {}", r.output.trim().lines().last().unwrap_or("")),
+    })
+}
+
+/// `race`: a first loop in the background; once its agent runs, a second loop must meet the
+/// lock (exit 4) and name the first one's pid; the first then ends done.
+fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Result<Verdict> {
+    let first = Running::start(sb.kit_command(args))?;
+    let pid = first.pid();
+    n.note(&format!("started in the background (pid {pid}); waiting for its agent to start"))?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sb.journal().iter().any(|e| event(e) == "agent_start") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = sb.kit(args)?;
+    n.ran(&format!("{shown}    # a second loop, while the first runs"), &second)?;
+    let first = first.wait(COMMAND_LIMIT)?;
+    n.ran(&format!("{shown}    # the first loop, when it ends"), &first)?;
+    let named = second.output.contains(&format!("pid {pid}"));
+    let end = describe_end(&sb.journal(), &first);
+    let ok = second.code == Some(4) && named && end.done_at == Some(1);
+    let actual = format!(
+        "second loop exit {}{}; first loop {}",
+        code_text(second.code),
+        if named { format!(" naming pid {pid}") } else { format!(" not naming pid {pid}") },
+        end.text
+    );
+    Ok(Verdict { ok, actual })
+}
+
+/// Judge the loop of every scenario but `race`.
+fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
+    let events = sb.journal();
+    let end = describe_end(&events, ran);
+    let agent_end = events.iter().find(|e| event(e) == "agent_end" && e["iteration"] == 1);
+    match name {
+        "finish" => Verdict { ok: ran.code == Some(0) && end.done_at == Some(1), actual: end.text },
+        "cheat" => {
+            let rel = "tests/test_durations.py";
+            let now = std::fs::read(sb.project.join(rel)).unwrap_or_default();
+            let restored = sample::original(rel).is_some_and(|o| o == now.as_slice());
+            let cheats = events
+                .iter()
+                .filter(|e| {
+                    event(e) == "cheat" && e["path"].as_str().is_some_and(|p| p.ends_with(rel))
+                })
+                .count();
+            let ok = restored && cheats > 0 && ran.code == Some(0) && end.done_at == Some(2);
+            let actual = format!(
+                "{}, {cheats} cheat{} journaled, {}",
+                if restored { "test restored byte for byte" } else { "test NOT restored" },
+                if cheats == 1 { "" } else { "s" },
+                end.text
+            );
+            Verdict { ok, actual }
+        }
+        "hang" => {
+            let timed_out = agent_end.is_some_and(|e| e["timed_out"] == true);
+            let pgid =
+                events.iter().find(|e| event(e) == "agent_start").and_then(|e| e["pgid"].as_u64());
+            let mut left = pgid.map(|g| procs::in_group(g as i32)).unwrap_or_default();
+            left.extend(procs::marked(
+                "KIT_REHEARSAL_SANDBOX",
+                &sb.env_value("KIT_REHEARSAL_SANDBOX"),
+            ));
+            left.sort_unstable();
+            left.dedup();
+            let group = pgid.map_or("?".to_string(), |g| g.to_string());
+            let actual = format!(
+                "{}; {} of group {group} left",
+                if timed_out {
+                    "iteration 1 killed at the timeout"
+                } else {
+                    "iteration 1 NOT killed at the timeout"
+                },
+                if left.is_empty() {
+                    "no process".to_string()
+                } else {
+                    format!("processes {left:?}")
+                },
+            );
+            Verdict { ok: timed_out && pgid.is_some() && left.is_empty(), actual }
+        }
+        "hog" => {
+            let killed = agent_end.is_some_and(|e| e["memory_killed"] == true);
+            let enforcer = agent_end
+                .and_then(|e| e["enforcer"].as_str())
+                .or_else(|| {
+                    events
+                        .iter()
+                        .find(|e| event(e) == "memory_cap")
+                        .and_then(|e| e["enforcer"].as_str())
+                })
+                .unwrap_or("")
+                .to_string();
+            let peak = agent_end
+                .and_then(|e| e["peak_rss_bytes"].as_u64())
+                .map(|b| format!(", peak {}", crate::duration::format_size(b)))
+                .unwrap_or_default();
+            let actual = if killed {
+                format!(
+                    "killed at the memory cap by {}{peak}",
+                    if enforcer.is_empty() { "an unnamed enforcer" } else { &enforcer }
+                )
+            } else {
+                format!("NOT killed at the memory cap; {}", end.text)
+            };
+            Verdict { ok: killed && !enforcer.is_empty(), actual }
+        }
+        "lie" => Verdict {
+            ok: ran.code == Some(3)
+                && end.cap.as_deref() == Some("iterations")
+                && end.done_at.is_none(),
+            actual: end.text,
+        },
+        "stall" => Verdict {
+            ok: ran.code == Some(3) && end.cap.as_deref() == Some("no_progress"),
+            actual: end.text,
+        },
+        _ => Verdict { ok: false, actual: end.text },
+    }
+}
+
+/// How a loop ended, from the journal's last `loop_end` and `cap` events and its exit status.
+struct End {
+    text: String,
+    done_at: Option<u64>,
+    cap: Option<String>,
+}
+
+fn describe_end(events: &[Value], ran: &Ran) -> End {
+    let end = events.iter().rev().find(|e| event(e) == "loop_end");
+    let outcome = end.and_then(|e| e["outcome"].as_str()).unwrap_or("");
+    let iteration = end.and_then(|e| e["iteration"].as_u64()).unwrap_or(0);
+    let iterations = end.and_then(|e| e["iterations"].as_u64()).unwrap_or(0);
+    let cap = events.iter().rev().find(|e| event(e) == "cap").and_then(|e| e["which"].as_str());
+    let code = code_text(ran.code);
+    match outcome {
+        "done" => End {
+            text: format!("done at iteration {iteration}"),
+            done_at: Some(iteration),
+            cap: None,
+        },
+        "cap" => End {
+            text: format!(
+                "never done, {} cap after {iterations} iteration{} (exit {code})",
+                cap.unwrap_or("a"),
+                if iterations == 1 { "" } else { "s" }
+            ),
+            done_at: None,
+            cap: cap.map(str::to_string),
+        },
+        "" => End {
+            text: format!("no loop_end in the journal (exit {code}): {}", last_line(&ran.output)),
+            done_at: None,
+            cap: None,
+        },
+        other => End {
+            text: format!(
+                "{other} at iteration {iteration} (exit {code}): {}",
+                end.and_then(|e| e["reason"].as_str()).unwrap_or("")
+            ),
+            done_at: None,
+            cap: None,
+        },
+    }
+}
+
+fn event(e: &Value) -> &str {
+    e["event"].as_str().unwrap_or("")
+}
+
+fn code_text(code: Option<i32>) -> String {
+    code.map_or("killed".to_string(), |c| c.to_string())
+}
+
+fn last_line(s: &str) -> &str {
+    s.trim().lines().last().unwrap_or("")
+}
+
+impl Sandbox {
+    fn env_value(&self, key: &str) -> String {
+        self.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+}
+
+/// Set `key = value` in config.toml, keeping the line's comment and every other line.
+/// A key that is not in the file is appended under its table.
+fn set_config(path: &Path, edits: &[(&str, &str)]) -> Result<()> {
+    if edits.is_empty() {
+        return Ok(());
+    }
+    let mut text = std::fs::read_to_string(path).unwrap_or_default();
+    for (key, value) in edits {
+        let re = regex::Regex::new(&format!(r#"(?m)^(\s*{key}\s*=\s*)("[^"]*"|[^\s#]+)"#))
+            .map_err(|e| crate::Error::internal(e.to_string()))?;
+        if re.is_match(&text) {
+            text = re.replace(&text, format!("${{1}}{value}")).into_owned();
+        } else {
+            let table = if *key == "grace" { "timeouts" } else { "caps" };
+            let header = format!("[{table}]");
+            match text.lines().position(|l| l.trim() == header) {
+                Some(i) => {
+                    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+                    lines.insert(i + 1, format!("{key} = {value}"));
+                    text = lines.join("\n") + "\n";
+                }
+                None => text.push_str(&format!("\n{header}\n{key} = {value}\n")),
+            }
+        }
+    }
+    crate::atomic::write_atomic(path, text.as_bytes())
+}
+
+/// Finding processes that should no longer exist, in `/proc`.
+mod procs {
+    /// Live (not zombie) processes whose process group is `pgid`.
+    pub(super) fn in_group(pgid: i32) -> Vec<u32> {
+        pids()
+            .into_iter()
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // Fields after the command name (which may hold spaces) start after the last ')':
+                // state, ppid, pgrp, …
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().ok() == Some(pgid)
+            })
+            .collect()
+    }
+
+    /// Live processes whose environment holds `key=value` (the sandbox's descendants).
+    pub(super) fn marked(key: &str, value: &str) -> Vec<u32> {
+        if value.is_empty() {
+            return Vec::new();
+        }
+        let needle = format!("{key}={value}");
+        let me = std::process::id();
+        pids()
+            .into_iter()
+            .filter(|pid| *pid != me)
+            .filter(|pid| {
+                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+            })
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                stat.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+            })
+            .collect()
+    }
+
+    fn pids() -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_has_a_plan() {
+        for s in SCENARIOS {
+            let p = plan(s).unwrap();
+            assert_eq!(p.name, s);
+            assert!(!p.expected.is_empty());
+        }
+        assert!(plan("nope").is_none());
+    }
+
+    #[test]
+    fn set_config_keeps_comments_and_appends_missing_keys() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("config.toml");
+        std::fs::write(&p, "[timeouts]\ngrace = \"10s\"      # between TERM and KILL\n").unwrap();
+        set_config(&p, &[("grace", "\"1s\""), ("max_no_progress", "2")]).unwrap();
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(t.contains("grace = \"1s\"      # between TERM and KILL"), "{t}");
+        assert!(t.ends_with("[caps]\nmax_no_progress = 2\n"), "{t}");
+        std::fs::write(&p, "[caps]\nmax_iterations = 3\n").unwrap();
+        set_config(&p, &[("max_no_progress", "2")]).unwrap();
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(t, "[caps]\nmax_no_progress = 2\nmax_iterations = 3\n");
+    }
+
+    #[test]
+    fn our_own_process_group_is_found_in_proc() {
+        let me = nix::unistd::getpgrp().as_raw();
+        assert!(procs::in_group(me).contains(&std::process::id()));
+    }
+}

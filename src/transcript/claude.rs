@@ -1,0 +1,511 @@
+//! Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl` and the session's
+//! `<session>/subagents/*.jsonl`), per `../shared/formats/claude-code.md`.
+//!
+//! - One API response is logged as one line per content block, all sharing `message.id` and
+//!   `requestId`; `output_tokens` is a placeholder on all but (sometimes) the last. Dedup
+//!   (§4.2, as ccusage): key `message.id` + `requestId` (`message.id` alone when `requestId` is
+//!   missing); among copies keep the non-sidechain one, then the one with the largest token
+//!   total. A sidechain copy of a main-chain response (same `message.id`, another request id)
+//!   is the same call.
+//! - Context of a call = input + cache write + cache read (§4.3); compactions are
+//!   `system/compact_boundary` lines (`compactMetadata.trigger`, `preTokens`, `postTokens`).
+//! - A user turn is a typed prompt: a `user` line that is not meta, not a compaction summary,
+//!   not a tool result and not a `<command-…>` echo (§8.6).
+//! - Lines are parsed with borrowed serde structs; everything not needed (tool results, file
+//!   contents, thinking) is skipped by serde without being allocated.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::lines::{self, Parsed};
+use super::{
+    parse_ts_ms, ApiCall, Builder, Compaction, EngineOptions, SessionSummary, Source, Stream,
+};
+use crate::error::Result;
+use crate::prices::Usage;
+
+/// The files of one Claude Code session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionFiles {
+    /// Session id (the main file's stem).
+    pub session_id: String,
+    /// The project folder's name (the encoded working directory).
+    pub project_dir: String,
+    /// The main transcript, if present (a subagent folder may outlive it).
+    pub main: Option<PathBuf>,
+    /// Subagent transcripts, sorted.
+    pub subagents: Vec<PathBuf>,
+}
+
+impl SessionFiles {
+    /// The session of one main transcript file, with the subagent files beside it
+    /// (`<dir>/<stem>/subagents/*.jsonl`).
+    pub fn of_main(path: &Path) -> SessionFiles {
+        let stem = super::discover::stem(path);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut subagents = vec![];
+        if let Ok(rd) = std::fs::read_dir(dir.join(&stem).join("subagents")) {
+            subagents = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| super::discover::is_transcript_name(p))
+                .collect();
+            subagents.sort();
+        }
+        SessionFiles {
+            session_id: stem,
+            project_dir: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            main: Some(path.to_path_buf()),
+            subagents,
+        }
+    }
+
+    /// All files, main first.
+    pub fn all(&self) -> impl Iterator<Item = &PathBuf> {
+        self.main.iter().chain(self.subagents.iter())
+    }
+}
+
+/// A session read whole: its summary and the main conversation's API calls in order.
+#[derive(Debug)]
+pub struct SessionRead {
+    /// The summary (subagents as sub-rows).
+    pub summary: SessionSummary,
+    /// The main conversation's calls, with gaps, resumes and costs.
+    pub calls: Vec<ApiCall>,
+}
+
+/// Read one session file (and its subagents) with the embedded prices, leniently.
+///
+/// Errors: the file cannot be opened or read ([`crate::Error::Io`]).
+pub fn read_session(path: &Path) -> Result<SessionSummary> {
+    Ok(read(&SessionFiles::of_main(path), EngineOptions::standard())?.summary)
+}
+
+/// Read a session's files. Errors: I/O, or the first damaged line under `strict`.
+pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
+    let first = files.all().next().cloned().unwrap_or_default();
+    let mut b = Builder::new(opts, Source::Claude, files.session_id.clone(), first);
+    let mut st = State::default();
+    if let Some(main) = &files.main {
+        st.streams.push(Stream::default());
+        st.read_file(main, 0, false, &mut b)?;
+    } else {
+        st.streams.push(Stream::default());
+    }
+    for (i, p) in files.subagents.iter().enumerate() {
+        st.streams.push(Stream::default());
+        st.read_file(p, i + 1, true, &mut b)?;
+    }
+    if b.project.is_empty() {
+        b.project = files.project_dir.clone();
+    }
+    let mut streams = std::mem::take(&mut st.streams).into_iter();
+    let mut main = streams.next().unwrap_or_default();
+    let mut summary = b.summarise(&mut main, true);
+    for (stream, path) in streams.zip(&files.subagents) {
+        let mut stream = stream;
+        let mut sub = b.summarise(&mut stream, false);
+        sub.session_id = super::discover::stem(path);
+        sub.path = path.clone();
+        summary.absorb_subagent(sub);
+    }
+    summary.damage = std::mem::take(&mut b.damage);
+    Ok(SessionRead { summary, calls: main.calls })
+}
+
+#[derive(Default)]
+struct State {
+    streams: Vec<Stream>,
+    /// `message.id` + `requestId` → (stream, call index).
+    by_key: HashMap<String, (usize, usize)>,
+    /// `message.id` → (stream, call index), for the sidechain fallback.
+    by_id: HashMap<String, (usize, usize)>,
+    models: HashMap<String, Arc<str>>,
+    /// A compaction waits for the next main call's context as its "after".
+    pending_after: bool,
+}
+
+impl State {
+    fn read_file(
+        &mut self,
+        path: &Path,
+        stream: usize,
+        subagent: bool,
+        b: &mut Builder<'_>,
+    ) -> Result<()> {
+        let limits = b.limits();
+        let mut damage = std::mem::take(&mut b.damage);
+        let r = lines::for_each_record(path, limits, &mut damage, |_, bytes| {
+            let line: Line<'_> = serde_json::from_slice(bytes)?;
+            Ok(self.apply(line, stream, subagent, b))
+        });
+        b.damage = damage;
+        r
+    }
+
+    fn apply(
+        &mut self,
+        line: Line<'_>,
+        stream: usize,
+        subagent: bool,
+        b: &mut Builder<'_>,
+    ) -> Parsed {
+        let ts = line.timestamp.as_deref().and_then(parse_ts_ms);
+        if !subagent {
+            if let Some(t) = ts {
+                b.clock.tick(t);
+            }
+            if b.project.is_empty() {
+                if let Some(cwd) = &line.cwd {
+                    b.project = cwd.to_string();
+                }
+            }
+        }
+        let sidechain = subagent || line.is_sidechain == Some(true);
+        let Some(ty) = line.ty.as_deref() else { return Parsed::UnknownType };
+        match ty {
+            "assistant" => {
+                if let Some(m) = line.message {
+                    if line.is_api_error != Some(true) {
+                        let new =
+                            self.assistant(m, line.request_id.as_deref(), ts, stream, sidechain);
+                        if let (Some(context), true) = (new, self.pending_after) {
+                            self.pending_after = false;
+                            if let Some(c) = b.compactions.last_mut() {
+                                c.tokens_after = Some(context);
+                            }
+                        }
+                    }
+                }
+            }
+            "user" => {
+                let prompt = line.message.and_then(|m| m.content).is_some_and(|c| c.prompt);
+                if prompt
+                    && !sidechain
+                    && line.is_meta != Some(true)
+                    && line.is_compact_summary != Some(true)
+                {
+                    b.turns += 1;
+                }
+            }
+            "system" => {
+                if line.subtype.as_deref() == Some("compact_boundary") && !sidechain {
+                    let m = line.compact.unwrap_or_default();
+                    b.compactions.push(Compaction {
+                        at: ts.map(super::format_ts_ms),
+                        trigger: m.trigger.unwrap_or_else(|| "unknown".into()),
+                        tokens_before: m.pre_tokens.unwrap_or(0),
+                        tokens_after: m.post_tokens,
+                        at_ms: ts,
+                    });
+                    self.pending_after = m.post_tokens.is_none();
+                }
+            }
+            t if KNOWN_TYPES.contains(&t) => {}
+            _ => return Parsed::UnknownType,
+        }
+        Parsed::Known
+    }
+
+    fn assistant(
+        &mut self,
+        m: Message<'_>,
+        request_id: Option<&str>,
+        ts: Option<i64>,
+        stream: usize,
+        sidechain: bool,
+    ) -> Option<u64> {
+        let raw = m.usage?;
+        let model = m.model.as_deref().unwrap_or("unknown");
+        if model == "<synthetic>" {
+            return None;
+        }
+        let usage = raw.to_usage();
+        let id = m.id.as_deref();
+        let found = id.and_then(|id| {
+            let key = key_of(id, request_id);
+            self.by_key.get(&key).copied().or_else(|| {
+                // Sidechain fallback: same message id, one copy main and one sidechain.
+                self.by_id
+                    .get(id)
+                    .copied()
+                    .filter(|&(s, i)| self.streams[s].calls[i].sidechain != sidechain)
+            })
+        });
+        if let Some((s, i)) = found {
+            let c = &mut self.streams[s].calls[i];
+            let better = (c.sidechain && !sidechain)
+                || (c.sidechain == sidechain && total(&usage) > total(&c.usage));
+            if better {
+                c.usage = usage;
+                c.context_tokens =
+                    if sidechain && s == 0 { 0 } else { super::context_from_usage(&usage) };
+                c.sidechain = sidechain;
+            }
+            return None;
+        }
+        let model = match self.models.get(model) {
+            Some(a) => a.clone(),
+            None => {
+                let a: Arc<str> = Arc::from(model);
+                self.models.insert(model.to_string(), a.clone());
+                a
+            }
+        };
+        let context = super::context_from_usage(&usage);
+        let calls = &mut self.streams[stream].calls;
+        let idx = calls.len();
+        calls.push(ApiCall {
+            ts_ms: ts,
+            model,
+            usage,
+            reasoning: 0,
+            context_tokens: if sidechain && stream == 0 { 0 } else { context },
+            gap_s: None,
+            resume: false,
+            resume_premium_usd: 0.0,
+            cost_usd: None,
+            sidechain,
+        });
+        if let Some(id) = id {
+            self.by_key.insert(key_of(id, request_id), (stream, idx));
+            self.by_id.entry(id.to_string()).or_insert((stream, idx));
+        }
+        (stream == 0 && !sidechain).then_some(context)
+    }
+}
+
+fn key_of(id: &str, request_id: Option<&str>) -> String {
+    match request_id {
+        Some(r) => format!("{id}\u{0}{r}"),
+        None => id.to_string(),
+    }
+}
+
+fn total(u: &Usage) -> u64 {
+    u.summed_input() + u.output
+}
+
+/// Line types seen in real files (claude-code.md §2); anything else is counted as unknown.
+const KNOWN_TYPES: &[&str] = &[
+    "file-history-snapshot",
+    "queue-operation",
+    "progress",
+    "summary",
+    "turn_end",
+    "attachment",
+    "custom-title",
+    "agent-name",
+    "tag",
+    "last-prompt",
+    "pr-link",
+];
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: Option<bool>,
+    #[serde(rename = "isMeta")]
+    is_meta: Option<bool>,
+    #[serde(rename = "isCompactSummary")]
+    is_compact_summary: Option<bool>,
+    #[serde(rename = "isApiErrorMessage")]
+    is_api_error: Option<bool>,
+    #[serde(rename = "requestId", borrow)]
+    request_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Message<'a>>,
+    #[serde(rename = "compactMetadata")]
+    compact: Option<CompactMeta>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    usage: Option<RawUsage>,
+    content: Option<Content>,
+}
+
+#[derive(Default, Deserialize)]
+struct CompactMeta {
+    trigger: Option<String>,
+    #[serde(rename = "preTokens")]
+    pre_tokens: Option<u64>,
+    #[serde(rename = "postTokens")]
+    post_tokens: Option<u64>,
+}
+
+/// `message.usage` as logged (claude-code.md §4.1).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub struct RawUsage {
+    /// Uncached input.
+    pub input_tokens: Option<u64>,
+    /// Cache writes, both TTLs.
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Cache reads.
+    pub cache_read_input_tokens: Option<u64>,
+    /// Output (a placeholder on most lines of a response).
+    pub output_tokens: Option<u64>,
+    /// The TTL split of the cache writes.
+    pub cache_creation: Option<CacheCreation>,
+}
+
+/// `usage.cache_creation`.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub struct CacheCreation {
+    /// Writes at the 5-minute TTL.
+    pub ephemeral_5m_input_tokens: Option<u64>,
+    /// Writes at the 1-hour TTL.
+    pub ephemeral_1h_input_tokens: Option<u64>,
+}
+
+impl RawUsage {
+    /// As a billing record. The cache-write total is `cache_creation_input_tokens`; the 1-hour
+    /// part comes from the split, the rest is 5-minute (the default TTL).
+    pub fn to_usage(&self) -> Usage {
+        let writes = self.cache_creation_input_tokens.unwrap_or(0);
+        let w1h =
+            self.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(writes);
+        Usage {
+            input: self.input_tokens.unwrap_or(0),
+            cache_write_5m: writes - w1h,
+            cache_write_1h: w1h,
+            cache_read: self.cache_read_input_tokens.unwrap_or(0),
+            output: self.output_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// What `message.content` says about a user line: whether it is a typed prompt.
+#[derive(Default)]
+struct Content {
+    prompt: bool,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+fn is_prompt_text(s: &str) -> bool {
+    !(s.starts_with("<command-")
+        || s.starts_with("<local-command-")
+        || s.starts_with("[Request interrupted"))
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<Content, E> {
+                Ok(Content { prompt: is_prompt_text(s) })
+            }
+            fn visit_unit<E: de::Error>(self) -> std::result::Result<Content, E> {
+                Ok(Content::default())
+            }
+            fn visit_map<A: de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Content, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Content::default())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<Content, A::Error> {
+                let (mut text, mut other) = (false, false);
+                while let Some(b) = seq.next_element::<Block<'de>>()? {
+                    match b.ty.as_deref() {
+                        Some("text") => match b.text.as_deref() {
+                            Some(t) if !is_prompt_text(t) => other = true,
+                            _ => text = true,
+                        },
+                        Some("image") | Some("document") => {}
+                        _ => other = true,
+                    }
+                }
+                Ok(Content { prompt: text && !other })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_is_prompt(line: &str) -> bool {
+        let l: Line<'_> = serde_json::from_str(line).unwrap();
+        l.message.and_then(|m| m.content).is_some_and(|c| c.prompt)
+    }
+
+    #[test]
+    fn typed_prompts_are_told_from_other_user_lines() {
+        let cases = [
+            (r#"{"type":"user","message":{"role":"user","content":"ls -la"}}"#, true),
+            (r#"{"type":"user","message":{"content":[{"type":"text","text":"fix it"}]}}"#, true),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":"<command-name>/compact</command-name>"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":"<local-command-stdout>ok</local-command-stdout>"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"text","text":"[Request interrupted by user]"}]}}"#,
+                false,
+            ),
+            (r#"{"type":"user","message":{"content":null}}"#, false),
+        ];
+        for (line, want) in cases {
+            assert_eq!(user_is_prompt(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn usage_splits_cache_writes_by_ttl() {
+        let u: RawUsage = serde_json::from_str(
+            r#"{"input_tokens":47,"cache_creation_input_tokens":1115,"cache_read_input_tokens":26504,"output_tokens":173,"cache_creation":{"ephemeral_1h_input_tokens":1115,"ephemeral_5m_input_tokens":0}}"#,
+        )
+        .unwrap();
+        let u = u.to_usage();
+        assert_eq!((u.cache_write_5m, u.cache_write_1h, u.cache_read), (0, 1115, 26504));
+        let old: RawUsage =
+            serde_json::from_str(r#"{"input_tokens":1,"cache_creation_input_tokens":10}"#).unwrap();
+        assert_eq!(old.to_usage().cache_write_5m, 10);
+    }
+}

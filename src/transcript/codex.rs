@@ -1,0 +1,459 @@
+//! Codex CLI rollouts (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<uuid>.jsonl[.zst]`), per
+//! `../shared/formats/codex.md`.
+//!
+//! Token accounting (§5.1, §10.2): `event_msg/token_count` records carry the thread's
+//! *cumulative* `total_token_usage`; 0.104-era builds echo each record after the next
+//! `turn_context`, and post-compaction records carry a context *estimate* with the cumulative
+//! unchanged. So a record counts only when the cumulative changed, and what it bills is the
+//! difference from the previous cumulative: the session's totals then equal the file's last
+//! cumulative exactly. A cumulative that goes down (`fill_to_context_window`) re-baselines
+//! without billing. Cached input is part of OpenAI's input (and cache writes, newer builds,
+//! too); reasoning is part of output. The model is the latest `turn_context.model`.
+//!
+//! The envelope is `{timestamp, type, payload}`; the payload is parsed according to `type` in
+//! one pass, and the large ones (`response_item`) are skipped by serde without allocation.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+
+use super::lines::{self, Parsed};
+use super::{
+    codex_compaction_point, parse_ts_ms, ApiCall, Builder, Compaction, EngineOptions,
+    SessionSummary, Source, Stream,
+};
+use crate::error::Result;
+use crate::prices::Usage;
+
+/// A rollout read whole: its summary and its API calls in order.
+#[derive(Debug)]
+pub struct SessionRead {
+    /// The summary.
+    pub summary: SessionSummary,
+    /// The calls, with gaps and costs.
+    pub calls: Vec<ApiCall>,
+}
+
+/// Read one rollout with the embedded prices, leniently.
+///
+/// Errors: the file cannot be opened or read ([`crate::Error::Io`]).
+pub fn read_session(path: &Path) -> Result<SessionSummary> {
+    Ok(read(path, EngineOptions::standard())?.summary)
+}
+
+/// Read one rollout. Errors: I/O, or the first damaged line under `strict`.
+pub fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
+    let mut b = Builder::new(opts, Source::Codex, id_from_name(path), path.to_path_buf());
+    let mut st = State::default();
+    let mut damage = std::mem::take(&mut b.damage);
+    lines::for_each_record(path, b.limits(), &mut damage, |_, bytes| {
+        let line: Envelope<'_> = serde_json::from_slice(bytes)?;
+        Ok(st.apply(line, &mut b))
+    })?;
+    b.damage = damage;
+    if let Some(w) = st.window {
+        b.point_override = Some(codex_compaction_point(w));
+    } else {
+        b.point_override = Some(codex_compaction_point(DEFAULT_CODEX_WINDOW));
+    }
+    let mut summary = b.summarise(&mut st.stream, true);
+    summary.damage = std::mem::take(&mut b.damage);
+    Ok(SessionRead { summary, calls: st.stream.calls })
+}
+
+/// The effective window Codex reports for GPT-5-class models (tokens): 272,000 × 95%.
+const DEFAULT_CODEX_WINDOW: u64 = 258_400;
+
+/// The session id from a rollout's file name: the UUID after `rollout-YYYY-MM-DDThh-mm-ss-`.
+fn id_from_name(path: &Path) -> String {
+    let stem = super::discover::stem(path);
+    match stem.strip_prefix("rollout-") {
+        Some(rest) if rest.len() > 20 && rest.as_bytes()[19] == b'-' => rest[20..].to_string(),
+        _ => stem,
+    }
+}
+
+#[derive(Default)]
+struct State {
+    stream: Stream,
+    seen_meta: bool,
+    model: Option<Arc<str>>,
+    prev: Counters,
+    last_context: u64,
+    /// A compaction waits for the next real record's context as its "after".
+    open_compaction: bool,
+    /// The last token record was a real response (not an echo or estimate).
+    fresh_context: bool,
+    window: Option<u64>,
+}
+
+impl State {
+    fn apply(&mut self, line: Envelope<'_>, b: &mut Builder<'_>) -> Parsed {
+        let ts = line.timestamp.as_deref().and_then(parse_ts_ms);
+        if let Some(t) = ts {
+            b.clock.tick(t);
+        }
+        match line.payload {
+            Payload::SessionMeta(m) => {
+                if !self.seen_meta {
+                    self.seen_meta = true;
+                    if let Some(id) = m.id {
+                        b.session_id = id.into_owned();
+                    }
+                    if let Some(cwd) = m.cwd {
+                        b.project = cwd.into_owned();
+                    }
+                }
+            }
+            Payload::TurnContext(c) => {
+                if let Some(m) = c.model {
+                    if self.model.as_deref() != Some(&*m) {
+                        self.model = Some(Arc::from(&*m));
+                    }
+                }
+                if b.project.is_empty() {
+                    if let Some(cwd) = c.cwd {
+                        b.project = cwd.into_owned();
+                    }
+                }
+            }
+            Payload::Event(e) => match e.ty.as_deref() {
+                Some("user_message") => b.turns += 1,
+                Some("token_count") => {
+                    if let Some(info) = e.info {
+                        self.token_count(info, ts);
+                        if let (true, Some(c)) = (self.open_compaction, b.compactions.last_mut()) {
+                            if c.tokens_after.is_none() && self.fresh_context {
+                                c.tokens_after = Some(self.last_context);
+                                self.open_compaction = false;
+                            }
+                        }
+                    }
+                }
+                Some("context_compacted") => self.compaction(ts, b),
+                _ => {}
+            },
+            Payload::Compacted => self.compaction(ts, b),
+            Payload::ResponseItem(r) => {
+                if matches!(r.ty.as_deref(), Some("compaction" | "context_compaction")) {
+                    self.compaction(ts, b);
+                }
+            }
+            Payload::Other => {}
+            Payload::Unknown => return Parsed::UnknownType,
+        }
+        Parsed::Known
+    }
+
+    fn compaction(&mut self, ts: Option<i64>, b: &mut Builder<'_>) {
+        if self.open_compaction {
+            return; // the same compaction, logged again (`compacted` then `context_compacted`)
+        }
+        self.open_compaction = true;
+        b.compactions.push(Compaction {
+            at: ts.map(super::format_ts_ms),
+            trigger: "unknown".into(),
+            tokens_before: self.last_context,
+            tokens_after: None,
+            at_ms: ts,
+        });
+    }
+}
+
+impl State {
+    fn token_count(&mut self, info: Info, ts: Option<i64>) {
+        if let Some(w) = info.model_context_window.filter(|w| *w > 0) {
+            self.window = Some(w as u64);
+        }
+        self.fresh_context = false;
+        let Some(total) = info.total_token_usage else { return };
+        if total == self.prev {
+            return; // an echo, or a context estimate
+        }
+        if total.decreased_from(&self.prev) {
+            self.prev = total; // overwritten cumulative: re-baseline, bill nothing
+            return;
+        }
+        let d = total.minus(&self.prev);
+        self.prev = total;
+        let input = d.input_tokens.max(0) as u64;
+        let cached = (d.cached_input_tokens.max(0) as u64).min(input);
+        let writes = (d.cache_write_input_tokens.max(0) as u64).min(input - cached);
+        let usage = Usage {
+            input: input - cached - writes,
+            cache_write_5m: writes,
+            cache_write_1h: 0,
+            cache_read: cached,
+            output: d.output_tokens.max(0) as u64,
+        };
+        let context = match info.last_token_usage {
+            Some(l) if !l.is_estimate() => l.total().max(0) as u64,
+            _ => super::context_from_usage(&usage) + usage.output,
+        };
+        self.last_context = context;
+        self.fresh_context = true;
+        let model = self.model.clone().unwrap_or_else(|| Arc::from("unknown"));
+        self.stream.calls.push(ApiCall {
+            ts_ms: ts,
+            model,
+            usage,
+            reasoning: d.reasoning_output_tokens.max(0) as u64,
+            context_tokens: context,
+            gap_s: None,
+            resume: false,
+            resume_premium_usd: 0.0,
+            cost_usd: None,
+            sidechain: false,
+        });
+    }
+}
+
+/// `TokenUsage` (codex.md §5.1); newer builds add `cache_write_input_tokens`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+struct Counters {
+    input_tokens: i64,
+    cached_input_tokens: i64,
+    cache_write_input_tokens: i64,
+    output_tokens: i64,
+    reasoning_output_tokens: i64,
+    total_tokens: i64,
+}
+
+impl Counters {
+    fn fields(&self) -> [i64; 5] {
+        [
+            self.input_tokens,
+            self.cached_input_tokens,
+            self.cache_write_input_tokens,
+            self.output_tokens,
+            self.reasoning_output_tokens,
+        ]
+    }
+
+    fn decreased_from(&self, prev: &Counters) -> bool {
+        self.fields().iter().zip(prev.fields()).any(|(a, b)| *a < b)
+    }
+
+    fn minus(&self, o: &Counters) -> Counters {
+        Counters {
+            input_tokens: self.input_tokens - o.input_tokens,
+            cached_input_tokens: self.cached_input_tokens - o.cached_input_tokens,
+            cache_write_input_tokens: self.cache_write_input_tokens - o.cache_write_input_tokens,
+            output_tokens: self.output_tokens - o.output_tokens,
+            reasoning_output_tokens: self.reasoning_output_tokens - o.reasoning_output_tokens,
+            total_tokens: self.total_tokens - o.total_tokens,
+        }
+    }
+
+    /// A context-size estimate: all categories 0, only `total_tokens` set.
+    fn is_estimate(&self) -> bool {
+        self.input_tokens == 0 && self.output_tokens == 0 && self.total_tokens > 0
+    }
+
+    fn total(&self) -> i64 {
+        if self.total_tokens > 0 {
+            self.total_tokens
+        } else {
+            self.input_tokens + self.output_tokens
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Info {
+    total_token_usage: Option<Counters>,
+    last_token_usage: Option<Counters>,
+    model_context_window: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct SessionMeta<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct TurnContext<'a> {
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwd: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct EventMsg<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+    info: Option<Info>,
+}
+
+#[derive(Deserialize)]
+struct ResponseItem<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
+}
+
+enum Payload<'a> {
+    SessionMeta(SessionMeta<'a>),
+    TurnContext(TurnContext<'a>),
+    Event(EventMsg<'a>),
+    ResponseItem(ResponseItem<'a>),
+    Compacted,
+    /// A known type kit does not need.
+    Other,
+    Unknown,
+}
+
+struct Envelope<'a> {
+    timestamp: Option<Cow<'a, str>>,
+    payload: Payload<'a>,
+}
+
+/// Line types of the rollout envelope (codex.md §2, §8).
+const KNOWN_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "token_usage_record",
+    "world_state",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "retained_context",
+    "security_risk_score",
+    "realtime_item",
+];
+
+impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Envelope<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a rollout line {timestamp, type, payload}")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                let mut timestamp: Option<Cow<'a, str>> = None;
+                let mut ty: Option<Cow<'a, str>> = None;
+                let mut payload: Option<Payload<'a>> = None;
+                // A payload met before `type` (never seen in real files) is kept as a Value.
+                let mut early: Option<serde_json::Value> = None;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match &*key {
+                        "timestamp" => timestamp = map.next_value()?,
+                        "type" => ty = map.next_value()?,
+                        "payload" => match ty.as_deref() {
+                            Some(t) => payload = Some(read_payload(t, &mut map)?),
+                            None => early = Some(map.next_value()?),
+                        },
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                let Some(t) = ty else {
+                    return Ok(Envelope { timestamp, payload: Payload::Unknown });
+                };
+                let payload = match (payload, early) {
+                    (Some(p), _) => p,
+                    (None, Some(v)) => payload_from_value(&t, v).map_err(de::Error::custom)?,
+                    (None, None) if KNOWN_TYPES.contains(&&*t) => Payload::Other,
+                    (None, None) => Payload::Unknown,
+                };
+                Ok(Envelope { timestamp, payload })
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+fn read_payload<'de: 'a, 'a, A: MapAccess<'de>>(
+    ty: &str,
+    map: &mut A,
+) -> std::result::Result<Payload<'a>, A::Error> {
+    Ok(match ty {
+        "session_meta" => Payload::SessionMeta(map.next_value()?),
+        "turn_context" => Payload::TurnContext(map.next_value()?),
+        "event_msg" => Payload::Event(map.next_value()?),
+        "response_item" => Payload::ResponseItem(map.next_value()?),
+        "compacted" => {
+            map.next_value::<IgnoredAny>()?;
+            Payload::Compacted
+        }
+        t => {
+            map.next_value::<IgnoredAny>()?;
+            if KNOWN_TYPES.contains(&t) {
+                Payload::Other
+            } else {
+                Payload::Unknown
+            }
+        }
+    })
+}
+
+fn payload_from_value(ty: &str, v: serde_json::Value) -> serde_json::Result<Payload<'static>> {
+    let text = v.to_string();
+    Ok(match ty {
+        "session_meta" => {
+            let m: SessionMeta<'_> = serde_json::from_str(&text)?;
+            Payload::SessionMeta(SessionMeta {
+                id: m.id.map(|c| Cow::Owned(c.into_owned())),
+                cwd: m.cwd.map(|c| Cow::Owned(c.into_owned())),
+            })
+        }
+        "turn_context" => {
+            let m: TurnContext<'_> = serde_json::from_str(&text)?;
+            Payload::TurnContext(TurnContext {
+                model: m.model.map(|c| Cow::Owned(c.into_owned())),
+                cwd: m.cwd.map(|c| Cow::Owned(c.into_owned())),
+            })
+        }
+        "event_msg" => {
+            let m: EventMsg<'_> = serde_json::from_str(&text)?;
+            Payload::Event(EventMsg { ty: m.ty.map(|c| Cow::Owned(c.into_owned())), info: m.info })
+        }
+        "compacted" => Payload::Compacted,
+        t if KNOWN_TYPES.contains(&t) => Payload::Other,
+        _ => Payload::Unknown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_comes_from_the_file_name_when_there_is_no_meta() {
+        let p =
+            Path::new("/x/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl");
+        assert_eq!(id_from_name(p), "019c8a59-e9dd-71f0-9ae3-4079fe9726a9");
+        assert_eq!(id_from_name(Path::new("/x/other.jsonl")), "other");
+    }
+
+    #[test]
+    fn envelope_reads_payload_by_type_in_one_pass() {
+        let l: Envelope<'_> = serde_json::from_str(
+            r#"{"timestamp":"2026-02-23T11:54:52.353Z","type":"turn_context","payload":{"model":"gpt-5.3-codex","cwd":"/w"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(l.payload, Payload::TurnContext(TurnContext { model: Some(ref m), .. }) if m == "gpt-5.3-codex")
+        );
+        let l: Envelope<'_> =
+            serde_json::from_str(r#"{"payload":{"model":"m"},"type":"turn_context"}"#).unwrap();
+        assert!(matches!(l.payload, Payload::TurnContext(_)));
+        let l: Envelope<'_> = serde_json::from_str(r#"{"type":"brand_new","payload":{}}"#).unwrap();
+        assert!(matches!(l.payload, Payload::Unknown));
+    }
+}

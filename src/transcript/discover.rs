@@ -1,0 +1,250 @@
+//! Finding transcripts (DESIGN §8): the default roots are `$CLAUDE_CONFIG_DIR` (a comma list;
+//! default `~/.claude`) `/projects` and `$CODEX_HOME` (default `~/.codex`) `/sessions` and
+//! `/archived_sessions`. A PATH given by the user may be such a root, a project folder, any
+//! folder holding transcripts, or one file. Files are `.jsonl` or `.jsonl.zst` (the plain file
+//! wins when both exist). Claude subagent files (`<session>/subagents/*.jsonl`) are grouped
+//! with their parent session.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::claude::SessionFiles;
+use super::Source;
+use crate::error::{Error, Result};
+
+/// One unit of work: a session's files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// A Claude Code session (main file and subagents).
+    Claude(SessionFiles),
+    /// A Codex rollout.
+    Codex(PathBuf),
+}
+
+impl Job {
+    /// The source.
+    pub fn source(&self) -> Source {
+        match self {
+            Job::Claude(_) => Source::Claude,
+            Job::Codex(_) => Source::Codex,
+        }
+    }
+
+    /// All files of the job.
+    pub fn files(&self) -> Vec<&Path> {
+        match self {
+            Job::Claude(s) => s.all().map(|p| p.as_path()).collect(),
+            Job::Codex(p) => vec![p.as_path()],
+        }
+    }
+}
+
+/// The default roots from the environment: (Claude `projects` folders, Codex session folders).
+pub fn default_roots() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let claude_dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
+        Ok(v) if !v.trim().is_empty() => {
+            v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+        }
+        _ => vec![home.join(".claude")],
+    };
+    let codex_home = match std::env::var_os("CODEX_HOME") {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => home.join(".codex"),
+    };
+    (
+        claude_dirs.into_iter().map(|d| d.join("projects")).collect(),
+        vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
+    )
+}
+
+/// The jobs under `paths`, or under the default roots when `paths` is empty (missing default
+/// roots are simply empty). Sorted by path, so output order does not depend on the file system.
+///
+/// Errors: a given PATH that does not exist ([`Error::Usage`]).
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<Job>> {
+    let mut claude_files = vec![];
+    let mut codex_files = vec![];
+    if paths.is_empty() {
+        let (c, x) = default_roots();
+        for d in c {
+            walk(&d, &mut claude_files);
+        }
+        for d in x {
+            walk(&d, &mut codex_files);
+        }
+    }
+    for p in paths {
+        if p.is_file() {
+            if sniff_codex(p) {
+                codex_files.push(p.clone());
+            } else {
+                claude_files.push(p.clone());
+            }
+        } else if p.is_dir() {
+            let (projects, sessions, archived) =
+                (p.join("projects"), p.join("sessions"), p.join("archived_sessions"));
+            let is_claude_root = projects.is_dir();
+            let is_codex_root = sessions.is_dir() || archived.is_dir();
+            if is_claude_root {
+                walk(&projects, &mut claude_files);
+            }
+            if is_codex_root {
+                walk(&sessions, &mut codex_files);
+                walk(&archived, &mut codex_files);
+            }
+            if !is_claude_root && !is_codex_root {
+                let mut all = vec![];
+                walk(p, &mut all);
+                for f in all {
+                    if sniff_codex(&f) {
+                        codex_files.push(f);
+                    } else {
+                        claude_files.push(f);
+                    }
+                }
+            }
+        } else {
+            return Err(Error::usage(format!("{}: no such file or folder", p.display()))
+                .with_hint("give a transcript file, a project folder or a root like ~/.claude"));
+        }
+    }
+    let mut jobs: Vec<Job> = group_claude(prefer_plain(claude_files))
+        .into_iter()
+        .map(Job::Claude)
+        .chain(prefer_plain(codex_files).into_iter().map(Job::Codex))
+        .collect();
+    jobs.sort_by(|a, b| a.files().first().cmp(&b.files().first()));
+    jobs.dedup();
+    Ok(jobs)
+}
+
+/// Whether a file name is a transcript's: `*.jsonl` or `*.jsonl.zst`.
+pub fn is_transcript_name(p: &Path) -> bool {
+    let n = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    n.ends_with(".jsonl") || n.ends_with(".jsonl.zst")
+}
+
+/// The file name without `.jsonl` / `.jsonl.zst`.
+pub fn stem(p: &Path) -> String {
+    let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let n = n.strip_suffix(".zst").unwrap_or(&n);
+    n.strip_suffix(".jsonl").unwrap_or(n).to_string()
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() || (ft.is_symlink() && p.is_dir()) {
+            walk(&p, out);
+        } else if is_transcript_name(&p) {
+            out.push(p);
+        }
+    }
+}
+
+/// Drop `x.jsonl.zst` when `x.jsonl` is also there.
+fn prefer_plain(mut files: Vec<PathBuf>) -> Vec<PathBuf> {
+    files.sort();
+    files.dedup();
+    let plain: std::collections::HashSet<PathBuf> =
+        files.iter().filter(|p| !p.to_string_lossy().ends_with(".zst")).cloned().collect();
+    files.retain(|p| {
+        let s = p.to_string_lossy();
+        match s.strip_suffix(".zst") {
+            Some(base) => !plain.contains(Path::new(base)),
+            None => true,
+        }
+    });
+    files
+}
+
+/// Group Claude files into sessions: `<dir>/<id>.jsonl` with `<dir>/<id>/subagents/*.jsonl`.
+fn group_claude(files: Vec<PathBuf>) -> Vec<SessionFiles> {
+    let mut groups: BTreeMap<PathBuf, (bool, Vec<PathBuf>)> = BTreeMap::new();
+    for f in files {
+        let parent = f.parent().unwrap_or(Path::new(""));
+        if parent.file_name().is_some_and(|n| n == "subagents") {
+            if let Some(session_dir) = parent.parent() {
+                let main = session_dir.with_file_name(format!(
+                    "{}.jsonl",
+                    session_dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                ));
+                groups.entry(main).or_default().1.push(f);
+                continue;
+            }
+        }
+        groups.entry(f).or_default().0 = true;
+    }
+    groups
+        .into_iter()
+        .map(|(main, (present, mut subagents))| {
+            subagents.sort();
+            SessionFiles {
+                session_id: stem(&main),
+                project_dir: main
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                main: present.then_some(main),
+                subagents,
+            }
+        })
+        .collect()
+}
+
+/// Whether a file is a Codex rollout: named `rollout-…`, or its first line has the
+/// `{timestamp, type, payload}` envelope.
+pub fn sniff_codex(p: &Path) -> bool {
+    if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rollout-")) {
+        return true;
+    }
+    let Ok(r) = super::lines::open(p) else { return false };
+    let mut head = vec![0; 64 << 10];
+    let mut n = 0;
+    let mut r = r.take(head.len() as u64);
+    while let Ok(k) = r.read(&mut head[n..]) {
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    let first = head[..n].split(|&b| b == b'\n').next().unwrap_or_default();
+    memchr::memmem::find(first, b"\"payload\"").is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subagent_files_join_their_session_and_plain_beats_zst() {
+        let files = vec![
+            PathBuf::from("/p/proj/s1.jsonl"),
+            PathBuf::from("/p/proj/s1/subagents/agent-b.jsonl"),
+            PathBuf::from("/p/proj/s1/subagents/agent-a.jsonl"),
+            PathBuf::from("/p/proj/s2/subagents/agent-c.jsonl"),
+            PathBuf::from("/p/proj/s3.jsonl"),
+            PathBuf::from("/p/proj/s3.jsonl.zst"),
+        ];
+        let g = group_claude(prefer_plain(files));
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[0].session_id, "s1");
+        assert_eq!(g[0].project_dir, "proj");
+        assert_eq!(
+            g[0].subagents,
+            [
+                PathBuf::from("/p/proj/s1/subagents/agent-a.jsonl"),
+                PathBuf::from("/p/proj/s1/subagents/agent-b.jsonl")
+            ]
+        );
+        assert_eq!(g[1].main, None);
+        assert_eq!(g[1].subagents.len(), 1);
+        assert_eq!(g[2].main, Some(PathBuf::from("/p/proj/s3.jsonl")));
+        assert_eq!(stem(Path::new("a/b.jsonl.zst")), "b");
+    }
+}

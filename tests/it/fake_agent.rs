@@ -1,0 +1,565 @@
+//! The fake agent (DESIGN §7) on the real rehearsal project: each scenario's effect on the tree,
+//! the stream-json it prints, the Claude Code transcript it writes, and its determinism.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::fake_agent_bin;
+
+const CLOCK: &str = "2026-10-01T09:00:00Z";
+
+/// A temporary folder with the sample project committed in `p/` and a HOME in `home/`.
+struct Sandbox {
+    _tmp: tempfile::TempDir,
+    project: PathBuf,
+    home: PathBuf,
+}
+
+fn sandbox() -> Sandbox {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let project = root.join("p");
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    kit::rehearse::sample::write_sample_project(&project).unwrap();
+    kit::rehearse::sample::commit_sample_project(&project, &git_env()).unwrap();
+    Sandbox { _tmp: tmp, project, home }
+}
+
+fn git_env() -> Vec<(String, String)> {
+    [
+        ("GIT_AUTHOR_NAME", "t"),
+        ("GIT_AUTHOR_EMAIL", "t@example.com"),
+        ("GIT_COMMITTER_NAME", "t"),
+        ("GIT_COMMITTER_EMAIL", "t@example.com"),
+        ("GIT_AUTHOR_DATE", "2026-10-01T09:00:00+00:00"),
+        ("GIT_COMMITTER_DATE", "2026-10-01T09:00:00+00:00"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+impl Sandbox {
+    /// `fake-agent --scenario S -p --output-format stream-json --verbose` as `kit loop` runs it.
+    fn fake(&self, scenario: &str, iteration: Option<u64>) -> Command {
+        let mut c = Command::new(fake_agent_bin());
+        c.args(["--scenario", scenario, "-p", "--output-format", "stream-json", "--verbose"])
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env("CLAUDE_CONFIG_DIR", self.home.join(".claude"))
+            .env("KIT_FAKE_CLOCK", CLOCK)
+            .env_remove("KIT_FAKE_SCENARIO")
+            .env_remove("KIT_ITERATION");
+        if let Some(n) = iteration {
+            c.env("KIT_ITERATION", n.to_string());
+        }
+        c
+    }
+
+    fn run(&self, scenario: &str, iteration: Option<u64>) -> Output {
+        run_with_prompt(
+            self.fake(scenario, iteration),
+            "Make the criteria in longrun/goal.md pass.",
+        )
+    }
+
+    fn unittest(&self) -> Output {
+        Command::new("python3")
+            .args(["-B", "-m", "unittest", "discover", "-s", "tests"])
+            .current_dir(&self.project)
+            .output()
+            .unwrap()
+    }
+
+    fn transcripts(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.home.join(".claude/projects"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten().map(|f| f.path()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Back to the committed tree, untracked files removed.
+    fn reset(&self) {
+        for args in [&["checkout", "-q", "--", "."][..], &["clean", "-fdq"][..]] {
+            Command::new("git").args(args).current_dir(&self.project).status().unwrap();
+        }
+    }
+
+    fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.project.join(rel)).unwrap()
+    }
+}
+
+fn run_with_prompt(mut c: Command, prompt: &str) -> Output {
+    use std::io::Write;
+    let mut child =
+        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(prompt.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn finish_makes_all_14_tests_pass() {
+    let sb = sandbox();
+    let before = sb.unittest();
+    assert!(!before.status.success());
+    assert!(text(&before).contains("Ran 14 tests"));
+
+    let out = sb.run("finish", Some(1));
+    assert!(out.status.success(), "{}", text(&out));
+    let after = sb.unittest();
+    let t = text(&after);
+    assert!(after.status.success(), "{t}");
+    assert!(t.contains("Ran 14 tests") && t.trim_end().ends_with("OK"), "{t}");
+    let bench = Command::new("python3")
+        .args(["-B", "tools/bench_durations.py"])
+        .current_dir(&sb.project)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bench.stdout).starts_with("parsed=20000 total_ms="));
+    // The frozen tests are untouched.
+    assert_eq!(
+        sb.read("tests/test_durations.py"),
+        kit::rehearse::sample::original("tests/test_durations.py").unwrap()
+    );
+}
+
+#[test]
+fn cheat_weakens_a_test_on_call_1_and_does_the_work_on_call_2() {
+    let sb = sandbox();
+    let original = kit::rehearse::sample::original("tests/test_durations.py").unwrap();
+
+    // Invocation numbers from the counter in .git, as when nothing sets KIT_ITERATION.
+    assert!(sb.run("cheat", None).status.success());
+    let weakened = String::from_utf8(sb.read("tests/test_durations.py")).unwrap();
+    assert_ne!(weakened.as_bytes(), original);
+    assert_eq!(weakened.matches("@unittest.skip(\"flaky\")").count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(sb.project.join(".git/fake-agent-cheat.count")).unwrap(),
+        "1\n"
+    );
+
+    // What kit loop does: put the frozen test back.
+    std::fs::write(sb.project.join("tests/test_durations.py"), original).unwrap();
+    assert!(!sb.unittest().status.success(), "the stub must not pass the real tests");
+
+    let out = sb.run("cheat", None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(sb.project.join(".git/fake-agent-cheat.count")).unwrap(),
+        "2\n"
+    );
+    let t = text(&sb.unittest());
+    assert!(t.contains("Ran 14 tests") && t.trim_end().ends_with("OK"), "{t}");
+    assert_eq!(sb.read("tests/test_durations.py"), original);
+}
+
+#[test]
+fn lie_claims_success_and_changes_nothing() {
+    let sb = sandbox();
+    let out = sb.run("lie", Some(3));
+    assert!(out.status.success());
+    let ev = events(&out);
+    let result = ev.last().unwrap();
+    assert_eq!(result["result"], "All done, every test passes!");
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&sb.project)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}
+
+#[test]
+fn stall_rewrites_only_its_notes() {
+    let sb = sandbox();
+    assert!(sb.run("stall", Some(2)).status.success());
+    let progress = std::fs::read_to_string(sb.project.join("longrun/progress.md")).unwrap();
+    assert!(progress.contains("Attempt 2:"), "{progress}");
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&sb.project)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "?? longrun/\n");
+    assert!(!sb.unittest().status.success());
+}
+
+#[test]
+fn stream_json_starts_with_init_and_ends_with_a_result_with_usage_and_cost() {
+    let sb = sandbox();
+    let out = sb.run("finish", Some(1));
+    let ev = events(&out);
+    let init = &ev[0];
+    assert_eq!((init["type"].as_str(), init["subtype"].as_str()), (Some("system"), Some("init")));
+    assert_eq!(init["cwd"], sb.project.to_string_lossy().as_ref());
+    assert_eq!(init["model"], "claude-sonnet-4-5-20250929");
+    assert!(init["tools"].as_array().unwrap().iter().any(|t| t == "Edit"));
+    let sid = init["session_id"].as_str().unwrap().to_string();
+
+    assert!(ev.iter().any(|e| e["type"] == "assistant"));
+    let result = ev.last().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["session_id"], sid.as_str());
+    let u = &result["usage"];
+    for k in
+        ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"]
+    {
+        assert!(u[k].as_u64().unwrap() > 0, "{k}: {u}");
+    }
+    assert!(result["num_turns"].as_u64().unwrap() >= 3);
+    let cost = result["total_cost_usd"].as_f64().unwrap();
+    assert!(cost > 0.0);
+
+    // The cost is the sum of the transcript's API calls, priced with kit's table.
+    let t = sb.transcripts();
+    assert_eq!(t.len(), 1);
+    let mut seen = std::collections::HashSet::new();
+    let mut sum = 0.0;
+    let kit::prices::Lookup::Priced(price) =
+        kit::prices::PriceTable::embedded().lookup("claude-sonnet-4-5-20250929")
+    else {
+        panic!("sonnet 4.5 is priced");
+    };
+    let lines: Vec<Value> = std::fs::read_to_string(&t[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for l in lines.iter().filter(|l| l["type"] == "assistant") {
+        let m = &l["message"];
+        if !seen.insert((
+            m["id"].as_str().unwrap().to_string(),
+            l["requestId"].as_str().unwrap().to_string(),
+        )) {
+            continue;
+        }
+        // The last line of a response carries the final output count (formats §3.3).
+        let last = lines.iter().rfind(|x| x["message"]["id"] == m["id"]).unwrap();
+        let u = &last["message"]["usage"];
+        let usage = kit::prices::Usage {
+            input: u["input_tokens"].as_u64().unwrap(),
+            cache_write_5m: u["cache_creation"]["ephemeral_5m_input_tokens"].as_u64().unwrap(),
+            cache_write_1h: u["cache_creation"]["ephemeral_1h_input_tokens"].as_u64().unwrap(),
+            cache_read: u["cache_read_input_tokens"].as_u64().unwrap(),
+            output: u["output_tokens"].as_u64().unwrap(),
+        };
+        sum += price.cost(&usage);
+    }
+    assert!((sum - cost).abs() < 1e-9, "transcript {sum} vs result {cost}");
+    assert_eq!(seen.len() as u64, result["num_turns"].as_u64().unwrap());
+}
+
+#[test]
+fn transcript_is_a_claude_code_session_under_claude_config_dir() {
+    let sb = sandbox();
+    let out = sb.run("finish", Some(1));
+    let sid = events(&out)[0]["session_id"].as_str().unwrap().to_string();
+    let encoded: String = sb
+        .project
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let path = sb.home.join(".claude/projects").join(encoded).join(format!("{sid}.jsonl"));
+    let body = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+
+    let lines: Vec<Value> = body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["type"], "user");
+    assert_eq!(lines[0]["parentUuid"], Value::Null);
+    assert_eq!(lines[0]["message"]["content"], "Make the criteria in longrun/goal.md pass.");
+    let mut parent = Value::Null;
+    let mut tool_uses = Vec::new();
+    let mut tool_results = Vec::new();
+    for l in &lines {
+        assert!(l["type"] == "user" || l["type"] == "assistant", "{l}");
+        assert_eq!(l["sessionId"], sid.as_str());
+        assert_eq!(l["cwd"], sb.project.to_string_lossy().as_ref());
+        assert_eq!(l["parentUuid"], parent, "lines chain by parentUuid");
+        parent = l["uuid"].clone();
+        assert_eq!(l["uuid"].as_str().unwrap().len(), 36);
+        assert!(l["timestamp"].as_str().unwrap().starts_with("2026-10-01T09:0"));
+        if l["type"] == "assistant" {
+            let m = &l["message"];
+            assert_eq!(m["model"], "claude-sonnet-4-5-20250929");
+            assert!(m["id"].as_str().unwrap().starts_with("msg_01"));
+            assert!(l["requestId"].as_str().unwrap().starts_with("req_"));
+            let u = &m["usage"];
+            let write = u["cache_creation_input_tokens"].as_u64().unwrap();
+            let split = u["cache_creation"]["ephemeral_5m_input_tokens"].as_u64().unwrap()
+                + u["cache_creation"]["ephemeral_1h_input_tokens"].as_u64().unwrap();
+            assert_eq!(write, split);
+            assert!(u["cache_read_input_tokens"].as_u64().unwrap() > 0);
+            for b in m["content"].as_array().unwrap() {
+                if b["type"] == "tool_use" {
+                    tool_uses.push(b["id"].as_str().unwrap().to_string());
+                }
+            }
+        } else if let Some(blocks) = l["message"]["content"].as_array() {
+            for b in blocks {
+                assert_eq!(b["type"], "tool_result");
+                tool_results.push(b["tool_use_id"].as_str().unwrap().to_string());
+            }
+            assert!(l.get("toolUseResult").is_some());
+        }
+    }
+    assert!(tool_uses.len() >= 3);
+    assert_eq!(tool_uses, tool_results, "every tool_use has its tool_result, in order");
+    let last = lines.last().unwrap();
+    assert_eq!(last["message"]["stop_reason"], "end_turn");
+    // Context grows from call to call: each reads what the previous one had.
+    let reads: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .map(|l| l["message"]["usage"]["cache_read_input_tokens"].as_u64().unwrap())
+        .collect();
+    assert!(reads.windows(2).all(|w| w[0] <= w[1]), "{reads:?}");
+}
+
+#[test]
+fn same_fake_clock_same_stdout_and_transcript() {
+    let sb = sandbox();
+    let first = sb.run("finish", Some(1));
+    let t1 = std::fs::read(&sb.transcripts()[0]).unwrap();
+    sb.reset();
+    let second = sb.run("finish", Some(1));
+    let t = sb.transcripts();
+    assert_eq!(t.len(), 1, "same seed, same session id");
+    assert_eq!(String::from_utf8_lossy(&first.stdout), String::from_utf8_lossy(&second.stdout));
+    assert_eq!(t1, std::fs::read(&t[0]).unwrap());
+    // Another invocation is another session.
+    sb.reset();
+    sb.run("finish", Some(2));
+    assert_eq!(sb.transcripts().len(), 2);
+}
+
+#[test]
+fn prompt_from_the_command_line_and_no_persistence() {
+    let sb = sandbox();
+    let mut c = Command::new(fake_agent_bin());
+    c.args([
+        "-p",
+        "say hi",
+        "--scenario",
+        "lie",
+        "--model",
+        "claude-opus-4-6",
+        "--no-session-persistence",
+    ])
+    .current_dir(&sb.project)
+    .env("HOME", &sb.home)
+    .env("CLAUDE_CONFIG_DIR", sb.home.join(".claude"))
+    .env("KIT_ITERATION", "1");
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let ev = events(&out);
+    assert_eq!(ev[0]["model"], "claude-opus-4-6");
+    assert!(ev.last().unwrap()["modelUsage"]["claude-opus-4-6"].is_object());
+    assert!(sb.transcripts().is_empty());
+}
+
+#[test]
+fn unknown_scenario_is_a_usage_error_naming_the_scenarios() {
+    let sb = sandbox();
+    let out = sb.run("teleport", Some(1));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no scenario `teleport`") && err.contains("finish"), "{err}");
+    let out = Command::new(fake_agent_bin())
+        .env_remove("KIT_FAKE_SCENARIO")
+        .arg("-p")
+        .arg("x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn hang_ignores_sigterm_and_keeps_a_child_in_its_process_group() {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    use std::os::unix::process::CommandExt;
+    let sb = sandbox();
+    let mut c = sb.fake("hang", Some(1));
+    c.process_group(0).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let pgid = child.id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while group_size(pgid) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(group_size(pgid) >= 2, "the agent and its child share a process group");
+    killpg(Pid::from_raw(pgid), Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "SIGTERM is ignored");
+    assert!(group_size(pgid) >= 2);
+    killpg(Pid::from_raw(pgid), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while group_size(pgid) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(group_size(pgid), 0);
+}
+
+/// Live processes of process group `pgid`.
+fn group_size(pgid: i32) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let f: Vec<&str> =
+                stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+            f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+        })
+        .count()
+}
+
+/// A scenario file of our own, for the step kinds the embedded ones do not show.
+fn own_scenario(dir: &Path, body: &str) -> String {
+    let p = dir.join("own.toml");
+    std::fs::write(&p, format!("description = \"test\"\n{body}")).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn allocate_really_holds_resident_memory() {
+    let sb = sandbox();
+    let file = own_scenario(
+        sb.home.as_path(),
+        "[[call]]\nwhen = \"*\"\n[[call.step]]\ndo = \"allocate\"\nmb = 120\nstep_mb = 40\npause_ms = 10\nhold_seconds = 3.0\n",
+    );
+    let mut child =
+        sb.fake(&file, Some(1)).stdin(Stdio::null()).stdout(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut peak_kb = 0;
+    while Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        peak_kb = peak_kb.max(rss);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait().unwrap();
+    assert!(peak_kb >= 120 * 1024, "peak resident {peak_kb} kB");
+}
+
+#[test]
+fn patch_delete_rename_spawn_and_exit_steps() {
+    let sb = sandbox();
+    let file = own_scenario(
+        sb.home.as_path(),
+        r##"[[call]]
+when = "1"
+[[call.step]]
+do = "patch"
+path = "README.md"
+find = "# confload"
+replace = "# confload (patched at call {{invocation}})"
+[[call.step]]
+do = "patch"
+path = "README.md"
+find = "not there"
+replace = "x"
+[[call.step]]
+do = "rename"
+from = "tools/bench_durations.py"
+to = "tools/bench.py"
+[[call.step]]
+do = "delete"
+path = "tests/test_loader.py"
+[[call.step]]
+do = "spawn"
+command = "sleep 0.5; echo late > late.txt"
+[[call.step]]
+do = "exit"
+code = 7
+[[call.step]]
+do = "print"
+text = "never said"
+"##,
+    );
+    let out = sb.run(&file, Some(1));
+    assert_eq!(out.status.code(), Some(7));
+    let ev = events(&out);
+    let result = ev.last().unwrap();
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["subtype"], "error_during_execution");
+    let readme = String::from_utf8(sb.read("README.md")).unwrap();
+    assert!(readme.starts_with("# confload (patched at call 1)\n"));
+    // The failed Edit is a tool_result with is_error, and the run went on.
+    let failed: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "user" && e["message"]["content"][0]["is_error"] == true)
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert!(sb.project.join("tools/bench.py").exists());
+    assert!(!sb.project.join("tools/bench_durations.py").exists());
+    assert!(!sb.project.join("tests/test_loader.py").exists());
+    // The detached child outlives the agent and writes after it exited.
+    assert!(!sb.project.join("late.txt").exists());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sb.project.join("late.txt").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(sb.project.join("late.txt")).unwrap(), "late\n");
+}
+
+#[test]
+fn grow_context_reaches_the_given_share_of_the_compaction_point() {
+    let sb = sandbox();
+    let file = own_scenario(
+        sb.home.as_path(),
+        "[[call]]\nwhen = \"*\"\n[[call.step]]\ndo = \"grow_context\"\nto_pct = 50\ncalls = 3\n",
+    );
+    let out = sb.run(&file, Some(1));
+    assert!(out.status.success(), "{}", text(&out));
+    let lines: Vec<Value> = std::fs::read_to_string(&sb.transcripts()[0])
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let contexts: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .map(|l| {
+            let u = &l["message"]["usage"];
+            u["input_tokens"].as_u64().unwrap()
+                + u["cache_creation_input_tokens"].as_u64().unwrap()
+                + u["cache_read_input_tokens"].as_u64().unwrap()
+        })
+        .collect();
+    // Three Read calls, the last at exactly 50 % of 167,000; then the final answer.
+    assert_eq!(contexts.len(), 4, "{contexts:?}");
+    assert!(contexts[0] < contexts[1] && contexts[1] < contexts[2], "{contexts:?}");
+    assert_eq!(contexts[2], 83_500, "{contexts:?}");
+    assert!(contexts[3] > 83_500 && contexts[3] < 84_500, "{contexts:?}");
+}

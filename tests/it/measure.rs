@@ -1,0 +1,271 @@
+//! `kit measure` on the real samples in ../shared/samples, each laid out as a Claude config
+//! tree (`projects/<project>/<session>.jsonl`) or a Codex home (`sessions/…`), and on damaged
+//! copies of them. Figures are checked against ccusage's and against the files' own totals.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::kit;
+
+/// The shared samples folder: `$KIT_SAMPLES`, else the nearest `shared/samples` beside the
+/// checkout or one of its ancestors (`../shared/samples` in CI and on main).
+pub fn samples() -> PathBuf {
+    if let Some(p) = std::env::var_os("KIT_SAMPLES") {
+        return PathBuf::from(p);
+    }
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .map(|a| a.join("shared/samples"))
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| here.join("../shared/samples"))
+}
+
+pub fn sample(rel: &str) -> PathBuf {
+    samples().join(rel)
+}
+
+/// A Claude config tree holding `files` as sessions of project `proj`; returns (tempdir, root).
+pub fn claude_tree(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("claude");
+    for (name, bytes) in files {
+        let p = root.join("projects/proj").join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    (d, root)
+}
+
+fn claude_sample_tree(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let bytes = std::fs::read(sample(&format!("claude-code/{name}.jsonl"))).unwrap();
+    claude_tree(&[(&format!("{name}.jsonl"), &bytes)])
+}
+
+/// `kit measure --json ARGS…` run in `dir`; the parsed document.
+pub fn measure_json(dir: &Path, args: &[&str]) -> Value {
+    let out = kit(dir).arg("measure").arg("--json").args(args).output().unwrap();
+    assert!(out.status.success(), "kit measure failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+/// ccusage's per-session figures for each Claude sample, each file alone in a config tree
+/// `projects/proj/<name>.jsonl`, obtained with
+/// `HOME=<empty> CLAUDE_CONFIG_DIR=<tree> ccusage claude session --json --offline`,
+/// ccusage 20.0.24 (npm `ccusage@20.0.24`, binary `@ccusage/ccusage-linux-x64`), 2026-11-29:
+/// (file, inputTokens, outputTokens, cacheCreationTokens, cacheReadTokens, totalCost).
+const CCUSAGE: &[(&str, u64, u64, u64, u64, f64)] = &[
+    ("fasthooks_sample_main_transcript", 132, 1480, 8467, 223_265, 0.04044225),
+    (
+        "spotter_4d5611e5-241a-462a-8d15-5122611a9569.L261-L300.excerpt",
+        8,
+        314,
+        85_030,
+        246_436,
+        0.6625455,
+    ),
+    (
+        "spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt",
+        20,
+        2795,
+        33_751,
+        1_890_813,
+        1.22632525,
+    ),
+    ("spotter_4d5611e5_agent-a2898e3", 53, 136, 71_257, 604_156, 0.45065955),
+    ("spotter_4d5611e5_agent-acompact-e1f845", 3, 8, 8681, 164_830, 0.13688625),
+    ("spotter_subagent", 1576, 1586, 25_842, 427_286, 0.519593),
+    ("spotter_tool_heavy", 54, 212, 17_696, 88_231, 0.2266455),
+];
+
+#[test]
+fn claude_samples_match_ccusage_per_session() {
+    for (name, input, output, write, read, cost) in CCUSAGE {
+        let (d, root) = claude_sample_tree(name);
+        let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+        assert_eq!(doc["schema"], "kit.measure/1");
+        let s = &doc["sessions"][0];
+        assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{name}");
+        assert_eq!(s["session_id"], *name);
+        assert_eq!(
+            (
+                u(s, "input_tokens"),
+                u(s, "output_tokens"),
+                u(s, "cache_write_tokens"),
+                u(s, "cache_read_tokens")
+            ),
+            (*input, *output, *write, *read),
+            "{name}"
+        );
+        assert_eq!(
+            u(s, "cache_write_tokens"),
+            u(s, "cache_write_5m_tokens") + u(s, "cache_write_1h_tokens")
+        );
+        let ours = s["cost_usd"].as_f64().unwrap();
+        assert!((ours - cost).abs() < 1e-6, "{name}: cost {ours} vs ccusage {cost}");
+        assert_eq!(u(&doc, "skipped_lines"), 0, "{name}");
+    }
+}
+
+#[test]
+fn resume_after_the_four_hour_gap_rewrites_82720_tokens_at_the_5_minute_rate() {
+    let (d, root) =
+        claude_sample_tree("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L261-L300.excerpt");
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    let s = &doc["sessions"][0];
+    assert_eq!(u(s, "resumes"), 1);
+    assert_eq!(u(s, "resume_tokens"), 82_720);
+    // claude-opus-4-6: 5-minute write $6.25/M against a read at $0.50/M.
+    let premium = s["resume_premium_usd"].as_f64().unwrap();
+    assert!((premium - 82_720.0 * (6.25 - 0.50) / 1e6).abs() < 1e-9, "{premium}");
+    assert!(s["duration_s"].as_f64().unwrap() > 4.0 * 3600.0);
+    assert!(s["active_s"].as_f64().unwrap() < 600.0, "the idle gap is not active time");
+
+    // The per-call view flags that one call, after a gap of 4 h 11 min.
+    let out = kit(d.path())
+        .args(["measure", "--turns", "spotter_4d5611e5-241a-462a-8d15-5122611a9569.L261"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let flagged: Vec<&str> = text.lines().filter(|l| l.contains("resume +$0.48")).collect();
+    assert_eq!(flagged.len(), 1, "{text}");
+    assert!(flagged[0].contains("4h11m"), "{text}");
+    assert!(flagged[0].contains("82.7k"), "{text}");
+}
+
+#[test]
+fn automatic_compaction_is_found_with_its_tokens_before_and_after() {
+    let (d, root) =
+        claude_sample_tree("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt");
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    let s = &doc["sessions"][0];
+    assert_eq!(u(s, "compactions"), 1);
+    let c = &s["compaction_events"][0];
+    assert_eq!(c["trigger"], "auto");
+    assert_eq!(u(c, "tokens_before"), 170_251);
+    assert_eq!(u(c, "tokens_after"), 36_081);
+    assert_eq!(u(s, "peak_context_tokens"), 164_831);
+    let pct = s["peak_context_pct"].as_f64().unwrap();
+    assert!((pct - 164_831.0 * 100.0 / 167_000.0).abs() < 1e-9, "{pct}");
+}
+
+#[test]
+fn manual_compaction_in_the_fasthooks_session() {
+    let (d, root) = claude_sample_tree("fasthooks_sample_main_transcript");
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    let s = &doc["sessions"][0];
+    assert_eq!(u(s, "compactions"), 1);
+    assert_eq!(s["compaction_events"][0]["trigger"], "manual");
+    assert_eq!(u(&s["compaction_events"][0], "tokens_before"), 21_558);
+    assert_eq!(u(s, "turns"), 5);
+    assert_eq!(u(s, "api_calls"), 12);
+    assert_eq!(s["project"], "/workspace");
+}
+
+#[test]
+fn subagent_files_are_sub_rows_of_their_session() {
+    let main = std::fs::read(sample(
+        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
+    ))
+    .unwrap();
+    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
+    let compact =
+        std::fs::read(sample("claude-code/spotter_4d5611e5_agent-acompact-e1f845.jsonl")).unwrap();
+    let id = "4d5611e5-241a-462a-8d15-5122611a9569";
+    let (d, root) = claude_tree(&[
+        (&format!("{id}.jsonl"), &main),
+        (&format!("{id}/subagents/agent-a2898e3.jsonl"), &agent),
+        (&format!("{id}/subagents/agent-acompact-e1f845.jsonl"), &compact),
+    ]);
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1);
+    let s = &doc["sessions"][0];
+    let subs = s["subagents"].as_array().unwrap();
+    assert_eq!(subs.len(), 2);
+    assert_eq!(subs[0]["session_id"], "agent-a2898e3");
+    assert_eq!(subs[1]["session_id"], "agent-acompact-e1f845");
+    // The session's tokens are its own plus its subagents' (ccusage figures above).
+    assert_eq!(u(s, "cache_read_tokens"), 1_890_813 + 604_156 + 164_830);
+    assert_eq!(u(s, "api_calls"), 16 + 12 + 1);
+    // Context stays the main conversation's: the summariser's 173,514 is not the peak.
+    assert_eq!(u(s, "peak_context_tokens"), 164_831);
+    assert!(s["models"].as_array().unwrap().iter().any(|m| m == "claude-sonnet-4-5-20250929"));
+}
+
+/// The last cumulative `total_token_usage` of a rollout, read independently of kit.
+fn last_cumulative(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut last = Value::Null;
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let t = &v["payload"]["info"]["total_token_usage"];
+        if v["payload"]["type"] == "token_count" && t.is_object() {
+            last = t.clone();
+        }
+    }
+    last
+}
+
+#[test]
+fn codex_totals_equal_the_last_cumulative_usage_of_each_file() {
+    let dir = samples().join("codex");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let mut checked = 0;
+    for f in files {
+        let want = last_cumulative(&f);
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("codex");
+        std::fs::create_dir_all(home.join("sessions/2026/02/23")).unwrap();
+        std::fs::copy(&f, home.join("sessions/2026/02/23").join(f.file_name().unwrap())).unwrap();
+        let doc = measure_json(d.path(), &["--source", "codex", home.to_str().unwrap()]);
+        let s = &doc["sessions"][0];
+        assert_eq!(u(&doc, "skipped_lines"), 0, "{f:?}");
+        if want.is_null() {
+            assert_eq!(u(s, "api_calls"), 0);
+            continue;
+        }
+        let input = want["input_tokens"].as_u64().unwrap();
+        let cached = want["cached_input_tokens"].as_u64().unwrap();
+        let write = want["cache_write_input_tokens"].as_u64().unwrap_or(0);
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            u(s, "input_tokens") + u(s, "cache_read_tokens") + u(s, "cache_write_tokens"),
+            input,
+            "{name}"
+        );
+        assert_eq!(u(s, "cache_read_tokens"), cached, "{name}");
+        assert_eq!(u(s, "cache_write_tokens"), write, "{name}");
+        assert_eq!(u(s, "input_tokens"), input - cached - write, "{name}");
+        assert_eq!(u(s, "output_tokens"), want["output_tokens"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            u(s, "reasoning_tokens"),
+            want["reasoning_output_tokens"].as_u64().unwrap(),
+            "{name}"
+        );
+        if name.contains("12-54-34") {
+            assert_eq!(u(s, "compactions"), 1, "{name}");
+            let c = &s["compaction_events"][0];
+            assert_eq!(u(c, "tokens_before"), 212_134);
+            assert_eq!(u(c, "tokens_after"), 48_687);
+            // 286 of the 572 info-bearing records are echoes.
+            assert_eq!(u(s, "api_calls"), 286);
+            assert_eq!(s["models"][0], "gpt-5.3-codex");
+            assert!(s["cost_usd"].as_f64().unwrap() > 0.0);
+        }
+        if name.contains("13-19-38") {
+            assert_eq!(u(s, "turns"), 1, "the truncated file is read: {s}");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+}
