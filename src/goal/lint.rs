@@ -83,9 +83,13 @@ pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
 
     let mut reasons = Vec::with_capacity(4);
     reasons.push(if commands + prose == 0 {
-        "criteria: none — list under `## Criteria` what must be true when the work is done, one item a line".to_string()
+        "criteria: none — list under `## Criteria` what must be true when the work is done"
+            .to_string()
     } else {
-        format!("criteria: {} written under `## Criteria`", count(commands + prose, "criterion", "criteria"))
+        format!(
+            "criteria: {} written under `## Criteria`",
+            count(commands + prose, "criterion", "criteria")
+        )
     });
     reasons.push(if commands == 0 {
         if prose == 0 {
@@ -294,9 +298,12 @@ impl Lint<'_> {
             }
             targets.extend(found.into_iter().map(|t| t.under(&cwd)));
         }
+        // One check per path: what a runner found (with its file patterns) comes first.
         let mut seen = BTreeSet::new();
         for t in targets {
-            let key = format!("{t:?}");
+            let key = match &t {
+                Target::File(p) | Target::Dir(p, _) => p.clone(),
+            };
             if seen.insert(key) {
                 self.target(line, c.kind, &t);
             }
@@ -437,7 +444,7 @@ impl Lint<'_> {
                 }
             }
             if depth < 4 {
-                if let Some(script) = nested(words) {
+                if let Some(script) = shell::nested_script(words) {
                     self.swallowed_in(line, &script, exit, depth + 1);
                 }
             }
@@ -575,17 +582,6 @@ fn common_folder(files: &[&str]) -> Option<String> {
         .iter()
         .all(|f| f.split_once('/').is_some_and(|(d, _)| d == first))
         .then(|| first.to_string())
-}
-
-fn nested(words: &[String]) -> Option<String> {
-    let prog = words.first()?;
-    let base = prog.rsplit('/').next().unwrap_or(prog);
-    if !matches!(base, "sh" | "bash" | "dash" | "zsh") {
-        return None;
-    }
-    let i =
-        words.iter().position(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))?;
-    words.get(i + 1).cloned()
 }
 
 /// `|| exit 1`, `|| false`: a fallback that still fails.
@@ -752,13 +748,13 @@ impl Runner {
     fn of(words: &[String]) -> Option<Runner> {
         let (prog, args) = shell::program(words)?;
         let base = prog.rsplit('/').next().unwrap_or(prog);
-        let is_python = base.starts_with("python");
+        let module = if base.starts_with("python") { python_module(args) } else { None };
         let (kind, args) = if matches!(base, "pytest" | "py.test") {
             (RunnerKind::Pytest, args)
-        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "pytest" {
-            (RunnerKind::Pytest, &args[2..])
-        } else if is_python && args.len() >= 2 && args[0] == "-m" && args[1] == "unittest" {
-            (RunnerKind::Unittest, &args[2..])
+        } else if let Some(("pytest", rest)) = module {
+            (RunnerKind::Pytest, rest)
+        } else if let Some(("unittest", rest)) = module {
+            (RunnerKind::Unittest, rest)
         } else if base == "cargo" && args.first().is_some_and(|a| a == "test") {
             (RunnerKind::Cargo, &args[1..])
         } else if base == "go" && args.first().is_some_and(|a| a == "test") {
@@ -971,6 +967,21 @@ impl Runner {
             RunnerKind::Go => vec![Target::Dir(".".into(), vec!["*_test.go".into()])],
         }
     }
+}
+
+/// The module of `python [OPTIONS] -m MODULE ARGS…` and its arguments: interpreter options
+/// such as `-B`, `-u`, `-X dev` may come before `-m`.
+fn python_module(args: &[String]) -> Option<(&str, &[String])> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-m" => return args.get(i + 1).map(|m| (m.as_str(), &args[i + 2..])),
+            "-X" | "-W" | "--check-hash-based-pycs" => i += 2,
+            a if a.starts_with('-') && a != "-c" && a != "-" => i += 1,
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)
@@ -1287,6 +1298,10 @@ mod tests {
             ("- regression: `pytest pyt/test_api.py::test_one` → `1 passed`", none.clone(), "pyt/test_api.py is not frozen"),
             ("- regression: `cd rs && cargo test` → `3 passed`", none.clone(), "rs/tests/cli.rs is not frozen"),
             ("- regression: `sh tests/helpers.py` → `3 passed`", none.clone(), "tests/helpers.py is not frozen"),
+            ("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests`", none.clone(), "tests/test_durations.py is not frozen"),
+            ("- regression: `python3 -X dev -u -m unittest discover -s tests` → `Ran 9 tests`", none.clone(), "kit freeze tests/"),
+            ("- regression: `python3 -B -m pytest -k x pyt` → `9 passed`", none.clone(), "`-k x` selects"),
+            ("- regression: `pytest tests/` → `3 passed`", none.clone(), "2 test files the command runs are not frozen (tests/test_config.py, tests/test_durations.py)"),
             ("- limit: `python3 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ];
         for (text, frozen, phrase) in cases {
@@ -1297,6 +1312,13 @@ mod tests {
                 "{text}: no `{phrase}` in {whats:#?}"
             );
         }
+    }
+
+    #[test]
+    fn a_folder_named_twice_is_reported_once() {
+        let root = repo();
+        let rating = rate(&goal("- regression: `pytest tests/` → `3 passed`"), &[], root.path());
+        assert_eq!(rating.shortcuts.len(), 1, "{:#?}", rating.shortcuts);
     }
 
     #[test]

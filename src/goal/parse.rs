@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 /// backquotes, unknown kind, unquoted expected output, bad `re:` pattern, bad `(exit N)`) or a
 /// malformed budget item (unknown name, value that is not a count, duration or amount).
 pub fn parse(path: &Path, text: &str) -> Result<Goal> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines = clean_lines(text);
     let mut goal = Goal {
         title: String::new(),
@@ -282,6 +283,7 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
     if rest.starts_with('(') {
         rest = take_exit(path, line, rest, &mut exit)?.trim_start();
     }
+    let arrow = strip_arrow(rest).is_some();
     if let Some(after) = strip_arrow(rest) {
         let mut r = after.trim_start();
         if !r.starts_with('`') {
@@ -322,6 +324,20 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
         rest = take_exit(path, line, rest, &mut exit)?;
     }
     let rest = rest.trim().trim_end_matches('.').trim();
+    if !rest.is_empty() && has_arrow(&command) {
+        return err(
+            format!("the command `{command}` holds an arrow: a closing backquote is probably missing after the command"),
+            CRITERION_SHAPE,
+        );
+    }
+    if !rest.is_empty() && !arrow {
+        return err(
+            format!(
+                "expected → (or ->) between the command and its expected output, found `{rest}`"
+            ),
+            CRITERION_SHAPE,
+        );
+    }
     if !rest.is_empty() {
         return err(
             format!("unexpected text after the criterion: `{rest}`"),
@@ -624,6 +640,15 @@ mod tests {
     }
 
     #[test]
+    fn crlf_and_a_byte_order_mark_are_read() {
+        let text = DESIGN_EXAMPLE.replace('\n', "\r\n");
+        let g = p(&format!("\u{feff}{text}")).unwrap();
+        assert_eq!(g.title, "parse durations in the config loader");
+        assert_eq!(g.criteria.len(), 3);
+        assert_eq!(g.criteria[2].expectations[0].as_written(), "re:^p95_ms=([0-9]|1[0-9])$");
+    }
+
+    #[test]
     fn a_goal_without_criteria_parses() {
         let g = p("# Goal: make it faster\n\nJust do it.\n").unwrap();
         assert_eq!(g.title, "make it faster");
@@ -636,10 +661,11 @@ mod tests {
         // (goal text, line, a word the message must hold)
         let cases: &[(&str, usize, &str)] = &[
             ("# G\n## Criteria\n- function: python3 x.py → `OK`\n", 3, "backquotes"),
-            ("# G\n## Criteria\n\n- function: `python3 x.py → `OK`\n", 4, "after the criterion"),
+            ("# G\n## Criteria\n\n- function: `python3 x.py → `OK`\n", 4, "closing backquote"),
             ("## Criteria\n- function: `a` → OK\n", 2, "backquotes"),
             ("## Criteria\n- function: `a` →\n", 2, "nothing after the arrow"),
             ("## Criteria\n- function: `a` → `b` `c`\n", 2, "unexpected text"),
+            ("## Criteria\n- function: `a` prints `b`\n", 2, "expected → (or ->)"),
             ("## Criteria\n- function: `a` → `b` and\n", 2, "`and`"),
             ("## Criteria\n- function: `a` → `re:(`\n", 2, "regular expression"),
             ("## Criteria\n- function: `a` → `b` (exit x)\n", 2, "exit status"),

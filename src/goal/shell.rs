@@ -137,7 +137,7 @@ fn collect(cmd: &str, out: &mut Vec<Vec<String>>, depth: usize) {
 }
 
 /// The script of `sh -c SCRIPT` / `bash -lc SCRIPT`, if `words` is such a command.
-fn nested_script(words: &[String]) -> Option<String> {
+pub fn nested_script(words: &[String]) -> Option<String> {
     let prog = words.first()?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
     if !matches!(base, "sh" | "bash" | "dash" | "zsh") {
