@@ -24,6 +24,7 @@ pub mod looprun;
 pub mod matcher;
 pub mod measure;
 pub mod prices;
+pub mod recall;
 pub mod rehearse;
 pub mod run;
 pub mod status;

@@ -91,7 +91,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             crate::rehearse::run(&opts, &ctx.theme, out)
         }
         Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
-        Command::Recall(_) => not_built("recall", false, out),
+        Command::Recall(a) => crate::recall::run(&ctx.theme, &recall_options(a)?, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
@@ -128,6 +128,20 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         timeout: dur("timeout", a.timeout)?,
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
+    })
+}
+
+fn recall_options(a: crate::cli::RecallArgs) -> Result<crate::recall::RecallOptions> {
+    Ok(crate::recall::RecallOptions {
+        query: a.query,
+        paths: a.paths,
+        regex: a.regex,
+        role: a.role.as_deref().map(crate::recall::Role::parse).transpose()?,
+        project: a.project,
+        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        json: a.json,
+        limit: a.limit,
+        strict: a.strict,
     })
 }
 

@@ -1,29 +1,16 @@
-//! The compaction point: how many tokens of context Claude Code lets a session reach before it
-//! compacts automatically. The bands (50/70/85 %) are percentages of this number, so it must be
-//! the real trigger, not the window size.
+//! The compaction point the hook's bands are percentages of: how many tokens of context Claude
+//! Code lets a session reach before it compacts automatically.
 //!
-//! Resolution order (DESIGN §10; formats/claude-code.md §4.5 "Practical rule for the tool"):
-//! 1. `[context] compaction_point` in `longrun/config.toml` when it is not 0;
-//! 2. `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (a plain integer, 100,000–1,000,000, which Claude Code
-//!    documents as the auto-compact window and lets take precedence);
-//! 3. else a 200,000-token window less a 20,000-token output reserve less Claude Code's
-//!    13,000-token buffer: 167,000 (confirmed on v2.1.3x by the real `preTokens` 167,094,
-//!    167,117, 167,731 and 170,251);
-//!
-//! and then `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (1–100) as a lowering only:
-//! `min(floor(effective window × pct / 100), point)` — Claude Code ignores values that would
-//! raise the threshold.
+//! Resolution (DESIGN §10): `[context] compaction_point` in `longrun/config.toml` when it is not
+//! 0; else the transcript engine's [`crate::transcript::compaction_point`] on a 200,000-token
+//! window with `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` and
+//! `CLAUDE_CODE_MAX_OUTPUT_TOKENS` applied (200k − 20k − 13k = 167,000 by default;
+//! formats/claude-code.md §4.5), so the hook and `kit measure` agree on every percentage.
 
-/// The default context window of Claude Code models, in tokens.
+use crate::transcript::{compaction_point, CompactionOverrides};
+
+/// The context window the hook assumes, tokens (the transcript does not say; formats §4.4).
 pub const DEFAULT_WINDOW: u64 = 200_000;
-/// Output reserve Claude Code subtracts from the window (`min(maxOutputTokens, 20,000)`), tokens.
-pub const OUTPUT_RESERVE: u64 = 20_000;
-/// Claude Code's auto-compact buffer below the effective window, tokens.
-pub const AUTOCOMPACT_BUFFER: u64 = 13_000;
-/// Environment variable naming the auto-compact window in tokens.
-pub const WINDOW_VAR: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
-/// Environment variable lowering the trigger to a percentage of the effective window.
-pub const PCT_VAR: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
 
 /// A resolved compaction point.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,8 +22,8 @@ pub struct CompactionPoint {
 }
 
 /// Resolve the compaction point from the config value (`0` = derive) and the environment
-/// (`var` looks a variable up; pass `|k| std::env::var(k).ok()` in production). Values of the
-/// variables that are not numbers or out of range are ignored, as Claude Code ignores them.
+/// (`var` looks a variable up; the hook passes the process environment, the rehearsal none).
+/// Unparsable values are ignored, as Claude Code ignores them.
 pub fn resolve(configured: u64, var: impl Fn(&str) -> Option<String>) -> CompactionPoint {
     if configured > 0 {
         return CompactionPoint {
@@ -44,26 +31,29 @@ pub fn resolve(configured: u64, var: impl Fn(&str) -> Option<String>) -> Compact
             source: "config.toml [context] compaction_point".into(),
         };
     }
-    let window = var(WINDOW_VAR)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|w| (100_000..=1_000_000).contains(w));
-    let (effective, mut point, mut source) = match window {
-        Some(w) => (w, w, format!("{WINDOW_VAR}={w}")),
-        None => {
-            let effective = DEFAULT_WINDOW - OUTPUT_RESERVE;
-            (effective, effective - AUTOCOMPACT_BUFFER, "default 200k − 20k − 13k".to_string())
-        }
+    let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
+    let o = CompactionOverrides {
+        auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
+        pct_override: num("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").filter(|p| (1..=100).contains(p)),
+        max_output_tokens: num("CLAUDE_CODE_MAX_OUTPUT_TOKENS"),
     };
-    let pct =
-        var(PCT_VAR).and_then(|v| v.trim().parse::<u64>().ok()).filter(|p| (1..=100).contains(p));
-    if let Some(p) = pct {
-        let lowered = effective * p / 100;
-        if lowered < point {
-            point = lowered;
-            source = format!("{source}, lowered by {PCT_VAR}={p}");
+    let tokens = compaction_point(DEFAULT_WINDOW, &o);
+    let source = if o == CompactionOverrides::default() {
+        "default 200k − 20k − 13k".to_string()
+    } else {
+        let mut set = vec![];
+        if let Some(w) = o.auto_compact_window {
+            set.push(format!("CLAUDE_CODE_AUTO_COMPACT_WINDOW={w}"));
         }
-    }
-    CompactionPoint { tokens: point, source }
+        if let Some(p) = o.pct_override {
+            set.push(format!("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={p}"));
+        }
+        if let Some(m) = o.max_output_tokens {
+            set.push(format!("CLAUDE_CODE_MAX_OUTPUT_TOKENS={m}"));
+        }
+        format!("200k window with {}", set.join(", "))
+    };
+    CompactionPoint { tokens, source }
 }
 
 #[cfg(test)]
@@ -77,19 +67,21 @@ mod tests {
     #[test]
     fn resolution_table() {
         type Vars<'a> = &'a [(&'a str, &'a str)];
+        let w = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
+        let p = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
         let cases: &[(u64, Vars, u64)] = &[
             (0, &[], 167_000),
-            (150_000, &[(WINDOW_VAR, "500000")], 150_000),
-            (0, &[(WINDOW_VAR, "500000")], 500_000),
-            (0, &[(WINDOW_VAR, "50000")], 167_000),
-            (0, &[(WINDOW_VAR, "lots")], 167_000),
-            (0, &[(PCT_VAR, "50")], 90_000),
-            (0, &[(PCT_VAR, "95")], 167_000),
-            (0, &[(PCT_VAR, "0")], 167_000),
-            (0, &[(WINDOW_VAR, "400000"), (PCT_VAR, "50")], 200_000),
+            (150_000, &[(w, "120000")], 150_000),
+            (0, &[(w, "120000")], 87_000),
+            (0, &[(w, "500000")], 167_000),
+            (0, &[(w, "lots")], 167_000),
+            (0, &[(p, "50")], 90_000),
+            (0, &[(p, "95")], 167_000),
+            (0, &[(p, "0")], 167_000),
         ];
         for (configured, vars, want) in cases {
             assert_eq!(resolve(*configured, env(vars)).tokens, *want, "{configured} {vars:?}");
         }
+        assert_eq!(resolve(0, env(&[])).source, "default 200k − 20k − 13k");
     }
 }

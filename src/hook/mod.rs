@@ -181,10 +181,13 @@ pub fn run_claude(
 
 /// Handle one event (the bytes of stdin). Never fails: problems become [`Outcome::note`].
 pub fn handle(input: &[u8], env: &HookEnv) -> Outcome {
-    let input: HookInput = match serde_json::from_slice(input) {
+    let mut input: HookInput = match serde_json::from_slice(input) {
         Ok(i) => i,
         Err(e) => return note(format!("stdin is not hook event JSON ({e}); nothing done")),
     };
+    if input.session_id.trim().is_empty() {
+        input.session_id = "unknown-session".into();
+    }
     if !EVENTS.contains(&input.hook_event_name.as_str()) {
         return Outcome::default();
     }

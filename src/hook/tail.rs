@@ -257,16 +257,14 @@ pub fn find_session(id: &str) -> Result<PathBuf> {
     }
 }
 
-/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `~/.claude`.
+/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `~/.claude`
+/// (the transcript engine's [`crate::transcript::discover::default_roots`], without `projects`).
 pub fn claude_roots() -> Vec<PathBuf> {
-    match std::env::var("CLAUDE_CONFIG_DIR") {
-        Ok(v) if !v.trim().is_empty() => {
-            v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
-        }
-        _ => std::env::var_os("HOME")
-            .map(|h| vec![PathBuf::from(h).join(".claude")])
-            .unwrap_or_default(),
-    }
+    crate::transcript::discover::default_roots()
+        .0
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect()
 }
 
 #[cfg(test)]

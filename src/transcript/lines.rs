@@ -319,6 +319,19 @@ pub fn for_each_record(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,
+    parse: impl FnMut(usize, &[u8]) -> std::result::Result<Parsed, serde_json::Error>,
+) -> Result<()> {
+    for_each_record_where(path, limits, damage, |_| true, parse)
+}
+
+/// [`for_each_record`], but a single-line record for which `wanted` is false is passed over
+/// without being checked or parsed (a fast pre-filter, e.g. on the bytes of a search string).
+/// Lines of a pretty-printed object are always gathered and the whole object is offered.
+pub fn for_each_record_where(
+    path: &Path,
+    limits: ReadLimits,
+    damage: &mut Damage,
+    wanted: impl Fn(&[u8]) -> bool,
     mut parse: impl FnMut(usize, &[u8]) -> std::result::Result<Parsed, serde_json::Error>,
 ) -> Result<()> {
     let reader = open(path)?;
@@ -345,6 +358,9 @@ pub fn for_each_record(
         if let [head @ .., b'\r'] = bytes {
             bytes = head;
             note(damage, DamageKind::Crlf, no)?;
+        }
+        if pending.is_none() && !wanted(bytes) && trim_ascii(bytes) != b"{" {
+            continue;
         }
         if std::str::from_utf8(bytes).is_err() {
             note(damage, DamageKind::InvalidUtf8, no)?;

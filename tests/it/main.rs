@@ -10,4 +10,5 @@ mod handoff;
 mod hook;
 mod r#loop;
 mod measure;
+mod recall;
 mod util;

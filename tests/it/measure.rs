@@ -269,3 +269,273 @@ fn codex_totals_equal_the_last_cumulative_usage_of_each_file() {
     }
     assert_eq!(checked, 5);
 }
+
+/// The fasthooks session's figures (ccusage's, above) survive each kind of damage.
+fn assert_fasthooks_totals(s: &Value) {
+    assert_eq!(
+        (
+            u(s, "input_tokens"),
+            u(s, "output_tokens"),
+            u(s, "cache_write_tokens"),
+            u(s, "cache_read_tokens")
+        ),
+        (132, 1480, 8467, 223_265)
+    );
+}
+
+fn fasthooks() -> Vec<u8> {
+    std::fs::read(sample("claude-code/fasthooks_sample_main_transcript.jsonl")).unwrap()
+}
+
+/// Run measure on `bytes` as one session; returns the document. Then check `--strict` fails
+/// with exit 2 naming file:line (when `strict_line` is given) or passes.
+fn damaged(bytes: &[u8], strict_line: Option<usize>) -> Value {
+    let (d, root) = claude_tree(&[("s.jsonl", bytes)]);
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    let out = kit(d.path()).args(["measure", "--strict"]).arg(&root).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    match strict_line {
+        Some(n) => {
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains(&format!("s.jsonl:{n}:")), "{err}");
+            assert!(err.contains("next: run without --strict"), "{err}");
+        }
+        None => assert!(out.status.success(), "{err}"),
+    }
+    doc
+}
+
+fn line_count(b: &[u8]) -> usize {
+    b.iter().filter(|&&c| c == b'\n').count()
+}
+
+#[test]
+fn a_truncated_last_line_is_counted_and_skipped() {
+    let mut b = fasthooks();
+    let extra = br#"{"type":"user","message":{"role":"user","content":"half a li"#;
+    let n = line_count(&b) + 1;
+    b.extend_from_slice(extra);
+    let doc = damaged(&b, Some(n));
+    assert_eq!(u(&doc["damage"], "truncated"), 1);
+    assert_eq!(u(&doc, "skipped_lines"), 1);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+}
+
+#[test]
+fn invalid_utf8_is_counted_and_skipped() {
+    let mut b = fasthooks();
+    b.extend_from_slice(b"{\"type\":\"user\",\"message\":{\"content\":\"caf\xe9\"}}\n");
+    let doc = damaged(&b, Some(line_count(&b)));
+    assert_eq!(u(&doc["damage"], "invalid_utf8"), 1);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+}
+
+#[test]
+fn a_ten_megabyte_line_is_read_and_a_ten_megabyte_junk_line_skipped() {
+    let mut b = fasthooks();
+    let big = "x".repeat(10 << 20);
+    let tool = serde_json::json!({"type":"user","timestamp":"2026-01-02T19:21:30.000Z",
+        "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":big}]}});
+    b.extend_from_slice(tool.to_string().as_bytes());
+    b.push(b'\n');
+    let doc = damaged(&b, None);
+    assert_eq!(u(&doc, "skipped_lines"), 0);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+    // The big line's timestamp extends the session: it was read, not skipped.
+    assert_eq!(doc["sessions"][0]["end"], "2026-01-02T19:21:30.000Z");
+    b.extend_from_slice(format!("{{\"type\":\"user\",{big}\n").as_bytes());
+    let doc = damaged(&b, Some(line_count(&b)));
+    assert_eq!(u(&doc["damage"], "malformed"), 1);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+}
+
+#[test]
+fn crlf_line_ends_are_read() {
+    let b: Vec<u8> = String::from_utf8(fasthooks()).unwrap().replace('\n', "\r\n").into_bytes();
+    let doc = damaged(&b, Some(1));
+    assert_eq!(u(&doc["damage"], "crlf"), line_count(&b) as u64);
+    assert_eq!(u(&doc, "skipped_lines"), 0);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+    assert_eq!(u(&doc["sessions"][0], "turns"), 5);
+}
+
+#[test]
+fn pretty_printed_json_objects_are_read_whole() {
+    // Every record pretty-printed over many lines: ccusage reads none of it; kit all of it.
+    let text = String::from_utf8(fasthooks()).unwrap();
+    let mut b = String::new();
+    let mut records = 0;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        b.push_str(&serde_json::to_string_pretty(&v).unwrap());
+        b.push('\n');
+        records += 1;
+    }
+    let doc = damaged(b.as_bytes(), Some(1));
+    assert_eq!(u(&doc["damage"], "pretty_printed"), records);
+    assert_eq!(u(&doc, "skipped_lines"), 0);
+    assert_fasthooks_totals(&doc["sessions"][0]);
+    assert_eq!(u(&doc["sessions"][0], "compactions"), 1);
+}
+
+#[test]
+fn unknown_line_types_are_counted_and_skipped() {
+    let mut b = fasthooks();
+    b.extend_from_slice(
+        b"{\"type\":\"brand-new-kind\",\"timestamp\":\"2026-01-02T19:22:00.000Z\"}\n",
+    );
+    b.extend_from_slice(b"[1,2,3]\n");
+    let doc = damaged(&b, Some(line_count(&b) - 1));
+    assert_eq!(u(&doc["damage"], "unknown_type"), 1);
+    assert_eq!(u(&doc["damage"], "malformed"), 1);
+    assert_eq!(doc["damage"]["examples"][0]["kind"], "unknown_type");
+    assert_fasthooks_totals(&doc["sessions"][0]);
+}
+
+#[test]
+fn the_table_reports_damage_with_file_and_line() {
+    let mut b = fasthooks();
+    b.extend_from_slice(b"not json at all\n");
+    let (d, root) = claude_tree(&[("s.jsonl", &b)]);
+    let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("damaged lines: 1 skipped, 0 repaired (1 malformed JSON)"), "{text}");
+    assert!(text.contains(&format!("s.jsonl:{}: malformed JSON", line_count(&b))), "{text}");
+}
+
+#[test]
+fn zstd_compressed_rollouts_are_read_like_plain_ones() {
+    let f = sample(
+        "codex/localpush__rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("codex/sessions/2026/02/23");
+    std::fs::create_dir_all(&dir).unwrap();
+    let z = zstd::encode_all(std::fs::File::open(&f).unwrap(), 3).unwrap();
+    std::fs::write(
+        dir.join("rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl.zst"),
+        z,
+    )
+    .unwrap();
+    let doc = measure_json(d.path(), &[d.path().join("codex").to_str().unwrap()]);
+    let s = &doc["sessions"][0];
+    assert_eq!(s["session_id"], "019c8bfe-ec25-79e0-97d7-bda6a9c575ff");
+    assert_eq!(u(s, "input_tokens") + u(s, "cache_read_tokens"), 298_373);
+    assert_eq!(u(s, "output_tokens"), 1123);
+}
+
+#[test]
+fn default_roots_come_from_claude_config_dir_and_codex_home() {
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    let b = d.path().join("b");
+    for (root, name) in [(&a, "fasthooks_sample_main_transcript"), (&b, "spotter_tool_heavy")] {
+        let p = root.join("projects/p").join(format!("{name}.jsonl"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(sample(&format!("claude-code/{name}.jsonl")), p).unwrap();
+    }
+    let codex = d.path().join("codex/archived_sessions");
+    std::fs::create_dir_all(&codex).unwrap();
+    let r = "localpush__rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl";
+    std::fs::copy(
+        sample(&format!("codex/{r}")),
+        codex.join("rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"),
+    )
+    .unwrap();
+    let out = kit(d.path())
+        .args(["measure", "--json"])
+        .env("CLAUDE_CONFIG_DIR", format!("{},{}", a.display(), b.display()))
+        .env("CODEX_HOME", d.path().join("codex"))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&"019c8a70-dda7-7f33-98ea-f30553347322"));
+    // --source and --project narrow the list.
+    let only = |args: &[&str]| {
+        let out = kit(d.path())
+            .args(["measure", "--json"])
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", format!("{},{}", a.display(), b.display()))
+            .env("CODEX_HOME", d.path().join("codex"))
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["sessions"].as_array().unwrap().len()
+    };
+    assert_eq!(only(&["--source", "codex"]), 1);
+    assert_eq!(only(&["--source", "claude"]), 2);
+    assert_eq!(only(&["--project", "workspace"]), 1);
+    assert_eq!(only(&["--since", "2026-02-01"]), 2);
+}
+
+/// The synthetic generator's tree: every session found, token totals equal to its manifest
+/// exactly, cost within one cent. (Size A, 200 sessions, is ~100 MiB and takes the generator a
+/// minute; this runs the same generator with the same session count at a smaller size.)
+#[test]
+fn synthetic_tree_matches_its_ground_truth_manifest() {
+    let gen = samples().join("../bench/gen_synthetic_transcripts.py");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("claude");
+    let manifest = d.path().join("m.json");
+    let st = std::process::Command::new("python3")
+        .arg(&gen)
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--sessions",
+            "200",
+            "--target-mb",
+            "6",
+            "--seed",
+            "7",
+        ])
+        .arg("--manifest")
+        .arg(&manifest)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 runs the generator");
+    assert!(st.success());
+    let m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let truth = m["claude"]["sessions"].as_array().unwrap();
+    let sum = |k: &str| -> u64 {
+        truth
+            .iter()
+            .map(|s| s[k].as_u64().unwrap_or(0) + s[format!("subagent_{k}")].as_u64().unwrap_or(0))
+            .sum()
+    };
+    let fsum = |k: &str| -> f64 { truth.iter().map(|s| s[k].as_f64().unwrap()).sum() };
+    let doc = measure_json(d.path(), &[out.to_str().unwrap()]);
+    let t = &doc["totals"];
+    assert_eq!(u(t, "sessions"), 200);
+    assert_eq!(u(t, "input_tokens"), sum("inputTokens"));
+    assert_eq!(u(t, "output_tokens"), sum("outputTokens"));
+    assert_eq!(u(t, "cache_write_tokens"), sum("cacheCreationTokens"));
+    assert_eq!(u(t, "cache_read_tokens"), sum("cacheReadTokens"));
+    let cost = t["cost_usd"].as_f64().unwrap();
+    let want = fsum("costUSD") + fsum("subagentCostUSD");
+    assert!((cost - want).abs() < 0.01, "cost {cost} vs manifest {want}");
+    let calls: u64 = truth
+        .iter()
+        .map(|s| s["apiCalls"].as_u64().unwrap() + s["subagentApiCalls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(u(t, "api_calls"), calls);
+    assert_eq!(u(t, "turns"), truth.iter().map(|s| s["userTurns"].as_u64().unwrap()).sum::<u64>());
+    assert_eq!(
+        u(t, "compactions"),
+        truth.iter().map(|s| s["compactions"].as_u64().unwrap()).sum::<u64>()
+    );
+    assert_eq!(
+        u(t, "resumes"),
+        truth.iter().map(|s| s["idleGapsOverTtl"].as_u64().unwrap()).sum::<u64>()
+    );
+    let premium = t["resume_premium_usd"].as_f64().unwrap();
+    assert!((premium - fsum("resumeRewriteCostUSD")).abs() < 0.01);
+    assert_eq!(u(&doc, "skipped_lines"), 0);
+}

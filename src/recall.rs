@@ -1,0 +1,490 @@
+//! `kit recall QUERY [PATH…]` (DESIGN §9): search everything said in all transcripts — user
+//! prompts, assistant text and thinking, tool input and tool output — of Claude Code and Codex,
+//! and print session, time, role and a snippet with the match marked. "The agent forgot" is
+//! often "it was said three sessions ago"; this finds where.
+//!
+//! Speed: a fixed query is first looked for in the raw bytes of each line (`memchr::memmem`);
+//! only lines that contain it are parsed. That is sound because JSON writers used by both agents
+//! escape only `"`, `\` and control characters, so a query without those appears verbatim in
+//! the line when it appears in a decoded string. Files are searched in parallel.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::term::Theme;
+use crate::transcript::discover::{self, Job};
+use crate::transcript::lines::{self, Parsed};
+use crate::transcript::{format_ts_ms, parse_ts_ms, Damage, ReadLimits, Source};
+
+/// Who said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The human's prompts.
+    User,
+    /// The model's text and thinking.
+    Assistant,
+    /// Tool calls' input and tool results.
+    Tool,
+}
+
+impl Role {
+    /// Parse `--role`. Errors: not user, assistant or tool.
+    pub fn parse(s: &str) -> Result<Role> {
+        match s {
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            o => Err(Error::usage(format!("unknown role `{o}`"))
+                .with_hint("use --role user, --role assistant or --role tool")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// What `kit recall` was asked, validated.
+#[derive(Clone, Debug)]
+pub struct RecallOptions {
+    /// The text or regular expression.
+    pub query: String,
+    /// Roots, folders or files; empty = the default roots.
+    pub paths: Vec<PathBuf>,
+    /// QUERY is a regular expression.
+    pub regex: bool,
+    /// Only this role.
+    pub role: Option<Role>,
+    /// Only projects whose name or folder contains this.
+    pub project: Option<String>,
+    /// Only messages at or after this time (Unix ms).
+    pub since_ms: Option<i64>,
+    /// Print JSON.
+    pub json: bool,
+    /// Show at most this many matches (the newest).
+    pub limit: usize,
+    /// Fail on the first damaged line among those read.
+    pub strict: bool,
+}
+
+/// One match.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hit {
+    /// Session id.
+    pub session_id: String,
+    /// Source.
+    pub source: Source,
+    /// Project (working directory, else folder name).
+    pub project: String,
+    /// When (RFC 3339).
+    pub time: Option<String>,
+    /// Who.
+    pub role: Role,
+    /// Text around the match, on one line.
+    pub snippet: String,
+    /// Byte range of the match inside `snippet`.
+    pub match_start: usize,
+    /// End of that range.
+    pub match_end: usize,
+    /// The transcript.
+    pub path: PathBuf,
+    /// 1-based line in it.
+    pub line: usize,
+    #[serde(skip)]
+    ts_ms: Option<i64>,
+}
+
+enum Matcher {
+    Fixed { finder: Box<memchr::memmem::Finder<'static>>, raw_safe: bool },
+    Regex(regex::Regex),
+}
+
+impl Matcher {
+    fn new(q: &str, regex: bool) -> Result<Matcher> {
+        if q.is_empty() {
+            return Err(Error::usage("the query is empty").with_hint("kit recall \"some words\""));
+        }
+        if regex {
+            let r = regex::Regex::new(q).map_err(|e| {
+                Error::usage(format!("bad regular expression: {e}"))
+                    .with_hint("drop --regex to search for the text as it is")
+            })?;
+            return Ok(Matcher::Regex(r));
+        }
+        let raw_safe = !q.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        let finder = Box::new(memchr::memmem::Finder::new(q.as_bytes()).into_owned());
+        Ok(Matcher::Fixed { finder, raw_safe })
+    }
+
+    /// Whether a raw line may hold a match (false only when it surely does not).
+    fn may_match(&self, raw: &[u8]) -> bool {
+        match self {
+            Matcher::Fixed { finder, raw_safe: true } => finder.find(raw).is_some(),
+            _ => true,
+        }
+    }
+
+    fn find(&self, text: &str) -> Option<(usize, usize)> {
+        match self {
+            Matcher::Fixed { finder, .. } => {
+                finder.find(text.as_bytes()).map(|i| (i, i + finder.needle().len()))
+            }
+            Matcher::Regex(r) => r.find(text).map(|m| (m.start(), m.end())),
+        }
+    }
+}
+
+/// The outcome of a search.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The newest `limit` hits, oldest first.
+    pub hits: Vec<Hit>,
+    /// All hits counted.
+    pub total: u64,
+    /// Damage among the lines read.
+    pub damage: Damage,
+}
+
+/// Search. Errors: a bad query, a missing PATH, I/O, or damage under `--strict`.
+pub fn search(opts: &RecallOptions) -> Result<Found> {
+    let m = Matcher::new(&opts.query, opts.regex)?;
+    let files: Vec<(PathBuf, Source, String, String)> = discover::discover(&opts.paths)?
+        .into_iter()
+        .flat_map(|job| {
+            let source = job.source();
+            let (sid, folder) = match &job {
+                Job::Claude(f) => (f.session_id.clone(), f.project_dir.clone()),
+                Job::Codex(p) => (discover::stem(p), String::new()),
+            };
+            job.files()
+                .into_iter()
+                .map(|p| (p.to_path_buf(), source, sid.clone(), folder.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let limits = ReadLimits { strict: opts.strict, ..Default::default() };
+    let per_file: Result<Vec<(VecDeque<Hit>, u64, Damage)>> = files
+        .par_iter()
+        .map(|(path, source, sid, folder)| {
+            search_file(opts, &m, limits, path, *source, sid, folder)
+        })
+        .collect();
+    let mut found = Found::default();
+    let mut all = vec![];
+    for (hits, n, d) in per_file? {
+        found.total += n;
+        found.damage.merge(&d);
+        all.extend(hits);
+    }
+    all.sort_by(|a, b| (a.ts_ms, &a.path, a.line).cmp(&(b.ts_ms, &b.path, b.line)));
+    let skip = all.len().saturating_sub(opts.limit);
+    found.hits = all.split_off(skip);
+    Ok(found)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn search_file(
+    opts: &RecallOptions,
+    m: &Matcher,
+    limits: ReadLimits,
+    path: &Path,
+    source: Source,
+    sid: &str,
+    folder: &str,
+) -> Result<(VecDeque<Hit>, u64, Damage)> {
+    let mut hits: VecDeque<Hit> = VecDeque::new();
+    let mut total = 0u64;
+    let mut damage = Damage::default();
+    let mut session_id = sid.to_string();
+    let mut project: Arc<str> = Arc::from(folder);
+    let mut first = true;
+    let wanted = |raw: &[u8]| m.may_match(raw) || (source == Source::Codex && is_meta_line(raw));
+    lines::for_each_record_where(path, limits, &mut damage, wanted, |no, bytes| {
+        let v: Value = serde_json::from_slice(bytes)?;
+        if source == Source::Codex && v["type"] == "session_meta" {
+            if first {
+                first = false;
+                if let Some(id) = v["payload"]["id"].as_str() {
+                    session_id = id.to_string();
+                }
+                if let Some(cwd) = v["payload"]["cwd"].as_str() {
+                    project = Arc::from(cwd);
+                }
+            }
+            return Ok(Parsed::Known);
+        }
+        let ts = v["timestamp"].as_str().and_then(parse_ts_ms);
+        if opts.since_ms.is_some_and(|s| ts.is_none_or(|t| t < s)) {
+            return Ok(Parsed::Known);
+        }
+        let proj: Arc<str> = match v["cwd"].as_str() {
+            Some(c) if source == Source::Claude => Arc::from(c),
+            _ => project.clone(),
+        };
+        if let Some(p) = &opts.project {
+            if !proj.contains(p.as_str()) && !folder.contains(p.as_str()) {
+                return Ok(Parsed::Known);
+            }
+        }
+        let mut texts: Vec<(Role, &str)> = vec![];
+        match source {
+            Source::Claude => claude_texts(&v, &mut texts),
+            Source::Codex => codex_texts(&v, &mut texts),
+        }
+        for (role, text) in texts {
+            if opts.role.is_some_and(|r| r != role) {
+                continue;
+            }
+            let Some((s, e)) = m.find(text) else { continue };
+            total += 1;
+            let (snippet, ms, me) = snippet(text, s, e);
+            hits.push_back(Hit {
+                session_id: session_id.clone(),
+                source,
+                project: proj.to_string(),
+                time: ts.map(format_ts_ms),
+                role,
+                snippet,
+                match_start: ms,
+                match_end: me,
+                path: path.to_path_buf(),
+                line: no,
+                ts_ms: ts,
+            });
+            if hits.len() > opts.limit {
+                hits.pop_front();
+            }
+        }
+        Ok(Parsed::Known)
+    })?;
+    Ok((hits, total, damage))
+}
+
+fn is_meta_line(raw: &[u8]) -> bool {
+    memchr::memmem::find(raw, b"\"session_meta\"").is_some()
+}
+
+/// Texts of a Claude Code line with their roles (claude-code.md §3).
+fn claude_texts<'a>(v: &'a Value, out: &mut Vec<(Role, &'a str)>) {
+    let role = match v["type"].as_str() {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        _ => return,
+    };
+    match &v["message"]["content"] {
+        Value::String(s) => out.push((role, s)),
+        Value::Array(blocks) => {
+            for b in blocks {
+                match b["type"].as_str() {
+                    Some("text") => push_str(out, role, &b["text"]),
+                    Some("thinking") => push_str(out, Role::Assistant, &b["thinking"]),
+                    Some("tool_use") => {
+                        push_str(out, Role::Tool, &b["name"]);
+                        push_all(out, Role::Tool, &b["input"]);
+                    }
+                    Some("tool_result") => push_all(out, Role::Tool, &b["content"]),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Texts of a Codex rollout line with their roles (codex.md §4).
+fn codex_texts<'a>(v: &'a Value, out: &mut Vec<(Role, &'a str)>) {
+    if v["type"] != "response_item" {
+        return;
+    }
+    let p = &v["payload"];
+    match p["type"].as_str() {
+        Some("message") => {
+            let role = match p["role"].as_str() {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                _ => return,
+            };
+            if let Some(items) = p["content"].as_array() {
+                for i in items {
+                    push_str(out, role, &i["text"]);
+                }
+            }
+        }
+        Some("reasoning") => {
+            for key in ["summary", "content"] {
+                if let Some(items) = p[key].as_array() {
+                    for i in items {
+                        push_str(out, Role::Assistant, &i["text"]);
+                    }
+                }
+            }
+        }
+        Some("function_call") => {
+            push_str(out, Role::Tool, &p["name"]);
+            push_str(out, Role::Tool, &p["arguments"]);
+        }
+        Some("custom_tool_call") => {
+            push_str(out, Role::Tool, &p["name"]);
+            push_str(out, Role::Tool, &p["input"]);
+        }
+        Some("function_call_output" | "custom_tool_call_output") => {
+            push_all(out, Role::Tool, &p["output"])
+        }
+        Some("local_shell_call") => push_all(out, Role::Tool, &p["action"]),
+        _ => {}
+    }
+}
+
+fn push_str<'a>(out: &mut Vec<(Role, &'a str)>, role: Role, v: &'a Value) {
+    if let Some(s) = v.as_str() {
+        out.push((role, s));
+    }
+}
+
+/// Every string inside `v` (tool input objects, result block lists).
+fn push_all<'a>(out: &mut Vec<(Role, &'a str)>, role: Role, v: &'a Value) {
+    match v {
+        Value::String(s) => out.push((role, s)),
+        Value::Array(a) => a.iter().for_each(|x| push_all(out, role, x)),
+        Value::Object(o) => o.values().for_each(|x| push_all(out, role, x)),
+        _ => {}
+    }
+}
+
+/// Up to 60 characters each side of `text[s..e]`, on one line; returns the snippet and the
+/// match's byte range in it.
+fn snippet(text: &str, s: usize, e: usize) -> (String, usize, usize) {
+    const SIDE: usize = 60;
+    let before: Vec<char> = text[..s].chars().rev().take(SIDE).collect();
+    let after: String = text[e..].chars().take(SIDE).collect();
+    let flat = |t: &str| t.replace(['\n', '\r', '\t'], " ");
+    let mut head: String = before.into_iter().rev().collect();
+    if head.len() < s {
+        head.insert(0, '…');
+    }
+    let head = flat(&head);
+    let mid = flat(&text[s..e]);
+    let mut tail = flat(&after);
+    if e + after.len() < text.len() {
+        tail.push('…');
+    }
+    let ms = head.len();
+    let me = ms + mid.len();
+    (format!("{head}{mid}{tail}"), ms, me)
+}
+
+/// Run `kit recall`. Returns the exit code (0, matches or not: 1 means an internal error in kit).
+pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u8> {
+    let found = search(opts)?;
+    let io = |e| Error::io("stdout", e);
+    if opts.json {
+        let doc = serde_json::json!({
+            "schema": "kit.recall/1",
+            "query": opts.query,
+            "total_matches": found.total,
+            "matches": found.hits,
+            "skipped_lines": found.damage.skipped(),
+            "damage": found.damage,
+        });
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
+        writeln!(out, "{text}").map_err(io)?;
+    } else {
+        for h in &found.hits {
+            let mark = if theme.color {
+                format!(
+                    "{}{}{}",
+                    &h.snippet[..h.match_start],
+                    theme.bold(&theme.warn(&h.snippet[h.match_start..h.match_end])),
+                    &h.snippet[h.match_end..]
+                )
+            } else {
+                format!(
+                    "{}«{}»{}",
+                    &h.snippet[..h.match_start],
+                    &h.snippet[h.match_start..h.match_end],
+                    &h.snippet[h.match_end..]
+                )
+            };
+            let when = h.time.as_deref().map(|t| t.get(..16).unwrap_or(t).replace('T', " "));
+            writeln!(
+                out,
+                "{} {} {:<9} {}",
+                theme.dim(&h.session_id.chars().take(8).collect::<String>()),
+                theme.dim(&when.unwrap_or_else(|| "-".repeat(16))),
+                h.role.name(),
+                mark
+            )
+            .map_err(io)?;
+        }
+        let shown = found.hits.len() as u64;
+        if found.total == 0 {
+            writeln!(out, "no matches for `{}`", opts.query).map_err(io)?;
+        } else if shown < found.total {
+            writeln!(out, "{} matches, the newest {shown} shown (--limit N for more)", found.total)
+                .map_err(io)?;
+        } else {
+            writeln!(out, "{} matches", found.total).map_err(io)?;
+        }
+        crate::measure::write_damage(theme, &found.damage, out).map_err(io)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_mark_the_match_on_one_line() {
+        let (s, a, b) = snippet("first line\nthe cache expired here", 15, 20);
+        assert_eq!(s, "first line the cache expired here");
+        assert_eq!(&s[a..b], "cache");
+        let long = format!("{}needle{}", "x".repeat(100), "y".repeat(100));
+        let (s, a, b) = snippet(&long, 100, 106);
+        assert!(s.starts_with('…') && s.ends_with('…'));
+        assert_eq!(&s[a..b], "needle");
+        assert_eq!(s.chars().count(), 60 + 6 + 60 + 2);
+    }
+
+    #[test]
+    fn raw_prefilter_is_used_only_where_it_is_sound() {
+        let m = Matcher::new("cache miss", false).unwrap();
+        assert!(m.may_match(br#"{"text":"a cache miss"}"#));
+        assert!(!m.may_match(br#"{"text":"a cache hit"}"#));
+        let q = Matcher::new("say \"hi\"", false).unwrap();
+        assert!(q.may_match(br#"{"text":"say \"hi\""}"#));
+        assert!(Matcher::new("", false).is_err());
+        assert!(Matcher::new("(", true).is_err());
+    }
+
+    #[test]
+    fn texts_come_with_their_roles() {
+        let v: Value = serde_json::from_str(
+            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"},{"type":"tool_use","input":{"command":"ls"}},{"type":"thinking","thinking":"t"}]}}"#,
+        )
+        .unwrap();
+        let mut out = vec![];
+        claude_texts(&v, &mut out);
+        assert_eq!(out, [(Role::Assistant, "a"), (Role::Tool, "ls"), (Role::Assistant, "t")]);
+        let v: Value = serde_json::from_str(
+            r#"{"type":"response_item","payload":{"type":"function_call_output","output":"ok"}}"#,
+        )
+        .unwrap();
+        let mut out = vec![];
+        codex_texts(&v, &mut out);
+        assert_eq!(out, [(Role::Tool, "ok")]);
+    }
+}
