@@ -233,8 +233,3 @@ fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
         }
     }
 }
-
-// Scaffolding while the modules land on main; each arm above is replaced as its module arrives.
-fn not_built(name: &str, _flag: bool, _out: &mut dyn Write) -> Result<u8> {
-    Err(Error::internal(format!("`kit {name}` is not in this build yet")))
-}
