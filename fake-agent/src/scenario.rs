@@ -78,7 +78,25 @@ pub enum Step {
     /// Rename a file (`mv` through the `Bash` tool).
     Rename { from: String, to: String },
     /// Run a shell command (`sh -c`) through the `Bash` tool; its output is the tool result.
-    Run { command: String },
+    /// With `if_hook_said`, only when the last `hook` step's reply contains that text (the
+    /// agent doing what a hook asked), else the step is skipped.
+    Run {
+        command: String,
+        #[serde(default)]
+        if_hook_said: Option<String>,
+    },
+    /// Run a Claude Code command hook as Claude Code would (formats/claude-code.md §5): the
+    /// event JSON (`session_id`, `transcript_path`, `cwd`, `hook_event_name`, and
+    /// `stop_hook_active` for `Stop`) on the stdin of `sh -c command`. A reply carrying
+    /// `additionalContext` or a Stop `reason` is recorded as Claude Code records hook context (an
+    /// `isMeta` `<system-reminder>` user line) and kept for `if_hook_said`.
+    Hook {
+        event: String,
+        #[serde(default = "default_hook_command")]
+        command: String,
+        #[serde(default)]
+        stop_hook_active: bool,
+    },
     /// Sleep for real, `seconds` (fractions allowed), as a long `Bash` command would.
     Sleep { seconds: f64 },
     /// Allocate and touch `mb` MiB in `step_mb` MiB steps, `pause_ms` apart, held until the
@@ -117,6 +135,9 @@ pub enum Step {
     Exit { code: u8 },
 }
 
+fn default_hook_command() -> String {
+    "kit hook claude".into()
+}
 fn default_step_mb() -> u64 {
     50
 }

@@ -148,6 +148,30 @@ impl Session {
         Ok(s)
     }
 
+    /// The session id (a UUID).
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The transcript file, if one is written.
+    pub fn transcript(&self) -> Option<&Path> {
+        self.spec.transcript.as_deref()
+    }
+
+    /// Record context a hook gave Claude, as Claude Code does: an `isMeta` user line holding a
+    /// `<system-reminder>`. Its size joins the next call's cache write.
+    pub fn hook_context(&mut self, event: &str, text: &str) -> Result<()> {
+        let content = format!(
+            "<system-reminder>\n{event} hook additional context: {text}\n</system-reminder>"
+        );
+        let mut line = self.envelope("user");
+        line.insert("isMeta".into(), json!(true));
+        line.insert("message".into(), json!({"role": "user", "content": content}));
+        self.record(line)?;
+        self.pending += tokens_of(&content);
+        Ok(())
+    }
+
     /// The absolute working directory as text.
     pub fn cwd_str(&self) -> String {
         self.spec.cwd.to_string_lossy().into_owned()

@@ -30,12 +30,21 @@ pub struct Runner<'a> {
     said: Vec<String>,
     /// Memory held until the process exits (`allocate`).
     held: Vec<Vec<u8>>,
+    /// What the last `hook` step's command printed (for `if_hook_said`).
+    hook_reply: String,
 }
 
 impl<'a> Runner<'a> {
     /// A runner for `session` in `cwd`, invocation `invocation`.
     pub fn new(session: &'a mut Session, cwd: &Path, invocation: u64) -> Self {
-        Runner { session, cwd: cwd.to_path_buf(), invocation, said: Vec::new(), held: Vec::new() }
+        Runner {
+            session,
+            cwd: cwd.to_path_buf(),
+            invocation,
+            said: Vec::new(),
+            held: Vec::new(),
+            hook_reply: String::new(),
+        }
     }
 
     /// Run `steps` in order, then the final answer. `otherwise` is the answer when nothing was
@@ -92,9 +101,15 @@ impl<'a> Runner<'a> {
                     (String::new(), err.map(|e| format!("mv: cannot move '{from}' to '{to}': {e}")))
                 })
             }
-            Step::Run { command } => {
+            Step::Run { command, if_hook_said } => {
+                if if_hook_said.as_ref().is_some_and(|t| !self.hook_reply.contains(t.as_str())) {
+                    return Ok(());
+                }
                 let command = self.fill(command);
                 self.bash(&command, "Run the command", |cwd| run_shell(cwd, &command))
+            }
+            Step::Hook { event, command, stop_hook_active } => {
+                self.hook(event, &self.fill(command), *stop_hook_active)
             }
             Step::Sleep { seconds } => {
                 let d = Duration::from_secs_f64(seconds.max(0.0));
@@ -211,6 +226,47 @@ impl<'a> Runner<'a> {
                 let text = format!("Error: {e}");
                 self.session.tool_result(&id, &text, true, bash_result(&stdout, &e))
             }
+        }
+    }
+
+    /// Run a command hook with the event JSON on stdin; record the context it gives Claude.
+    fn hook(&mut self, event: &str, command: &str, stop_hook_active: bool) -> Result<()> {
+        let mut input = json!({
+            "session_id": self.session.session_id(),
+            "transcript_path": self.session.transcript(),
+            "cwd": self.session.cwd_str(),
+            "hook_event_name": event,
+            "permission_mode": "bypassPermissions",
+        });
+        if event == "Stop" {
+            input["stop_hook_active"] = json!(stop_hook_active);
+        }
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .and_then(|mut child| {
+                if let Some(mut stdin) = child.stdin.take() {
+                    std::io::Write::write_all(&mut stdin, input.to_string().as_bytes())?;
+                }
+                child.wait_with_output()
+            })
+            .map_err(|e| {
+                Error::internal(format!("cannot run the {event} hook `{command}`: {e}"))
+            })?;
+        self.hook_reply = String::from_utf8_lossy(&out.stdout).into_owned();
+        let reply: Value = serde_json::from_str(self.hook_reply.trim()).unwrap_or(Value::Null);
+        let context = reply
+            .pointer("/hookSpecificOutput/additionalContext")
+            .or_else(|| reply.get("reason"))
+            .and_then(Value::as_str);
+        match context {
+            Some(text) => self.session.hook_context(event, text),
+            None => Ok(()),
         }
     }
 

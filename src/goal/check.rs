@@ -253,7 +253,8 @@ fn wrap(first: &str, indent: usize, text: &str) -> String {
     let mut out = String::from(first);
     let mut col = indent;
     let mut line_empty = true;
-    for word in text.split(' ') {
+    for word in unbroken_words(text) {
+        let word = word.as_str();
         let w = word.chars().count();
         if !line_empty && col + 1 + w > WIDTH {
             out.push('\n');
@@ -273,6 +274,25 @@ fn wrap(first: &str, indent: usize, text: &str) -> String {
     out
 }
 
+/// The words of `text`, a backquoted span with spaces (`` `14 passed` ``) kept as one.
+fn unbroken_words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for word in text.split(' ') {
+        match out.last_mut() {
+            Some(last) if open => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => out.push(word.to_string()),
+        }
+        if word.matches('`').count() % 2 == 1 {
+            open = !open;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +305,13 @@ mod tests {
         assert!(lines.len() > 1);
         assert!(lines.iter().all(|l| l.chars().count() <= WIDTH), "{got}");
         assert!(lines[1].starts_with("     word"));
+    }
+
+    #[test]
+    fn wrap_keeps_backquoted_spans_whole() {
+        let text = format!("{}`14 passed` (pytest)", "x ".repeat(46));
+        let got = wrap("", 0, &text);
+        assert!(got.contains("\n`14 passed` (pytest)"), "{got}");
+        assert_eq!(unbroken_words("a `b c` d"), ["a", "`b c`", "d"]);
     }
 }

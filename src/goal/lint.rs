@@ -346,7 +346,7 @@ impl Lint<'_> {
                             "{} pins no count: it still passes after tests are deleted or skipped",
                             items.join(" and ")
                         ),
-                        "pin the number of tests too, e.g. → `Ran 14 tests` and `OK`",
+                        "pin the number of tests too: → `Ran 14 tests` and `OK` (unittest), `14 passed` (pytest)",
                     );
                 }
             }
@@ -506,7 +506,7 @@ impl Lint<'_> {
                 self.flag(
                     line,
                     format!("`{flag}` stops at the first failure and the expectation pins no count, so a partial run can pass"),
-                    "pin the number of tests the full run reports, e.g. `Ran 14 tests`, or drop the flag",
+                    "pin the count a full run reports (`Ran 14 tests`, `14 passed`), or drop the flag",
                 );
             }
         }
