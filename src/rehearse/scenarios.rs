@@ -149,21 +149,27 @@ pub(crate) fn rehearse(
     }
     let check = sb.kit(&["goal", "check"])?;
     n.ran("kit goal check", &check)?;
-    if let Some(v) = blocked("kit goal check", &check) {
-        return Ok(v);
+    if check.missing() {
+        return Ok(Verdict {
+            ok: false,
+            actual: "`kit goal check` is not in this build yet".into(),
+        });
+    }
+    if check.code != Some(0) {
+        n.note("Not enough yet: the tests the criteria run are not frozen, so an agent could weaken them.")?;
     }
 
-    n.step(
-        4,
-        STEPS,
-        "kit freeze tests tools",
-        "The tests now belong to the loop: any change the agent makes is put back.",
-    )?;
+    n.step(4, STEPS, "kit freeze tests tools", "The tests now belong to the loop: any change the agent makes is put back. Now the goal rates level 4.")?;
     let mut args = vec!["freeze"];
     args.extend(sample::FROZEN);
     let freeze = sb.kit(&args)?;
     n.ran(&format!("kit {}", args.join(" ")), &freeze)?;
     if let Some(v) = blocked("kit freeze", &freeze) {
+        return Ok(v);
+    }
+    let check = sb.kit(&["goal", "check"])?;
+    n.ran("kit goal check", &check)?;
+    if let Some(v) = blocked("kit goal check", &check) {
         return Ok(v);
     }
     let setup = sample::git(&sb.project, &sb.env, &["add", "-A"])
@@ -177,10 +183,10 @@ pub(crate) fn rehearse(
         .and_then(|_| sample::git(&sb.project, &sb.env, &["rev-parse", "--short=7", "HEAD"]));
     n.note(&format!("committed longrun/ ({})", setup?.trim()))?;
 
-    let agent = format!("--agent=fake:{}", plan.name);
-    let mut loop_args = vec!["loop", agent.as_str()];
+    let agent = format!("fake:{}", plan.name);
+    let mut loop_args = vec!["loop", "--agent", agent.as_str()];
     loop_args.extend(plan.loop_args);
-    let shown = format!("kit {}", loop_args.join(" ").replace("--agent=", "--agent "));
+    let shown = format!("kit {}", loop_args.join(" "));
     n.step(5, STEPS, &shown, plan.proves)?;
     let verdict = if plan.name == "race" {
         race(&sb, &loop_args, &shown, n)?
@@ -207,11 +213,12 @@ pub(crate) fn rehearse(
     if transcripts.is_empty() {
         n.note("no transcript was written (the agent never ran); nothing to measure")?;
     } else {
-        let rels: Vec<String> = transcripts
-            .iter()
-            .map(|p| p.strip_prefix(&sb.home).map_or(p.clone(), |r| Path::new("~").join(r)))
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
+        n.note(&format!(
+            "the fake agent wrote {} transcript{} under {}",
+            transcripts.len(),
+            if transcripts.len() == 1 { "" } else { "s" },
+            sb.home.join(".claude/projects").display()
+        ))?;
         let mut args = vec!["measure".to_string()];
         args.extend(transcripts.iter().map(|p| p.to_string_lossy().into_owned()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -219,7 +226,7 @@ pub(crate) fn rehearse(
         if measure.missing() {
             n.note("kit measure is not in this build yet; skipped")?;
         } else {
-            n.ran(&format!("kit measure {}", rels.join(" ")), &measure)?;
+            n.ran("kit measure $CLAUDE_CONFIG_DIR/projects/*/*.jsonl", &measure)?;
         }
     }
     Ok(verdict)
@@ -329,7 +336,7 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
                 .to_string();
             let peak = agent_end
                 .and_then(|e| e["peak_rss_bytes"].as_u64())
-                .map(|b| format!(", peak {}", crate::duration::format_size(b)))
+                .map(|b| format!(", peak {} MiB", b >> 20))
                 .unwrap_or_default();
             let actual = if killed {
                 format!(

@@ -1,0 +1,62 @@
+//! `kit rehearse` (DESIGN §14): the tour really runs the loop on the sample project, and `--all`
+//! gets every scenario's expected outcome (issue 2's table).
+
+use crate::util::kit;
+
+#[test]
+fn rehearse_ends_done_at_iteration_1() {
+    let d = tempfile::tempdir().unwrap();
+    let out = kit(d.path()).args(["rehearse", "--keep", "sb"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("outcome: done at iteration 1 (as expected)"), "{text}");
+    for step in ["[1/7]", "$ kit init", "$ kit goal check", "$ kit freeze tests tools", "$ kit loop --agent fake:finish", "$ kit status", "[7/7] kit measure"] {
+        assert!(text.contains(step), "{step} missing in:\n{text}");
+    }
+
+    // The journal the loop wrote says the same.
+    let project = d.path().join("sb/project");
+    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let end = journal.events.iter().rev().find(|e| e["event"] == "loop_end").unwrap();
+    assert_eq!((end["outcome"].as_str(), end["iteration"].as_u64()), (Some("done"), Some(1)));
+    // The work is really done: the whole suite passes in the sandbox.
+    let suite = std::process::Command::new("python3")
+        .args(["-B", "-m", "unittest", "discover", "-s", "tests"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(suite.status.success());
+    // The fake agent's transcript stayed inside the sandbox.
+    let projects = d.path().join("sb/home/.claude/projects");
+    let sessions: Vec<_> = std::fs::read_dir(&projects).unwrap().flatten().collect();
+    assert_eq!(sessions.len(), 1);
+    assert!(!d.path().join(".home/.claude/projects").exists());
+}
+
+#[test]
+fn rehearse_all_gets_every_expected_outcome() {
+    let d = tempfile::tempdir().unwrap();
+    let out = kit(d.path()).args(["rehearse", "--all"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("7 of 7 scenarios as expected"), "{text}");
+    let ticks = text.lines().filter(|l| l.trim_start().starts_with("✓ ")).count();
+    assert_eq!(ticks, 7, "{text}");
+    assert!(!text.contains('✗'), "{text}");
+}
+
+#[test]
+fn rehearse_refuses_an_unknown_scenario_and_a_non_empty_keep_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let out = kit(d.path()).args(["rehearse", "--scenario", "teleport"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no fake-agent scenario `teleport`") && err.contains("finish, cheat"), "{err}");
+
+    std::fs::create_dir(d.path().join("full")).unwrap();
+    std::fs::write(d.path().join("full/mine.txt"), "keep me").unwrap();
+    let out = kit(d.path()).args(["rehearse", "--keep", "full"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
+    assert_eq!(std::fs::read_to_string(d.path().join("full/mine.txt")).unwrap(), "keep me");
+}
