@@ -167,7 +167,20 @@ pub fn run_claude(
 ) -> u8 {
     let mut input = Vec::new();
     let outcome = match stdin.read_to_end(&mut input) {
-        Ok(_) => handle(&input, &HookEnv::process(cwd)),
+        Ok(_) => {
+            // A bug must not break the session either: a panic becomes a one-line note, exit 0.
+            std::panic::set_hook(Box::new(|_| {}));
+            let env = HookEnv::process(cwd);
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(&input, &env)))
+                .unwrap_or_else(|p| {
+                    let what = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    note(format!("internal error ({what}); nothing done"))
+                })
+        }
         Err(e) => Outcome { note: Some(format!("cannot read stdin: {e}")), ..Outcome::default() },
     };
     if let Some(v) = &outcome.stdout {

@@ -50,10 +50,16 @@ pub fn hook(dir: &Path, event: &Value) -> Reply {
 }
 
 fn hook_raw(dir: &Path, stdin: &[u8]) -> Reply {
+    hook_env(dir, stdin, &[])
+}
+
+fn hook_env(dir: &Path, stdin: &[u8], vars: &[(&str, &str)]) -> Reply {
     let mut child = kit(dir)
         .args(["hook", "claude"])
         .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
         .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .env_remove("CLAUDE_CODE_MAX_OUTPUT_TOKENS")
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -522,4 +528,23 @@ fn rehearse_drives_the_bands_and_the_stop_block() {
         fs::read_dir(d.path()).unwrap().all(|e| e.unwrap().file_name() == ".home"),
         "rehearse leaves nothing behind"
     );
+}
+
+#[test]
+fn the_compaction_point_follows_the_environment_then_the_config() {
+    let d = project();
+    let mut s = Session::new(d.path());
+    s.call(46_000, NOW);
+    let ev = s.tool().to_string();
+    let r = hook_env(d.path(), ev.as_bytes(), &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")]);
+    assert!(r.context_text().contains("(46,000 of 90,000 tokens)"), "{}", r.stdout);
+    let d = project();
+    let cfg = d.path().join("longrun/config.toml");
+    let text = fs::read_to_string(&cfg).unwrap();
+    fs::write(&cfg, text.replace("compaction_point = 0", "compaction_point = 80000")).unwrap();
+    let mut s = Session::new(d.path());
+    s.call(41_000, NOW);
+    let ev = s.tool().to_string();
+    let r = hook_env(d.path(), ev.as_bytes(), &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")]);
+    assert!(r.context_text().contains("(41,000 of 80,000 tokens)"), "config wins: {}", r.stdout);
 }
