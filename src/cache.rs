@@ -17,6 +17,7 @@ use jiff::Timestamp;
 
 use crate::duration::format_duration;
 use crate::error::{Error, Result};
+use crate::measure::thousands;
 use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
 
 /// Tokens of a clean start from a handoff, when not given: system prompt and tools (≈20k) plus
@@ -232,7 +233,7 @@ fn print_report(
     writeln!(
         out,
         "{model} · {} tokens of context · idle {idle_s} · cache TTL {}",
-        fmt_tokens(context),
+        thousands(context),
         ttl.label()
     )?;
     if let Some(o) = origin {
@@ -285,14 +286,14 @@ fn print_report(
     writeln!(
         out,
         "  resend the context        {:>9} tokens × ${}/M ({resend_what})  {}",
-        fmt_tokens(context),
+        thousands(context),
         fmt_rate(resend_rate),
         fmt_usd(c.resend_usd)
     )?;
     writeln!(
         out,
         "  clean start from handoff  {:>9} tokens × ${}/M ({} cache write)  {}",
-        fmt_tokens(c.handoff_tokens),
+        thousands(c.handoff_tokens),
         fmt_rate(clean_rate),
         ttl.label(),
         fmt_usd(c.clean_usd)
@@ -301,7 +302,7 @@ fn print_report(
         writeln!(
             out,
             "  (handoff size: the default {} tokens; --handoff TOKENS sets it)",
-            fmt_tokens(DEFAULT_HANDOFF_TOKENS)
+            thousands(DEFAULT_HANDOFF_TOKENS)
         )?;
     }
     writeln!(out)?;
@@ -332,19 +333,6 @@ fn rate_of(r: &crate::prices::Rates, ttl: Ttl) -> f64 {
         Ttl::FiveMinutes => r.cache_write_5m,
         Ttl::OneHour => r.cache_write_1h,
     }
-}
-
-/// Tokens with thousands separators: `150,000`.
-pub fn fmt_tokens(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// USD to four decimals, halves rounded up: `$0.9375`, `$0.1563`.
@@ -391,16 +379,15 @@ mod tests {
     }
 
     #[test]
-    fn number_formats() {
-        for (n, s) in [
-            (0, "0"),
-            (999, "999"),
-            (1000, "1,000"),
-            (164_831, "164,831"),
-            (1_000_000, "1,000,000"),
+    fn ttl_parsing() {
+        for (text, ttl) in [
+            ("5m", Ttl::FiveMinutes),
+            ("300s", Ttl::FiveMinutes),
+            ("1h", Ttl::OneHour),
+            ("60m", Ttl::OneHour),
         ] {
-            assert_eq!(fmt_tokens(n), s);
+            assert_eq!(Ttl::parse(text).unwrap(), ttl, "{text}");
         }
-        assert!(Ttl::parse("1h").is_ok() && Ttl::parse("10m").is_err());
+        assert!(Ttl::parse("10m").is_err() && Ttl::parse("soon").is_err());
     }
 }

@@ -308,9 +308,9 @@ impl Run<'_> {
         let Some(longrun) = self.project else {
             self.outcome.note = Some(format!(
                 "context {} tokens, {:.1}% of the compaction point ({}); no longrun/ folder, so only measured",
-                cache::fmt_tokens(m.context),
+                crate::measure::thousands(m.context),
                 m.pct,
-                cache::fmt_tokens(m.point)
+                crate::measure::thousands(m.point)
             ));
             return;
         };
@@ -407,8 +407,8 @@ impl Run<'_> {
         let reason = format!(
             "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
             m.pct,
-            cache::fmt_tokens(m.context),
-            cache::fmt_tokens(m.point)
+            crate::measure::thousands(m.context),
+            crate::measure::thousands(m.point)
         );
         self.outcome.stdout = Some(json!({"decision": "block", "reason": reason}));
         self.fire(
@@ -496,10 +496,10 @@ impl Run<'_> {
                     "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
                     crate::duration::format_duration(idle),
                     ttl.label(),
-                    cache::fmt_tokens(m.context),
+                    crate::measure::thousands(m.context),
                     cache::fmt_usd(c.resend_usd),
                     call.model,
-                    cache::fmt_tokens(c.handoff_tokens),
+                    crate::measure::thousands(c.handoff_tokens),
                     cache::fmt_usd(c.clean_usd)
                 )
             }
@@ -507,9 +507,9 @@ impl Run<'_> {
                 "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
                 crate::duration::format_duration(idle),
                 ttl.label(),
-                cache::fmt_tokens(m.context),
+                crate::measure::thousands(m.context),
                 call.model,
-                cache::fmt_tokens(cache::DEFAULT_HANDOFF_TOKENS)
+                crate::measure::thousands(cache::DEFAULT_HANDOFF_TOKENS)
             ),
         };
         self.fire(
@@ -613,8 +613,8 @@ fn band_message(bands: &[u8], band: u8, m: &Measured) -> (Action, String) {
     let head = format!(
         "kit: the context is at {:.0}% of the compaction point ({} of {} tokens).",
         m.pct,
-        cache::fmt_tokens(m.context),
-        cache::fmt_tokens(m.point)
+        crate::measure::thousands(m.context),
+        crate::measure::thousands(m.point)
     );
     let body = match action {
         Action::Checkpoint => CHECKPOINT,

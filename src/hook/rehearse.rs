@@ -11,8 +11,8 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::{handle, Action, HookEnv, Outcome};
-use crate::cache::fmt_tokens;
 use crate::error::{Error, IoContext, Result};
+use crate::measure::thousands;
 
 const SESSION: &str = "00000000-0000-4000-8000-rehearsal000";
 
@@ -51,7 +51,7 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
         out,
         format!(
             "compaction point {} tokens ({}); bands 50/70/85 %",
-            fmt_tokens(point.tokens),
+            thousands(point.tokens),
             point.source
         ),
     )?;
@@ -172,7 +172,7 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
         }
         let o = handle(ev.to_string().as_bytes(), &env);
         let (ctx, pct) = match (o.context, o.pct) {
-            (Some(c), Some(p)) => (fmt_tokens(c), format!("{p:.1}")),
+            (Some(c), Some(p)) => (thousands(c), format!("{p:.1}")),
             _ => ("–".into(), "–".into()),
         };
         let label = match step.extra.get("stop_hook_active") {
