@@ -77,9 +77,11 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             };
             crate::frozen::freeze::run(&ctx.cwd, &action, &ctx.theme, out)
         }
-        Command::Loop(_) => not_built("loop", false, out),
-        Command::Status { .. } => not_built("status", false, out),
-        Command::Doctor => not_built("doctor", false, out),
+        Command::Loop(args) => crate::looprun::run(&ctx.cwd, &loop_options(args)?, out),
+        Command::Status { json } => {
+            crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
+        }
+        Command::Doctor => crate::doctor::run(&ctx.theme, out),
         Command::Rehearse(a) => {
             let opts = crate::rehearse::Options {
                 scenario: a.scenario.unwrap_or_else(|| "finish".into()),
@@ -100,6 +102,32 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     }
     .inspect(|_| {
         let _ = &ctx.cwd;
+    })
+}
+
+/// `kit loop` flags to the loop's options; durations and sizes are checked here (exit 2).
+fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> {
+    let dur = |flag: &str, v: Option<String>| -> Result<Option<std::time::Duration>> {
+        v.map(|t| {
+            crate::duration::parse_duration(&t)
+                .map_err(|m| Error::usage(format!("--{flag}: {m}")).with_hint("kit loop --help"))
+        })
+        .transpose()
+    };
+    let memory_max = a
+        .memory_max
+        .map(|t| {
+            crate::duration::parse_size(&t).map_err(|m| {
+                Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help")
+            })
+        })
+        .transpose()?;
+    Ok(crate::looprun::LoopOptions {
+        agent: a.agent,
+        max_iterations: a.max_iterations,
+        timeout: dur("timeout", a.timeout)?,
+        memory_max,
+        max_wall: dur("max-wall", a.max_wall)?,
     })
 }
 
@@ -211,9 +239,4 @@ fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
             crate::handoff::verify(&VerifyOptions { cwd: ctx.cwd.clone(), proof }, out)
         }
     }
-}
-
-// Scaffolding while the modules land on main; each arm above is replaced as its module arrives.
-fn not_built(name: &str, _flag: bool, _out: &mut dyn Write) -> Result<u8> {
-    Err(Error::internal(format!("`kit {name}` is not in this build yet")))
 }

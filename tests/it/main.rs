@@ -8,6 +8,7 @@ mod goal;
 mod golden;
 mod handoff;
 mod hook;
+mod r#loop;
 mod measure;
 mod recall;
 mod util;

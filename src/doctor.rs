@@ -1,0 +1,88 @@
+//! `kit doctor`: what this machine offers the loop, before an unattended run depends on it —
+//! which memory-cap enforcer `kit loop` will use (and why), whether kit can be a child
+//! subreaper, and which agents and tools are on `PATH`.
+//!
+//! Exit status: 0 when a loop can run here (git found), 1 otherwise.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+use crate::looprun::{agent, memcap, procs};
+use crate::term::Theme;
+
+/// One program the loop may need.
+struct Tool {
+    name: &'static str,
+    role: &'static str,
+    needed: bool,
+}
+
+const TOOLS: [Tool; 5] = [
+    Tool { name: "git", role: "the repository, frozen-file checks, handoff stamps", needed: true },
+    Tool { name: "python3", role: "the course's sample project and exercises", needed: false },
+    Tool { name: "claude", role: "agent = \"claude\" (Claude Code)", needed: false },
+    Tool { name: "codex", role: "agent = \"codex\" (Codex CLI)", needed: false },
+    Tool {
+        name: "fake-agent",
+        role: "agent = \"fake:SCENARIO\" (rehearsals, no tokens)",
+        needed: false,
+    },
+];
+
+/// Find `name` on `PATH` (an executable regular file).
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `kit doctor`: print what the loop will use on this machine.
+pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let o = Path::new("stdout");
+    let (enforcer, why) = memcap::detect();
+    writeln!(out, "{} {} — {why}", theme.bold("memory cap:"), enforcer.name()).at(o)?;
+    // A subreaper setting only affects this short-lived process's orphans.
+    match procs::become_subreaper() {
+        Ok(()) => writeln!(
+            out,
+            "{} yes — agent processes that leave their group stay in kit's tree",
+            theme.bold("subreaper:")
+        )
+        .at(o)?,
+        Err(e) => writeln!(
+            out,
+            "{} {} — detached agent processes may escape ({e})",
+            theme.bold("subreaper:"),
+            theme.warn("no")
+        )
+        .at(o)?,
+    }
+    writeln!(out, "{}", theme.bold("programs:")).at(o)?;
+    let mut ok = true;
+    for t in &TOOLS {
+        let found = if t.name == "fake-agent" {
+            Some(agent::fake_agent_path())
+                .filter(|p| p.is_absolute())
+                .or_else(|| find_on_path(t.name))
+        } else {
+            find_on_path(t.name)
+        };
+        let state = match &found {
+            Some(p) => theme.ok(&p.display().to_string()),
+            None if t.needed => {
+                ok = false;
+                theme.bad("not found (required)")
+            }
+            None => theme.warn("not found"),
+        };
+        writeln!(out, "  {:<11} {state}  — {}", t.name, t.role).at(o)?;
+    }
+    let verdict = if ok { "a loop can run here" } else { "a loop cannot run here: install git" };
+    writeln!(out, "{} {verdict}", theme.bold("doctor:")).at(o)?;
+    Ok(if ok { 0 } else { 1 })
+}

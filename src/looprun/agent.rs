@@ -1,0 +1,529 @@
+//! One agent iteration as an operating-system matter: which program runs, in its own process
+//! group, under the timeout and the memory cap, with its output in `longrun/.runs/NNN.log`, and
+//! what it reported spending.
+//!
+//! Agents (DESIGN §6), from `config.toml` `agent.command` or `kit loop --agent`:
+//!
+//! | spec | argv | usage read from |
+//! |---|---|---|
+//! | `claude` | `claude -p --output-format stream-json --verbose` | the `result` event |
+//! | `codex` | `codex exec --json -` | the last `turn.completed` event |
+//! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
+//! | anything else | `sh -c SPEC` | nothing (a plain command reports no usage) |
+//!
+//! Every agent runs in the repository root with the prompt on stdin (the prompt file itself, so
+//! no pipe can stall) and the environment `KIT_PROMPT_FILE` (its path), `KIT_ITERATION` (1-based)
+//! and `KIT_ROOT` (the repository root). stdout and stderr both go to the iteration's log.
+//!
+//! Ending an iteration: at the timeout, SIGTERM to the process group, then after the grace
+//! period SIGKILL; at the memory cap (watchdog), SIGKILL at once. When the agent's main process
+//! has exited, whatever is left of its tree — the group, and anything that left the group but,
+//! kit being a child subreaper, was re-parented to kit — is SIGKILLed and reaped.
+//!
+//! Usage sources: `../shared/formats/claude-code.md` §7 (the `result` object: `usage` with
+//! `input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`;
+//! `total_cost_usd`; `modelUsage` per model) and `../shared/formats/codex.md` §14.2
+//! (`turn.completed.usage` with `input_tokens` ⊇ `cached_input_tokens`, `output_tokens`; the
+//! thread's cumulative total, so the last one counts).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::memcap::{Enforcer, Watchdog};
+use super::procs;
+use crate::error::{Error, IoContext, Result};
+use crate::prices::{Lookup, PriceTable, Usage};
+
+/// Which agent runs, parsed from its spec string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentSpec {
+    /// Claude Code in headless mode.
+    Claude,
+    /// Codex `exec`.
+    Codex,
+    /// kit's scripted fake agent with this scenario.
+    Fake(String),
+    /// Any command line, run through `sh -c`.
+    Shell(String),
+}
+
+/// The structured output an agent prints, which decides how usage is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Claude Code `--output-format stream-json` (also the fake agent).
+    ClaudeStreamJson,
+    /// Codex `exec --json`.
+    CodexJson,
+    /// Nothing structured.
+    Plain,
+}
+
+impl AgentSpec {
+    /// Parse a spec: `claude`, `codex`, `fake:SCENARIO`, or a command line.
+    ///
+    /// Errors: [`Error::Usage`] for an empty spec or `fake:` without a scenario.
+    pub fn parse(spec: &str) -> Result<AgentSpec> {
+        let s = spec.trim();
+        match s {
+            "" => Err(Error::usage("the agent command is empty").with_hint(
+                "kit loop --agent claude (or set [agent] command in longrun/config.toml)",
+            )),
+            "claude" => Ok(AgentSpec::Claude),
+            "codex" => Ok(AgentSpec::Codex),
+            _ => match s.strip_prefix("fake:") {
+                Some("") => Err(Error::usage("`fake:` needs a scenario name")
+                    .with_hint("kit loop --agent fake:finish")),
+                Some(scenario) => Ok(AgentSpec::Fake(scenario.to_string())),
+                None => Ok(AgentSpec::Shell(s.to_string())),
+            },
+        }
+    }
+
+    /// How this agent reports usage.
+    pub fn format(&self) -> OutputFormat {
+        match self {
+            AgentSpec::Claude | AgentSpec::Fake(_) => OutputFormat::ClaudeStreamJson,
+            AgentSpec::Codex => OutputFormat::CodexJson,
+            AgentSpec::Shell(_) => OutputFormat::Plain,
+        }
+    }
+
+    /// The argv that runs this agent (before any memory-cap wrapper).
+    pub fn argv(&self) -> Vec<String> {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match self {
+            AgentSpec::Claude => {
+                v(&["claude", "-p", "--output-format", "stream-json", "--verbose"])
+            }
+            AgentSpec::Codex => v(&["codex", "exec", "--json", "-"]),
+            AgentSpec::Fake(scenario) => {
+                let mut a = vec![fake_agent_path().to_string_lossy().into_owned()];
+                a.extend(v(&[
+                    "--scenario",
+                    scenario,
+                    "-p",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                ]));
+                a
+            }
+            AgentSpec::Shell(cmd) => vec!["sh".into(), "-c".into(), cmd.clone()],
+        }
+    }
+}
+
+/// The `fake-agent` binary: beside the running `kit`, else the name alone (found on PATH).
+pub fn fake_agent_path() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("fake-agent")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("fake-agent"))
+}
+
+/// What one iteration's agent run needs.
+#[derive(Clone, Debug)]
+pub struct Launch<'a> {
+    /// The agent.
+    pub spec: &'a AgentSpec,
+    /// Repository root: working directory, `KIT_ROOT`.
+    pub root: &'a Path,
+    /// The prompt file: stdin and `KIT_PROMPT_FILE`.
+    pub prompt_file: &'a Path,
+    /// 1-based iteration number: `KIT_ITERATION`.
+    pub iteration: u64,
+    /// Where stdout and stderr go.
+    pub log: &'a Path,
+    /// Time until SIGTERM to the group.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Memory cap in bytes of the agent's tree.
+    pub memory_max: u64,
+    /// Who enforces the memory cap.
+    pub enforcer: Enforcer,
+    /// Asked to stop by hand (SIGINT/SIGTERM/SIGHUP to kit): ended like a timeout.
+    pub stop: Option<&'a super::signals::Stop>,
+}
+
+/// The process just started: journaled before kit waits on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    /// The agent's main process.
+    pub pid: i32,
+    /// Its process group (the same number: it leads its own group).
+    pub pgid: i32,
+    /// Its start time, clock ticks since boot (to recognise the group after a crash).
+    pub starttime: u64,
+    /// The argv actually run, joined by spaces.
+    pub command: String,
+}
+
+/// How one agent run ended.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Ended {
+    /// Exit status of the main process, if it exited.
+    pub exit: Option<i32>,
+    /// Signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Ended by the iteration timeout.
+    pub timed_out: bool,
+    /// Ended because kit was asked to stop (SIGINT, SIGTERM, SIGHUP).
+    pub interrupted: bool,
+    /// Ended by the memory cap (the watchdog fired, or SIGKILL under a systemd scope that kit
+    /// did not send).
+    pub memory_killed: bool,
+    /// Highest resident memory of the tree the watchdog saw, bytes (0 when not sampled).
+    pub peak_rss_bytes: u64,
+    /// Leftover processes of its tree that kit killed after the main process ended.
+    pub leftovers_killed: Vec<i32>,
+    /// Wall time of the run, ms.
+    pub duration_ms: u64,
+}
+
+/// Start the agent, call `on_start` (which journals `agent_start`) before waiting, supervise it
+/// to its end and clean up its tree.
+///
+/// Errors: [`Error::Internal`] when the agent cannot be started (program not found) or its tree
+/// cannot be ended; an error from `on_start` is returned after the agent's tree was killed.
+pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> Result<Ended> {
+    let argv = l.enforcer.wrap(l.spec.argv(), l.memory_max);
+    let log = File::create(l.log).at(l.log)?;
+    let log2 = log.try_clone().at(l.log)?;
+    let stdin = File::open(l.prompt_file).at(l.prompt_file)?;
+    let started_at = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(l.root)
+        .env("KIT_PROMPT_FILE", l.prompt_file)
+        .env("KIT_ITERATION", l.iteration.to_string())
+        .env("KIT_ROOT", l.root)
+        .stdin(Stdio::from(stdin))
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2))
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            Error::internal(format!("cannot start the agent `{}`: {e}", argv.join(" ")))
+                .with_hint(AGENT_NOT_FOUND_HINT)
+        })?;
+    let pid = child.id() as i32;
+    let me = std::process::id() as i32;
+    let started = Started {
+        pid,
+        pgid: pid,
+        starttime: procs::get(pid).map_or(0, |p| p.starttime),
+        command: argv.join(" "),
+    };
+    if let Err(e) = on_start(&started) {
+        let _ = procs::end_tree(me, pid, Duration::from_secs(5));
+        let _ = child.wait();
+        return Err(e);
+    }
+
+    let mut ended = Ended::default();
+    let mut watchdog =
+        (l.enforcer == Enforcer::Watchdog).then(|| Watchdog::new(me, pid, l.memory_max));
+    let mut term_at: Option<Instant> = None;
+    let mut kill_sent = false;
+    let status = loop {
+        if let Some(st) =
+            child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))?
+        {
+            break st;
+        }
+        if let Some(w) = watchdog.as_mut() {
+            if w.tick().is_some() {
+                ended.memory_killed = true;
+                kill_sent = true;
+            }
+        }
+        if term_at.is_none() && l.stop.is_some_and(|s| s.requested().is_some()) {
+            ended.interrupted = true;
+            procs::signal_tree(me, pid, Signal::SIGTERM);
+            term_at = Some(Instant::now());
+        }
+        let elapsed = started_at.elapsed();
+        match term_at {
+            None if elapsed >= l.timeout => {
+                ended.timed_out = true;
+                procs::signal_tree(me, pid, Signal::SIGTERM);
+                term_at = Some(Instant::now());
+            }
+            Some(t) if !kill_sent && t.elapsed() >= l.grace => {
+                procs::signal_tree(me, pid, Signal::SIGKILL);
+                kill_sent = true;
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    ended.exit = status.code();
+    ended.signal = status.signal();
+    if l.enforcer == Enforcer::SystemdRun
+        && ended.signal == Some(Signal::SIGKILL as i32)
+        && !kill_sent
+    {
+        ended.memory_killed = true;
+    }
+    ended.peak_rss_bytes = watchdog.map_or(0, |w| w.peak);
+    match procs::end_tree(me, pid, Duration::from_secs(10)) {
+        Ok(killed) => ended.leftovers_killed = killed,
+        Err(alive) => {
+            return Err(Error::internal(format!(
+                "the agent's processes {alive:?} survived SIGKILL for 10s; the tree is not safe to check"
+            )))
+        }
+    }
+    ended.duration_ms = started_at.elapsed().as_millis() as u64;
+    Ok(ended)
+}
+
+/// Tokens and cost an agent reported for one iteration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AgentUsage {
+    /// The model that did most of the work (from `system`/`init`, else the first `modelUsage` key).
+    pub model: Option<String>,
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Cache write tokens (5-minute TTL).
+    pub cache_write_5m_tokens: u64,
+    /// Cache write tokens (1-hour TTL).
+    pub cache_write_1h_tokens: u64,
+    /// Cache read tokens.
+    pub cache_read_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// The agent's own cost estimate (`total_cost_usd`), USD.
+    pub reported_cost_usd: Option<f64>,
+    /// Per-model usage from `modelUsage` (subagents and compaction included), when present.
+    #[serde(skip)]
+    pub per_model: Vec<(String, Usage)>,
+}
+
+impl AgentUsage {
+    fn usage(&self) -> Usage {
+        Usage {
+            input: self.input_tokens,
+            cache_write_5m: self.cache_write_5m_tokens,
+            cache_write_1h: self.cache_write_1h_tokens,
+            cache_read: self.cache_read_tokens,
+            output: self.output_tokens,
+        }
+    }
+}
+
+/// The cost of an iteration, USD, and the models the price table does not know.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Priced {
+    /// USD: from the price table when every model is priced, else the agent's reported
+    /// `total_cost_usd` (0 when it reported none).
+    pub cost_usd: f64,
+    /// Models missing from the price table (journaled as `unpriced`).
+    pub unpriced: Vec<String>,
+}
+
+/// Price `u` with `table`. The result's usage is a sum over the iteration's API calls, so the
+/// long-context tier (which applies per request) cannot be told apart: standard rates are used.
+pub fn price(u: &AgentUsage, table: &PriceTable) -> Priced {
+    let rows: Vec<(String, Usage)> = if u.per_model.is_empty() {
+        match &u.model {
+            Some(m) => vec![(m.clone(), u.usage())],
+            None => vec![],
+        }
+    } else {
+        u.per_model.clone()
+    };
+    let mut cost = 0.0;
+    let mut unpriced = Vec::new();
+    for (model, usage) in &rows {
+        match table.lookup(model) {
+            Lookup::Priced(p) => {
+                let r = &p.rates;
+                cost += (usage.input as f64 * r.input
+                    + usage.cache_write_5m as f64 * r.cache_write_5m
+                    + usage.cache_write_1h as f64 * r.cache_write_1h
+                    + usage.cache_read as f64 * r.cache_read
+                    + usage.output as f64 * r.output)
+                    / 1e6;
+            }
+            Lookup::Free => {}
+            Lookup::Unpriced => unpriced.push(model.clone()),
+        }
+    }
+    if rows.is_empty() && (u.reported_cost_usd.is_some() || u.usage() != Usage::default()) {
+        unpriced.push("(no model reported)".into());
+    }
+    if !unpriced.is_empty() {
+        cost = u.reported_cost_usd.unwrap_or(0.0);
+    }
+    Priced { cost_usd: cost, unpriced }
+}
+
+/// Read the usage an agent printed to its log. Lines that are not JSON (stderr, progress) are
+/// skipped. None for a plain command, or when no usage event was printed.
+pub fn read_usage(log: &Path, format: OutputFormat) -> Option<AgentUsage> {
+    if format == OutputFormat::Plain {
+        return None;
+    }
+    let file = File::open(log).ok()?;
+    let mut model: Option<String> = None;
+    let mut found: Option<AgentUsage> = None;
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        match (format, v.get("type").and_then(Value::as_str)) {
+            (OutputFormat::ClaudeStreamJson, Some("system")) => {
+                if let Some(m) = v.get("model").and_then(Value::as_str) {
+                    model.get_or_insert_with(|| m.to_string());
+                }
+            }
+            (OutputFormat::ClaudeStreamJson, Some("result")) => found = Some(claude_result(&v)),
+            (OutputFormat::CodexJson, Some("turn.completed")) => found = Some(codex_turn(&v)),
+            _ => {}
+        }
+    }
+    let mut u = found?;
+    if u.model.is_none() {
+        u.model = model.or_else(|| u.per_model.first().map(|(m, _)| m.clone()));
+    }
+    Some(u)
+}
+
+fn n(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn claude_result(v: &Value) -> AgentUsage {
+    let empty = Value::Null;
+    let usage = v.get("usage").unwrap_or(&empty);
+    let creation = n(usage, "cache_creation_input_tokens");
+    // The split by TTL, when the result carries it; otherwise all writes count as 5-minute.
+    let split = usage.get("cache_creation");
+    let w1h = split.map_or(0, |s| n(s, "ephemeral_1h_input_tokens")).min(creation);
+    let mut per_model = Vec::new();
+    if let Some(Value::Object(models)) = v.get("modelUsage") {
+        for (m, mu) in models {
+            per_model.push((
+                m.clone(),
+                Usage {
+                    input: n(mu, "inputTokens"),
+                    cache_write_5m: n(mu, "cacheCreationInputTokens"),
+                    cache_write_1h: 0,
+                    cache_read: n(mu, "cacheReadInputTokens"),
+                    output: n(mu, "outputTokens"),
+                },
+            ));
+        }
+    }
+    AgentUsage {
+        model: None,
+        input_tokens: n(usage, "input_tokens"),
+        cache_write_5m_tokens: creation - w1h,
+        cache_write_1h_tokens: w1h,
+        cache_read_tokens: n(usage, "cache_read_input_tokens"),
+        output_tokens: n(usage, "output_tokens"),
+        reported_cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+        per_model,
+    }
+}
+
+fn codex_turn(v: &Value) -> AgentUsage {
+    let empty = Value::Null;
+    let usage = v.get("usage").unwrap_or(&empty);
+    let input = n(usage, "input_tokens");
+    let cached = n(usage, "cached_input_tokens").min(input);
+    AgentUsage {
+        input_tokens: input - cached,
+        cache_read_tokens: cached,
+        output_tokens: n(usage, "output_tokens"),
+        ..AgentUsage::default()
+    }
+}
+
+const AGENT_NOT_FOUND_HINT: &str =
+    "kit doctor (shows which agents this machine has), or kit loop --agent 'COMMAND'";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_to_their_argv() {
+        let cases = [
+            ("claude", "claude -p --output-format stream-json --verbose"),
+            ("codex", "codex exec --json -"),
+            ("sh ./agent.sh", "sh -c sh ./agent.sh"),
+        ];
+        for (spec, argv) in cases {
+            assert_eq!(AgentSpec::parse(spec).unwrap().argv().join(" "), argv, "{spec}");
+        }
+        let fake = AgentSpec::parse("fake:finish").unwrap();
+        assert_eq!(fake, AgentSpec::Fake("finish".into()));
+        assert!(fake
+            .argv()
+            .join(" ")
+            .ends_with("fake-agent --scenario finish -p --output-format stream-json --verbose"));
+        assert!(AgentSpec::parse("  ").is_err());
+        assert!(AgentSpec::parse("fake:").is_err());
+    }
+
+    fn log_with(lines: &[&str]) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), lines.join("\n")).unwrap();
+        f
+    }
+
+    #[test]
+    fn claude_usage_comes_from_the_result_event() {
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929"}"#,
+            "some stderr noise",
+            r#"{"type":"assistant","message":{}}"#,
+            r#"{"type":"result","subtype":"success","total_cost_usd":0.5,"usage":{"input_tokens":1000,"cache_creation_input_tokens":2000,"cache_read_input_tokens":10000,"output_tokens":500}}"#,
+        ]);
+        let u = read_usage(log.path(), OutputFormat::ClaudeStreamJson).unwrap();
+        assert_eq!(u.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+        assert_eq!(
+            (u.input_tokens, u.cache_write_5m_tokens, u.cache_read_tokens, u.output_tokens),
+            (1000, 2000, 10000, 500)
+        );
+        let p = price(&u, PriceTable::embedded());
+        assert!(p.unpriced.is_empty());
+        // Sonnet 4.5: 3 in, 3.75 5m write, 0.30 read, 15 out per million.
+        let want = (1000.0 * 3.0 + 2000.0 * 3.75 + 10000.0 * 0.3 + 500.0 * 15.0) / 1e6;
+        assert!((p.cost_usd - want).abs() < 1e-9, "{}", p.cost_usd);
+    }
+
+    #[test]
+    fn an_unpriced_model_falls_back_to_the_reported_cost() {
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-future-9"}"#,
+            r#"{"type":"result","total_cost_usd":1.25,"usage":{"input_tokens":5,"output_tokens":5}}"#,
+        ]);
+        let u = read_usage(log.path(), OutputFormat::ClaudeStreamJson).unwrap();
+        let p = price(&u, PriceTable::embedded());
+        assert_eq!(p.unpriced, vec!["claude-future-9".to_string()]);
+        assert_eq!(p.cost_usd, 1.25);
+    }
+
+    #[test]
+    fn codex_usage_is_the_last_cumulative_turn() {
+        let log = log_with(&[
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":10}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":200,"output_tokens":30}}"#,
+        ]);
+        let u = read_usage(log.path(), OutputFormat::CodexJson).unwrap();
+        assert_eq!((u.input_tokens, u.cache_read_tokens, u.output_tokens), (100, 200, 30));
+        assert!(read_usage(log.path(), OutputFormat::Plain).is_none());
+    }
+}

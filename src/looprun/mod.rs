@@ -1,0 +1,759 @@
+//! `kit loop`: the headless loop (DESIGN §6), the heart of kit. An agent works on a repository
+//! iteration after iteration; after each one kit — not the agent — restores the frozen files,
+//! runs the goal's criteria and decides whether the work is done.
+//!
+//! One run, in order:
+//! 1. take `longrun/.lock` (flock, non-blocking, holder record; see [`lock`]). Held → exit 4.
+//!    End whatever a killed earlier loop left of its agent's process group (the journal names
+//!    it). kit becomes a child subreaper so no descendant of the agent can escape its tree.
+//! 2. load config.toml, goal.md and the frozen manifest (held in memory for the whole run, see
+//!    [`crate::frozen::guard`]); refuse a goal rated below `goal.required_level` (exit 2); put
+//!    back any frozen file that differs from the manifest, journaled as a cheat.
+//! 3. baseline: run the criteria once. All pass on a verified tree → done at iteration 0.
+//! 4. iterate while no cap is reached and `longrun/PAUSE` does not exist: write the prompt
+//!    (`longrun/.runs/NNN.prompt.md`, see [`prompt`]), run the agent in its own process group
+//!    under the timeout and the memory cap ([`agent`], [`memcap`]), end its leftovers, restore
+//!    the frozen files, run the criteria, restore again (a process may have edited meanwhile).
+//!    Done only when every criterion passes and the second restore found nothing. What the
+//!    agent says counts for nothing.
+//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
+//!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
+//!    names the outcome; the journal's `loop_end` holds why.
+//!
+//! Caps, all on: iterations, wall time, cost (USD) and consecutive iterations without progress.
+//! Each is the stricter of `config.toml` (or the `kit loop` flag that overrides it) and goal.md's
+//! budget when it sets one. Caps count per run: a resumed loop starts them afresh, while
+//! iteration numbers keep counting across runs. **Progress** in an iteration means more criteria
+//! passing than the best so far in this run, or a working tree (outside `longrun/`, as
+//! `git write-tree` of every non-ignored file sees it) that this run has not had before; an
+//! iteration whose only changes were reverted, or that put the tree back to an earlier state,
+//! made none.
+//!
+//! Journal events this module writes (`longrun/journal.jsonl`, each also with `ts` and `event`):
+//!
+//! | event | fields |
+//! |---|---|
+//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
+//! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
+//! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
+//! | `loop_start` | `pid`, `host`, `command`, `agent`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` |
+//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
+//! | `iteration_start` | `iteration`, `prompt` (path) |
+//! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out`, `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
+//! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
+//! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
+//! | `paused` | `iteration` (the last one run) |
+//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
+
+pub mod agent;
+pub mod history;
+pub mod lock;
+pub mod memcap;
+pub mod procs;
+pub mod prompt;
+pub mod signals;
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::duration::{format_duration, format_size};
+use crate::error::{Error, Result, EXIT_CAP, EXIT_OK, EXIT_PAUSED};
+use crate::frozen::guard::{Guard, Revert};
+use crate::longrun::config::Config;
+use crate::longrun::journal::Journal;
+use crate::longrun::Project;
+use crate::prices::PriceTable;
+
+use agent::{AgentSpec, Launch};
+use history::{CriterionView, History};
+use memcap::Enforcer;
+
+/// `kit loop`'s options, converted from the command line (each overrides `config.toml`).
+#[derive(Clone, Debug, Default)]
+pub struct LoopOptions {
+    /// Agent spec (`claude`, `codex`, `fake:SCENARIO` or a command line).
+    pub agent: Option<String>,
+    /// Cap on agent iterations in this run.
+    pub max_iterations: Option<u32>,
+    /// Timeout of one agent iteration.
+    pub timeout: Option<Duration>,
+    /// Memory cap of the agent's process tree, bytes.
+    pub memory_max: Option<u64>,
+    /// Cap on this run's wall time.
+    pub max_wall: Option<Duration>,
+}
+
+/// The settings of one run, after config, flags and goal budget were combined.
+#[derive(Clone, Debug)]
+struct Settings {
+    spec: AgentSpec,
+    agent: String,
+    max_iterations: u32,
+    max_wall: Duration,
+    max_cost_usd: f64,
+    max_no_progress: u32,
+    timeout: Duration,
+    grace: Duration,
+    criterion_timeout: Duration,
+    memory_max: u64,
+}
+
+impl Settings {
+    fn resolve(cfg: &Config, opts: &LoopOptions, budget: &crate::goal::Budget) -> Result<Settings> {
+        let agent = opts.agent.clone().unwrap_or_else(|| cfg.agent.command.clone());
+        let spec = AgentSpec::parse(&agent)?;
+        let max_iterations = opts.max_iterations.unwrap_or(cfg.caps.max_iterations);
+        if max_iterations == 0 {
+            return Err(Error::usage("--max-iterations must be at least 1 (caps may not be off)"));
+        }
+        let stricter_u32 = |a: u32, b: Option<u32>| b.map_or(a, |b| a.min(b));
+        let stricter_dur = |a: Duration, b: Option<Duration>| b.map_or(a, |b| a.min(b));
+        let max_cost_usd =
+            budget.cost_usd.map_or(cfg.caps.max_cost_usd, |b| b.min(cfg.caps.max_cost_usd));
+        let timeout = opts.timeout.unwrap_or_else(|| cfg.iteration_timeout());
+        if timeout.is_zero() {
+            return Err(Error::usage("--timeout must be longer than 0s"));
+        }
+        Ok(Settings {
+            spec,
+            agent,
+            max_iterations: stricter_u32(max_iterations, budget.iterations),
+            max_wall: stricter_dur(opts.max_wall.unwrap_or_else(|| cfg.max_wall()), budget.wall),
+            max_cost_usd,
+            max_no_progress: cfg.caps.max_no_progress,
+            timeout,
+            grace: cfg.grace(),
+            criterion_timeout: cfg.criterion_timeout(),
+            memory_max: opts.memory_max.unwrap_or_else(|| cfg.memory_max()),
+        })
+    }
+}
+
+/// How a run ended (other than by an error), and why in words.
+#[derive(Clone, Debug, PartialEq)]
+struct Outcome {
+    /// `done`, `cap`, `paused` or `interrupted`.
+    name: &'static str,
+    /// The exit code.
+    code: u8,
+    /// Why, for the journal and the last line.
+    reason: String,
+}
+
+/// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.
+/// Returns the exit code: 0 done, 3 cap reached, 5 paused.
+///
+/// Errors: [`Error::Locked`] (exit 4) when another loop holds `longrun/.lock`; [`Error::Input`]
+/// or [`Error::Usage`] (exit 2) for a bad goal, config or option, or a goal below the required
+/// level; [`Error::Internal`]/[`Error::Io`] (exit 1) when the agent cannot start, a frozen file
+/// cannot be restored, or a state file cannot be written. Every error after the lock was taken
+/// is also journaled as `loop_end`.
+pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
+    let project = Project::discover_initialised(cwd)?;
+    crate::atomic::create_dir_all(&project.runs())?;
+    let stop = signals::Stop::install();
+    let me = lock::Holder::current();
+    let (held, previous) = lock::acquire(&project.lock(), &me)?;
+    let journal = Journal::new(project.journal());
+    let mut ctx = RunCtx {
+        project,
+        journal,
+        out,
+        lock: held,
+        stop: &stop,
+        iterations_run: 0,
+        last_iteration: 0,
+    };
+    ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
+    let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
+    match result {
+        Ok(o) => {
+            let _ = ctx.journal.append(
+                "loop_end",
+                json!({
+                    "outcome": o.name,
+                    "iterations": ctx.iterations_run,
+                    "iteration": ctx.last_iteration,
+                    "reason": o.reason,
+                    "exit": o.code,
+                }),
+            );
+            ctx.say(format!("{}: {}", o.name, o.reason));
+            Ok(o.code)
+        }
+        Err(e) => {
+            let code = e.exit_code();
+            let outcome = if code == crate::error::EXIT_BAD_INPUT { "refused" } else { "error" };
+            let _ = ctx.journal.append(
+                "loop_end",
+                json!({
+                    "outcome": outcome,
+                    "iterations": ctx.iterations_run,
+                    "iteration": ctx.last_iteration,
+                    "reason": e.to_string(),
+                    "exit": code,
+                }),
+            );
+            Err(e)
+        }
+    }
+}
+
+/// The state of one run while it goes.
+struct RunCtx<'a> {
+    project: Project,
+    journal: Journal,
+    out: &'a mut dyn Write,
+    lock: lock::LoopLock,
+    /// Ctrl-C and friends, read without dying from them.
+    stop: &'a signals::Stop,
+    /// Agent iterations started in this run.
+    iterations_run: u64,
+    /// The number of the last iteration started (across runs).
+    last_iteration: u64,
+}
+
+impl RunCtx<'_> {
+    fn say(&mut self, line: impl AsRef<str>) {
+        // Output is a courtesy; the journal is the record. A closed stdout must not stop a loop.
+        let _ = writeln!(self.out, "{}", line.as_ref());
+        let _ = self.out.flush();
+    }
+
+    fn journal(&self, event: &str, fields: Value) -> Result<()> {
+        self.journal.append(event, fields).map(|_| ())
+    }
+
+    /// Journal the takeover of a dead holder's lock.
+    fn takeover(&mut self, previous: &lock::Previous) -> Result<()> {
+        match previous {
+            lock::Previous::Clean => {}
+            lock::Previous::Dead(h) => {
+                self.journal("lock_takeover", json!({ "previous": h }))?;
+                self.say(format!("loop: took over the lock of a dead loop ({})", h.describe()));
+            }
+            lock::Previous::Unreadable(raw) => {
+                self.journal("lock_takeover", json!({ "previous": { "raw": raw } }))?;
+                self.say("loop: took over a lock whose holder record was unreadable");
+            }
+        }
+        Ok(())
+    }
+
+    /// End what a killed loop left of its agent's process group (the journal is the checkpoint).
+    fn recover(&mut self, h: &History) -> Result<()> {
+        let Some(u) = &h.unfinished else { return Ok(()) };
+        let same_boot = u.boot_id.is_none() || u.boot_id == procs::boot_id();
+        let killed = if same_boot && u.pgid > 1 {
+            procs::end_group(u.pgid, u.starttime, Duration::from_secs(10)).map_err(|alive| {
+                Error::internal(format!(
+                    "processes {alive:?} of iteration {}'s agent group {} survive SIGKILL",
+                    u.iteration, u.pgid
+                ))
+            })?
+        } else {
+            Vec::new()
+        };
+        self.journal(
+            "recovered",
+            json!({ "iteration": u.iteration, "pgid": u.pgid, "killed": killed, "same_boot": same_boot }),
+        )?;
+        self.say(format!(
+            "loop: iteration {} of a killed loop was left unfinished; ended its process group {} ({} process{} left)",
+            u.iteration,
+            u.pgid,
+            killed.len(),
+            if killed.len() == 1 { "" } else { "es" }
+        ));
+        Ok(())
+    }
+
+    fn run(&mut self, opts: &LoopOptions) -> Result<Outcome> {
+        let history = History::read(&self.project.journal())?;
+        self.recover(&history)?;
+        let subreaper = procs::become_subreaper();
+        self.last_iteration = history.last_iteration;
+
+        // Step 2: goal, config, manifest.
+        let cfg = Config::load(&self.project.config())?;
+        let goal = crate::goal::load(&self.project)?;
+        let frozen_paths = crate::goal::frozen_paths(&self.project)?;
+        let rating = crate::goal::rate(&goal, &frozen_paths, &self.project.root);
+        if rating.level < cfg.goal.required_level {
+            return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
+        }
+        let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+        let mut guard = Guard::capture(&self.project)?;
+        let prices = PriceTable::embedded().with_overrides(&cfg.prices);
+        let (enforcer, why) = memcap::detect();
+        self.journal(
+            "memory_cap",
+            json!({ "enforcer": enforcer.name(), "reason": why, "max_bytes": settings.memory_max }),
+        )?;
+        self.journal(
+            "loop_start",
+            json!({
+                "pid": std::process::id(),
+                "host": self.lock.holder().host,
+                "command": self.lock.holder().command,
+                "agent": settings.agent,
+                "goal": goal.title,
+                "level": rating.level,
+                "first_iteration": self.last_iteration + 1,
+                "caps": {
+                    "iterations": settings.max_iterations,
+                    "wall_s": settings.max_wall.as_secs(),
+                    "cost_usd": settings.max_cost_usd,
+                    "no_progress": settings.max_no_progress,
+                },
+                "timeout_s": settings.timeout.as_secs_f64(),
+                "memory_max_bytes": settings.memory_max,
+                "subreaper": subreaper.as_ref().map_or_else(|e| e.clone(), |()| "on".into()),
+            }),
+        )?;
+        self.say(format!(
+            "loop: goal \"{}\" (level {}), agent `{}`, memory cap {} by {}",
+            goal.title,
+            rating.level,
+            settings.agent,
+            format_size(settings.memory_max),
+            enforcer.name()
+        ));
+        let mut pending_reverts: Vec<String> = Vec::new();
+        let start_reverts = restore(&guard)?;
+        self.cheats(&start_reverts, 0, "start")?;
+        if !start_reverts.is_empty() {
+            self.say(format!(
+                "loop: the tree did not match the frozen manifest; restored {}",
+                list_reverts(&start_reverts)
+            ));
+            pending_reverts.extend(start_reverts.iter().map(describe_revert));
+        }
+
+        // Step 3: baseline.
+        let run_started = Instant::now();
+        guard.seal_journal()?;
+        let results = self.run_criteria(&goal, &settings);
+        end_strays()?;
+        let after = restore(&guard)?;
+        self.cheats(&after, 0, "baseline")?;
+        pending_reverts.extend(after.iter().map(describe_revert));
+        let views = CriterionView::all(&results);
+        let passed = views.iter().filter(|v| v.passed).count();
+        let (commit, dirty) = git_head(&self.project.root);
+        self.journal(
+            "baseline",
+            json!({ "results": results, "passed": passed, "total": views.len(), "commit": commit, "dirty": dirty }),
+        )?;
+        self.say(format!("baseline: {passed} of {} criteria pass", views.len()));
+        if passed == views.len() && after.is_empty() {
+            return Ok(Outcome {
+                name: "done",
+                code: EXIT_OK,
+                reason: format!(
+                    "every criterion passes ({passed} of {}) at iteration 0, before any agent ran",
+                    views.len()
+                ),
+            });
+        }
+
+        // Step 4: iterations.
+        let mut failures: Vec<String> =
+            views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
+        let mut best = passed;
+        let mut seen_trees: HashSet<String> = tree_state(&self.project.root).into_iter().collect();
+        let mut no_progress: u32 = 0;
+        let mut cost_usd = 0.0f64;
+        loop {
+            self.lock.verify()?;
+            if let Some(o) = self.interrupted() {
+                return Ok(o);
+            }
+            if self.project.pause().exists() {
+                self.journal("paused", json!({ "iteration": self.last_iteration }))?;
+                return Ok(Outcome {
+                    name: "paused",
+                    code: EXIT_PAUSED,
+                    reason: format!(
+                        "longrun/PAUSE exists; remove it and run kit loop to go on from iteration {}",
+                        self.last_iteration + 1
+                    ),
+                });
+            }
+            let elapsed = run_started.elapsed();
+            let caps: [(&'static str, f64, f64, String); 4] = [
+                (
+                    "iterations",
+                    self.iterations_run as f64,
+                    f64::from(settings.max_iterations),
+                    format!(
+                        "{} of {} iterations used",
+                        self.iterations_run, settings.max_iterations
+                    ),
+                ),
+                (
+                    "wall",
+                    elapsed.as_secs_f64(),
+                    settings.max_wall.as_secs_f64(),
+                    format!(
+                        "wall time {} of {}",
+                        format_duration(elapsed),
+                        format_duration(settings.max_wall)
+                    ),
+                ),
+                (
+                    "cost",
+                    cost_usd,
+                    settings.max_cost_usd,
+                    format!("cost ${cost_usd:.2} of ${:.2}", settings.max_cost_usd),
+                ),
+                (
+                    "no_progress",
+                    f64::from(no_progress),
+                    f64::from(settings.max_no_progress),
+                    format!("{no_progress} iterations in a row without progress"),
+                ),
+            ];
+            if let Some((which, used, limit, words)) = caps.iter().find(|c| c.1 >= c.2) {
+                self.journal("cap", json!({ "which": which, "used": used, "limit": limit }))?;
+                return Ok(Outcome {
+                    name: "cap",
+                    code: EXIT_CAP,
+                    reason: format!(
+                        "{which} cap reached ({words}); {best} of {} criteria pass at best",
+                        views.len()
+                    ),
+                });
+            }
+
+            let iteration = self.last_iteration + 1;
+            self.last_iteration = iteration;
+            self.iterations_run += 1;
+            let nnn = format!("{iteration:03}");
+            let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
+            let log = self.project.runs().join(format!("{nnn}.log"));
+            let text = prompt::render(&prompt::PromptInput {
+                iteration,
+                root: &self.project.root,
+                goal: &self.project.goal(),
+                progress: &self.project.progress(),
+                handoff: &self.project.handoff(),
+                failures: &failures,
+                reverts: &pending_reverts,
+            });
+            crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
+            self.journal(
+                "iteration_start",
+                json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
+            )?;
+            let remaining = settings.max_wall.saturating_sub(run_started.elapsed());
+            let launch = Launch {
+                spec: &settings.spec,
+                root: &self.project.root,
+                prompt_file: &prompt_file,
+                iteration,
+                log: &log,
+                timeout: settings.timeout.min(remaining).max(Duration::from_secs(1)),
+                grace: settings.grace,
+                memory_max: settings.memory_max,
+                enforcer,
+                stop: Some(self.stop),
+            };
+            let journal = self.journal.clone();
+            let log_rel = rel(&self.project, &log);
+            let boot = procs::boot_id();
+            let out = &mut *self.out;
+            // The journal is append-only: from here on, what it holds must stay. Sealed before
+            // the agent exists, so that nothing it did can be taken for kit's own record.
+            guard.seal_journal()?;
+            let mut start_record = Value::Null;
+            let ended = agent::run(&launch, &mut |s| {
+                start_record = json!({
+                        "iteration": iteration,
+                        "pid": s.pid,
+                        "pgid": s.pgid,
+                        "starttime": s.starttime,
+                        "boot_id": boot,
+                        "command": s.command,
+                        "log": log_rel,
+                });
+                journal.append("agent_start", start_record.clone())?;
+                let _ = writeln!(
+                    out,
+                    "iteration {iteration}: agent started (pid {}, pgid {})",
+                    s.pid, s.pgid
+                );
+                let _ = out.flush();
+                Ok(())
+            })?;
+            // Restore before kit writes again: a journal the agent cut is put back first.
+            let reverts = restore(&guard)?;
+            if reverts
+                .iter()
+                .any(|r| Path::new(&r.path) == rel_path(&self.project, &self.project.journal()))
+            {
+                // The restored journal ends before this iteration's agent_start: write it again.
+                self.journal("agent_start", start_record)?;
+            }
+            let usage = agent::read_usage(&log, settings.spec.format());
+            let priced = usage.as_ref().map(|u| agent::price(u, &prices)).unwrap_or_default();
+            if !priced.unpriced.is_empty() {
+                self.journal(
+                    "unpriced",
+                    json!({
+                        "iteration": iteration,
+                        "models": priced.unpriced,
+                        "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
+                    }),
+                )?;
+            }
+            cost_usd += priced.cost_usd;
+            self.journal(
+                "agent_end",
+                json!({
+                    "iteration": iteration,
+                    "exit": ended.exit,
+                    "signal": ended.signal,
+                    "timed_out": ended.timed_out,
+                    "interrupted": ended.interrupted,
+                    "memory_killed": ended.memory_killed,
+                    "enforcer": enforcer.name(),
+                    "peak_rss_bytes": ended.peak_rss_bytes,
+                    "leftovers_killed": ended.leftovers_killed,
+                    "usage": usage,
+                    "cost_usd": priced.cost_usd,
+                    "duration_ms": ended.duration_ms,
+                }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: agent {} after {}{}",
+                describe_end(&ended, enforcer),
+                format_duration(Duration::from_millis(ended.duration_ms)),
+                if priced.cost_usd > 0.0 {
+                    format!(", ${:.4}", priced.cost_usd)
+                } else {
+                    String::new()
+                }
+            ));
+
+            pending_reverts.clear();
+            self.cheats(&reverts, iteration, "after_agent")?;
+            if !reverts.is_empty() {
+                self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
+            }
+            if let Some(o) = self.interrupted() {
+                return Ok(o);
+            }
+            guard.seal_journal()?;
+            let results = self.run_criteria(&goal, &settings);
+            end_strays()?;
+            let late = restore(&guard)?;
+            self.cheats(&late, iteration, "after_criteria")?;
+            if !late.is_empty() {
+                self.say(format!(
+                    "iteration {iteration}: reverted {} (changed while the criteria ran)",
+                    list_reverts(&late)
+                ));
+            }
+            pending_reverts.extend(reverts.iter().chain(&late).map(describe_revert));
+            let views = CriterionView::all(&results);
+            let passed = views.iter().filter(|v| v.passed).count();
+            let (commit, dirty) = git_head(&self.project.root);
+            let tree = tree_state(&self.project.root);
+            let progress = passed > best || tree.is_some_and(|t| seen_trees.insert(t));
+            if progress {
+                no_progress = 0;
+            } else {
+                no_progress += 1;
+            }
+            best = best.max(passed);
+            self.journal(
+                "criteria",
+                json!({
+                    "iteration": iteration,
+                    "results": results,
+                    "passed": passed,
+                    "total": views.len(),
+                    "commit": commit,
+                    "dirty": dirty,
+                    "verified": late.is_empty(),
+                    "progress": progress,
+                    "no_progress": no_progress,
+                }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: {passed} of {} criteria pass{}",
+                views.len(),
+                if late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
+            ));
+            if passed == views.len() && late.is_empty() {
+                return Ok(Outcome {
+                    name: "done",
+                    code: EXIT_OK,
+                    reason: format!(
+                        "every criterion passes ({passed} of {}) at iteration {iteration}",
+                        views.len()
+                    ),
+                });
+            }
+            failures =
+                views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
+        }
+    }
+
+    /// The outcome when kit was asked to stop by hand.
+    fn interrupted(&self) -> Option<Outcome> {
+        let sig = self.stop.requested()?;
+        Some(Outcome {
+            name: "interrupted",
+            code: signals::EXIT_INTERRUPTED,
+            reason: format!(
+                "stopped by {}; the agent's processes were ended and the frozen files restored; kit loop goes on from iteration {}",
+                sig.as_str(),
+                self.last_iteration + 1
+            ),
+        })
+    }
+
+    /// Journal each revert as a cheat.
+    fn cheats(&mut self, reverts: &[Revert], iteration: u64, phase: &str) -> Result<()> {
+        for r in reverts {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": phase, "path": r.path, "kind": r.kind }),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Run every criterion; the results as journaled JSON.
+    fn run_criteria(&mut self, goal: &crate::goal::Goal, s: &Settings) -> Value {
+        let results = crate::goal::run_all(goal, &self.project.root, s.criterion_timeout);
+        serde_json::to_value(&results).unwrap_or(Value::Array(vec![]))
+    }
+}
+
+/// End any process a criterion left running in the background (kit being a subreaper, it was
+/// re-parented to kit), so nothing edits the tree after it was verified.
+fn end_strays() -> Result<()> {
+    procs::end_tree(std::process::id() as i32, 0, Duration::from_secs(10)).map(|_| ()).map_err(
+        |alive| Error::internal(format!("processes {alive:?} left by a criterion survive SIGKILL")),
+    )
+}
+
+/// Put the frozen files (and the journal's sealed prefix) back.
+///
+/// Errors: a file that cannot be restored stops the loop: it never goes on with an unprotected
+/// tree.
+fn restore(guard: &Guard) -> Result<Vec<Revert>> {
+    guard.restore().map_err(|e| {
+        Error::internal(format!("cannot restore the frozen files: {e}"))
+            .with_hint("kit freeze --check, then kit loop")
+    })
+}
+
+fn below_level(project: &Project, level: u8, required: u8, rating: &crate::goal::Rating) -> Error {
+    let mut msg = format!(
+        "goal.md rates level {level}, below the level {required} that config.toml requires before a loop may start"
+    );
+    for reason in rating.reasons.iter().skip(level as usize).take((required - level) as usize) {
+        msg.push_str(&format!("\n  {reason}"));
+    }
+    for s in &rating.shortcuts {
+        msg.push_str(&format!("\n  shortcut at line {}: {}", s.line, s.what));
+    }
+    Error::input(rel_path(project, &project.goal()), None, msg)
+        .with_hint("kit goal check (it names every reason and shortcut)")
+}
+
+fn describe_revert(r: &Revert) -> String {
+    format!(
+        "{} ({}): kit restored it from the frozen copy; frozen files are not yours to change",
+        r.path,
+        r.kind.describe()
+    )
+}
+
+fn list_reverts(rs: &[Revert]) -> String {
+    rs.iter().map(|r| format!("{} ({})", r.path, r.kind.describe())).collect::<Vec<_>>().join(", ")
+}
+
+fn describe_end(e: &agent::Ended, enforcer: Enforcer) -> String {
+    if e.interrupted {
+        "stopped by hand".into()
+    } else if e.memory_killed {
+        format!("killed at the memory cap by the {}", enforcer.name())
+    } else if e.timed_out {
+        "killed at the timeout".into()
+    } else if let Some(code) = e.exit {
+        format!("exited {code}")
+    } else {
+        format!("ended by signal {}", e.signal.unwrap_or(0))
+    }
+}
+
+fn rel(project: &Project, p: &Path) -> String {
+    rel_path(project, p).display().to_string()
+}
+
+fn rel_path(project: &Project, p: &Path) -> PathBuf {
+    p.strip_prefix(&project.root).map(Path::to_path_buf).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
+fn git_head(root: &Path) -> (String, bool) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    let head = git(&["rev-parse", "HEAD"])
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "none".into());
+    let dirty = git(&["status", "--porcelain", "--", ".", ":(exclude)longrun"])
+        .is_some_and(|o| !o.stdout.is_empty());
+    (head, dirty)
+}
+
+/// The id of the working tree outside `longrun/` as git would store it (`git write-tree` over a
+/// scratch copy of the index after `git add -A`), so equal trees give equal ids whether or not
+/// they are committed. None when git cannot say.
+fn tree_state(root: &Path) -> Option<String> {
+    let scratch = tempfile::tempdir().ok()?;
+    let index = scratch.path().join("index");
+    let real = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+        .output()
+        .ok()?;
+    let real = PathBuf::from(String::from_utf8_lossy(&real.stdout).trim());
+    if real.is_file() {
+        std::fs::copy(&real, &index).ok()?;
+    }
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    git(&["add", "-A", "--", ".", ":(exclude)longrun"])?;
+    let out = git(&["write-tree"])?;
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

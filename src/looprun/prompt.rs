@@ -1,0 +1,116 @@
+//! The prompt of one iteration, built from the template `kit/prompt.md` (embedded) and the
+//! state files, so that every iteration starts from files rather than from memory (DESIGN §1).
+//!
+//! Placeholders, each replaced once: `{{iteration}}`, `{{root}}`, `{{goal}}` (goal.md),
+//! `{{progress}}` (progress.md), `{{handoff}}` (handoff.md), `{{failures}}` (the criteria that
+//! failed in the last check, with what was missing and the tail of their output), `{{reverts}}`
+//! (the frozen files kit restored since the last iteration). A missing or empty file reads as a
+//! short note saying so. The prompt is written to `longrun/.runs/NNN.prompt.md`.
+
+use std::path::Path;
+
+/// Template path inside the embedded `kit/` folder.
+pub const TEMPLATE: &str = "prompt.md";
+
+/// What goes into one prompt.
+#[derive(Clone, Debug)]
+pub struct PromptInput<'a> {
+    /// 1-based iteration number.
+    pub iteration: u64,
+    /// Repository root.
+    pub root: &'a Path,
+    /// `longrun/goal.md`.
+    pub goal: &'a Path,
+    /// `longrun/progress.md`.
+    pub progress: &'a Path,
+    /// `longrun/handoff.md`.
+    pub handoff: &'a Path,
+    /// One Markdown block per failed criterion (empty when all passed or none ran).
+    pub failures: &'a [String],
+    /// One line per revert (empty when none).
+    pub reverts: &'a [String],
+}
+
+/// Render the prompt text.
+pub fn render(input: &PromptInput<'_>) -> String {
+    let template = crate::embedded::kit_file(TEMPLATE).unwrap_or(FALLBACK_TEMPLATE);
+    let failures = if input.failures.is_empty() {
+        "No criterion has failed yet in this loop, or none ran.".to_string()
+    } else {
+        input.failures.join("\n\n")
+    };
+    let reverts = if input.reverts.is_empty() {
+        "None.".to_string()
+    } else {
+        input.reverts.iter().map(|r| format!("- {r}")).collect::<Vec<_>>().join("\n")
+    };
+    let fields = [
+        ("{{iteration}}", input.iteration.to_string()),
+        ("{{root}}", input.root.display().to_string()),
+        ("{{goal}}", file_or_note(input.goal)),
+        ("{{progress}}", file_or_note(input.progress)),
+        ("{{handoff}}", file_or_note(input.handoff)),
+        ("{{failures}}", failures),
+        ("{{reverts}}", reverts),
+    ];
+    // Replace in one pass over the template, so text inside a state file that happens to hold
+    // a placeholder is never expanded.
+    let mut out = String::with_capacity(template.len() + 4096);
+    let mut rest = template;
+    while let Some(at) = rest.find("{{") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match fields.iter().find(|(k, _)| tail.starts_with(k)) {
+            Some((k, v)) => {
+                out.push_str(v);
+                rest = &tail[k.len()..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = &tail[2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn file_or_note(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => t.trim_end().to_string(),
+        Ok(_) => format!("({name} is empty.)"),
+        Err(_) => format!("({name} does not exist yet.)"),
+    }
+}
+
+const FALLBACK_TEMPLATE: &str = "Iteration {{iteration}} in {{root}}.\n\n{{goal}}\n\n{{progress}}\n\n{{handoff}}\n\n{{failures}}\n\n{{reverts}}\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_carries_goal_failures_and_reverts_but_never_expands_file_text() {
+        let d = tempfile::tempdir().unwrap();
+        let goal = d.path().join("goal.md");
+        std::fs::write(&goal, "# Goal: add\nliteral {{reverts}} stays\n").unwrap();
+        let failures = vec!["- function: `python3 t.py` exit 1".to_string()];
+        let reverts = vec!["tests/t.py (modified): restored".to_string()];
+        let text = render(&PromptInput {
+            iteration: 3,
+            root: d.path(),
+            goal: &goal,
+            progress: &d.path().join("progress.md"),
+            handoff: &d.path().join("handoff.md"),
+            failures: &failures,
+            reverts: &reverts,
+        });
+        assert!(text.contains("iteration 3"));
+        assert!(text.contains("# Goal: add\nliteral {{reverts}} stays"));
+        assert!(text.contains("(progress.md does not exist yet.)"));
+        assert!(text.contains("- function: `python3 t.py` exit 1"));
+        assert!(text.contains("- tests/t.py (modified): restored"));
+        assert!(!text.contains("{{goal}}"));
+    }
+}

@@ -1,0 +1,71 @@
+//! Stopping a loop by hand. The agent runs in its own process group, so Ctrl-C on the terminal
+//! (SIGINT to the foreground group) reaches kit but not the agent; without care kit would die and
+//! leave the agent running. Instead kit blocks SIGINT, SIGTERM and SIGHUP while the loop runs
+//! and reads them from a `signalfd` (non-blocking, polled where kit waits): on one, it ends the
+//! agent's tree like a timeout (SIGTERM, grace, SIGKILL), restores the frozen files, journals
+//! `loop_end` with outcome `interrupted`, and exits 130.
+//!
+//! Children do not inherit the block: Rust's `Command` resets the signal mask of every process
+//! it starts.
+
+use std::cell::Cell;
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+
+/// Exit status of an interrupted loop (128 + SIGINT, the shell's convention).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// The stop request reader. Dropping it unblocks the signals again (a signal still pending is
+/// then delivered with its default action).
+#[derive(Debug)]
+pub struct Stop {
+    fd: Option<SignalFd>,
+    mask: SigSet,
+    got: Cell<Option<Signal>>,
+}
+
+impl Stop {
+    /// Block SIGINT, SIGTERM and SIGHUP for this thread and open a signalfd for them. Must be
+    /// called before kit starts any thread. If the signalfd cannot be opened, nothing is blocked
+    /// and the signals keep their default action.
+    pub fn install() -> Stop {
+        let mut mask = SigSet::empty();
+        for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+            mask.add(s);
+        }
+        let fd = match mask.thread_block() {
+            Ok(()) => {
+                match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+                    Ok(fd) => Some(fd),
+                    Err(_) => {
+                        let _ = mask.thread_unblock();
+                        None
+                    }
+                }
+            }
+            Err(_) => None,
+        };
+        Stop { fd, mask, got: Cell::new(None) }
+    }
+
+    /// The signal that asked the loop to stop, if one arrived (sticky once seen).
+    pub fn requested(&self) -> Option<Signal> {
+        if self.got.get().is_none() {
+            if let Some(fd) = &self.fd {
+                if let Ok(Some(info)) = fd.read_signal() {
+                    self.got.set(Signal::try_from(info.ssi_signo as i32).ok());
+                }
+            }
+        }
+        self.got.get()
+    }
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        if self.fd.is_some() {
+            let _ = self.mask.thread_unblock();
+        }
+    }
+}

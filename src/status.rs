@@ -1,0 +1,424 @@
+//! `kit status [--json]`: where the loop stands, rebuilt from the journal (the loop's checkpoint,
+//! DESIGN §3), the goal, `progress.md`'s next action and the lock's live holder. It reads only:
+//! it never takes the lock (that could turn away a loop starting at the same instant).
+//!
+//! What it shows: the goal's title and level; the owner (the live lock holder, or none); the
+//! last iteration number; the last criteria results, each pass or fail, with the commit they
+//! ran on; the reverts (cheats) so far; the caps of the current run, used versus set; the next
+//! action from `progress.md`; and the outcome when the last run has ended.
+//!
+//! JSON (`--json`), schema `kit.status/1`:
+//! `{schema, goal: {title, level, error}, owner: {pid, host, started, command} | null,
+//! iteration, criteria: {iteration, commit, dirty, verified, passed, total, results: [{line,
+//! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
+//! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
+//! limit}, next_action, outcome: {outcome, reason, iteration, exit} | null, interrupted,
+//! skipped_lines}`.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::duration::format_duration;
+use crate::error::{IoContext, Result};
+use crate::longrun::config::Config;
+use crate::longrun::Project;
+use crate::looprun::history::{event_name, CriterionView, History};
+use crate::looprun::lock::{self, Holder};
+use crate::term::Theme;
+
+/// `kit status` options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StatusOptions {
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+/// One cap: how much of it the current run used, and its limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CapUse {
+    /// Used so far in the current run.
+    pub used: f64,
+    /// The limit.
+    pub limit: f64,
+}
+
+/// The caps of the current run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Caps {
+    /// Agent iterations.
+    pub iterations: CapUse,
+    /// Wall time, seconds.
+    pub wall_s: CapUse,
+    /// Cost, USD.
+    pub cost_usd: CapUse,
+    /// Consecutive iterations without progress.
+    pub no_progress: CapUse,
+}
+
+/// Everything `kit status` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    /// `kit.status/1`.
+    pub schema: &'static str,
+    /// `{title, level}` or `{error}`.
+    pub goal: Value,
+    /// The live lock holder.
+    pub owner: Option<Holder>,
+    /// The last iteration number started (0: none).
+    pub iteration: u64,
+    /// The last criteria results (baseline or iteration).
+    pub criteria: Option<Value>,
+    /// Reverts so far.
+    pub reverts: Value,
+    /// Caps used versus set in the current run.
+    pub caps: Caps,
+    /// The next action from progress.md.
+    pub next_action: Option<String>,
+    /// The last run's `loop_end`, when it has ended.
+    pub outcome: Option<Value>,
+    /// True when the last run started and never ended and nobody holds the lock (killed).
+    pub interrupted: bool,
+    /// Torn or malformed journal lines that were skipped (1-based).
+    pub skipped_lines: Vec<usize>,
+}
+
+/// Gather the status of the project containing `cwd`.
+///
+/// Errors: [`crate::Error::Usage`] outside an initialised repository; [`crate::Error::Io`] when
+/// the journal cannot be read.
+pub fn gather(cwd: &Path) -> Result<Status> {
+    let project = Project::discover_initialised(cwd)?;
+    let h = History::read(&project.journal())?;
+    let goal = match crate::goal::load(&project) {
+        Ok(g) => {
+            let frozen = crate::goal::frozen_paths(&project).unwrap_or_default();
+            let rating = crate::goal::rate(&g, &frozen, &project.root);
+            json!({ "title": g.title, "level": rating.level })
+        }
+        Err(e) => json!({ "error": e.to_string() }),
+    };
+    let owner = lock::live_holder(&project.lock());
+    let run = h.current_run();
+    let started = run.first().filter(|e| event_name(e) == "loop_start");
+    let ended = run.iter().rev().find(|e| event_name(e) == "loop_end").cloned();
+    let criteria = h.last_of(&["criteria", "baseline"]).map(|e| {
+        let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));
+        json!({
+            "iteration": e.get("iteration").and_then(Value::as_u64).unwrap_or(0),
+            "commit": e.get("commit").cloned().unwrap_or(Value::Null),
+            "dirty": e.get("dirty").and_then(Value::as_bool).unwrap_or(false),
+            "verified": e.get("verified").and_then(Value::as_bool).unwrap_or(true),
+            "passed": views.iter().filter(|v| v.passed).count(),
+            "total": views.len(),
+            "results": views.iter().map(|v| json!({
+                "line": v.line, "kind": v.kind, "command": v.command, "passed": v.passed,
+                "exit": v.exit, "timed_out": v.timed_out, "missing": v.missing,
+            })).collect::<Vec<_>>(),
+        })
+    });
+    let cheats: Vec<&Value> = h.events.iter().filter(|e| event_name(e) == "cheat").collect();
+    let this_run = run.iter().filter(|e| event_name(e) == "cheat").count();
+    let recent: Vec<Value> = cheats
+        .iter()
+        .rev()
+        .take(5)
+        .rev()
+        .map(|e| json!({ "iteration": e["iteration"], "path": e["path"], "kind": e["kind"] }))
+        .collect();
+    let reverts = json!({ "total": cheats.len(), "this_run": this_run, "recent": recent });
+    let caps = caps_of(&project, started, run, ended.as_ref());
+    Ok(Status {
+        schema: "kit.status/1",
+        goal,
+        interrupted: started.is_some() && ended.is_none() && owner.is_none(),
+        owner,
+        iteration: h.last_iteration,
+        criteria,
+        reverts,
+        caps,
+        next_action: next_action(&project.progress()),
+        outcome: ended,
+        skipped_lines: h.skipped.clone(),
+    })
+}
+
+fn caps_of(
+    project: &Project,
+    started: Option<&Value>,
+    run: &[Value],
+    ended: Option<&Value>,
+) -> Caps {
+    let Some(start) = started else {
+        let cfg = Config::load(&project.config()).unwrap_or_default();
+        let lim = |limit: f64| CapUse { used: 0.0, limit };
+        return Caps {
+            iterations: lim(f64::from(cfg.caps.max_iterations)),
+            wall_s: lim(cfg.max_wall().as_secs_f64()),
+            cost_usd: lim(cfg.caps.max_cost_usd),
+            no_progress: lim(f64::from(cfg.caps.max_no_progress)),
+        };
+    };
+    let limit = |k: &str| start["caps"][k].as_f64().unwrap_or(0.0);
+    let iterations = run.iter().filter(|e| event_name(e) == "iteration_start").count() as f64;
+    let cost: f64 = run
+        .iter()
+        .filter(|e| event_name(e) == "agent_end")
+        .filter_map(|e| e.get("cost_usd").and_then(Value::as_f64))
+        .sum();
+    let no_progress = run
+        .iter()
+        .rev()
+        .find(|e| event_name(e) == "criteria")
+        .and_then(|e| e.get("no_progress").and_then(Value::as_f64))
+        .unwrap_or(0.0);
+    let ts = |e: &Value| {
+        e.get("ts").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
+    let until = ended.and_then(ts).unwrap_or_else(crate::clock::now);
+    let wall = ts(start).map(|s| until.duration_since(s).as_secs_f64().max(0.0)).unwrap_or(0.0);
+    Caps {
+        iterations: CapUse { used: iterations, limit: limit("iterations") },
+        wall_s: CapUse { used: wall, limit: limit("wall_s") },
+        cost_usd: CapUse { used: cost, limit: limit("cost_usd") },
+        no_progress: CapUse { used: no_progress, limit: limit("no_progress") },
+    }
+}
+
+/// The next action written in `progress.md`: the first non-empty line under a heading that
+/// says "next action", or the text after `Next action:` on a line. HTML comments and a
+/// parenthesised placeholder line (template guidance) are ignored.
+pub fn next_action(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = strip_comments(&text);
+    let mut under_heading = false;
+    for line in text.lines() {
+        let t = line.trim();
+        let lower = t.to_ascii_lowercase();
+        if t.starts_with('#') {
+            under_heading = lower.contains("next action");
+            continue;
+        }
+        if under_heading && !t.is_empty() {
+            let item = t.trim_start_matches(['-', '*', ' ']).trim();
+            // A template's placeholder, e.g. "(The one concrete step to take next.)".
+            let placeholder = item.starts_with('(') && item.ends_with(')');
+            return Some(item.to_string()).filter(|s| !s.is_empty() && !placeholder);
+        }
+        let bare = lower.trim_start_matches(['-', '*', ' ']).replace("**", "");
+        if let Some(rest) = bare.strip_prefix("next action:") {
+            let at = t.len() - rest.len();
+            let value = t[at..].trim().trim_start_matches("**").trim();
+            if !value.is_empty() {
+                return Some(value.to_string());
+            }
+            under_heading = true;
+        }
+    }
+    None
+}
+
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("<!--") {
+        out.push_str(&rest[..i]);
+        match rest[i..].find("-->") {
+            Some(j) => rest = &rest[i + j + 3..],
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `kit status`: print the status (text or JSON). Always exits 0 when it could read the state.
+pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let s = gather(cwd)?;
+    let stdout = Path::new("stdout");
+    if opts.json {
+        let text =
+            serde_json::to_string_pretty(&s).map_err(|e| crate::Error::internal(e.to_string()))?;
+        writeln!(out, "{text}").at(stdout)?;
+        return Ok(0);
+    }
+    print_text(&s, theme, out).at(stdout)?;
+    Ok(0)
+}
+
+fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result<()> {
+    match (s.goal.get("title").and_then(Value::as_str), s.goal.get("error").and_then(Value::as_str))
+    {
+        (Some(title), _) => writeln!(
+            out,
+            "{} {} (level {} of 4)",
+            theme.bold("goal:"),
+            title,
+            s.goal["level"].as_u64().unwrap_or(0)
+        )?,
+        (_, Some(err)) => {
+            writeln!(out, "{} {}", theme.bold("goal:"), theme.bad(&format!("unreadable: {err}")))?
+        }
+        _ => writeln!(out, "{} none", theme.bold("goal:"))?,
+    }
+    match &s.owner {
+        Some(h) => writeln!(out, "{} {}", theme.bold("owner:"), h.describe())?,
+        None => writeln!(out, "{} none", theme.bold("owner:"))?,
+    }
+    if s.iteration == 0 && s.criteria.is_none() {
+        writeln!(out, "{} none yet", theme.bold("iteration:"))?;
+    } else {
+        writeln!(out, "{} {}", theme.bold("iteration:"), s.iteration)?;
+    }
+    match &s.criteria {
+        None => writeln!(out, "{} not run yet", theme.bold("criteria:"))?,
+        Some(c) => {
+            let commit = c["commit"].as_str().unwrap_or("none");
+            let short = if commit.len() > 12 { &commit[..12] } else { commit };
+            let at = match c["iteration"].as_u64().unwrap_or(0) {
+                0 => "baseline".to_string(),
+                n => format!("iteration {n}"),
+            };
+            writeln!(
+                out,
+                "{} {} of {} pass ({at}, commit {short}{}{})",
+                theme.bold("criteria:"),
+                c["passed"],
+                c["total"],
+                if c["dirty"].as_bool().unwrap_or(false) { " + uncommitted changes" } else { "" },
+                if c["verified"].as_bool().unwrap_or(true) {
+                    ""
+                } else {
+                    ", tree changed meanwhile"
+                }
+            )?;
+            for r in c["results"].as_array().into_iter().flatten() {
+                let passed = r["passed"].as_bool().unwrap_or(false);
+                let mark = if passed { theme.ok("pass") } else { theme.bad("FAIL") };
+                let mut why = String::new();
+                if !passed {
+                    if r["timed_out"].as_bool().unwrap_or(false) {
+                        why.push_str(" — timed out");
+                    } else if let Some(code) = r["exit"].as_i64().filter(|&c| c != 0) {
+                        why.push_str(&format!(" — exit {code}"));
+                    }
+                    let missing: Vec<String> = r["missing"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|m| m.as_str().map(|m| format!("`{m}`")))
+                        .collect();
+                    if !missing.is_empty() {
+                        why.push_str(&format!(" — missing {}", missing.join(", ")));
+                    }
+                }
+                writeln!(
+                    out,
+                    "  {mark}  {:<10}  {}  (goal.md:{}){why}",
+                    r["kind"].as_str().unwrap_or(""),
+                    r["command"].as_str().unwrap_or(""),
+                    r["line"]
+                )?;
+            }
+        }
+    }
+    let total = s.reverts["total"].as_u64().unwrap_or(0);
+    if total == 0 {
+        writeln!(out, "{} none", theme.bold("reverts:"))?;
+    } else {
+        let recent: Vec<String> = s.reverts["recent"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                format!(
+                    "{} {} at iteration {}",
+                    r["path"].as_str().unwrap_or("?"),
+                    r["kind"].as_str().unwrap_or("?").replace('_', " "),
+                    r["iteration"]
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            "{} {} ({} this run; last: {})",
+            theme.bold("reverts:"),
+            total,
+            s.reverts["this_run"],
+            recent.join(", ")
+        )?;
+    }
+    let c = &s.caps;
+    writeln!(
+        out,
+        "{} iterations {} of {}, wall {} of {}, cost ${:.2} of ${:.2}, no progress {} of {}",
+        theme.bold("caps:"),
+        c.iterations.used,
+        c.iterations.limit,
+        format_duration(Duration::from_secs_f64(c.wall_s.used)),
+        format_duration(Duration::from_secs_f64(c.wall_s.limit)),
+        c.cost_usd.used,
+        c.cost_usd.limit,
+        c.no_progress.used,
+        c.no_progress.limit
+    )?;
+    writeln!(
+        out,
+        "{} {}",
+        theme.bold("next action:"),
+        s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)")
+    )?;
+    match &s.outcome {
+        Some(o) => writeln!(
+            out,
+            "{} {}: {}",
+            theme.bold("outcome:"),
+            o["outcome"].as_str().unwrap_or("?"),
+            o["reason"].as_str().unwrap_or("")
+        )?,
+        None if s.interrupted => writeln!(
+            out,
+            "{} interrupted: the last loop was killed before it ended; kit loop resumes it",
+            theme.bold("outcome:")
+        )?,
+        None if s.owner.is_some() => writeln!(out, "{} running", theme.bold("outcome:"))?,
+        None => writeln!(out, "{} no loop has run yet; next: kit loop", theme.bold("outcome:"))?,
+    }
+    if !s.skipped_lines.is_empty() {
+        writeln!(
+            out,
+            "{} skipped damaged journal lines {:?}",
+            theme.warn("note:"),
+            s.skipped_lines
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_action_is_found_under_a_heading_or_after_a_label() {
+        let cases = [
+            (
+                "# Progress\n## Next action\n<!-- what comes next -->\n\n- write the parser\n",
+                Some("write the parser"),
+            ),
+            ("Done: a\nNext action: run the benchmark\n", Some("run the benchmark")),
+            ("- **Next action:** fix test 3\n", Some("fix test 3")),
+            ("## Next action\n<!-- fill in -->\n", None),
+            ("## Next action\n(The one concrete step to take next.)\n", None),
+            ("nothing here\n", None),
+        ];
+        for (text, want) in cases {
+            let f = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(f.path(), text).unwrap();
+            assert_eq!(next_action(f.path()).as_deref(), want, "{text}");
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! `kit loop`, `kit status` and `kit doctor` with real processes: plain shell-script agents on a
+//! real git repository with a small Python project whose criteria the loop runs itself.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{git_repo, kit};
+
+const CALC_BROKEN: &str = "def add(a, b):\n    return a - b\n";
+const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n";
+const TEST_CALC: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n    def test_negative(self):\n        self.assertEqual(add(-1, -2), -3)\n";
+const GOAL: &str = "# Goal: add returns the sum\n\n## End state\n`calc.add` returns the sum of its two arguments.\n\n## Criteria\n- function: `python3 -m unittest tests.test_calc -v` → `Ran 3 tests` and `OK`\n- regression: `python3 -m unittest discover -s tests -v` → `Ran 3 tests` and `OK`\n\n## Budget\n- iterations: 6\n";
+const CONFIG: &str =
+    "[timeouts]\ngrace = \"1s\"\ncriterion = \"60s\"\n\n[goal]\nrequired_level = 3\n";
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn read(root: &Path, rel: &str) -> String {
+    std::fs::read_to_string(root.join(rel)).unwrap_or_default()
+}
+
+/// Run kit in `root` and require success.
+fn kit_ok(root: &Path, args: &[&str]) {
+    let o = kit(root).args(args).output().unwrap();
+    assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+}
+
+/// A repository set up as a user would: `kit init`, the calc project (broken unless `fixed`), a
+/// level 3 goal, a config with a short grace period, `kit freeze tests`, all committed.
+fn project(fixed: bool) -> tempfile::TempDir {
+    let d = git_repo();
+    let root = d.path();
+    kit_ok(root, &["init"]);
+    write(root, "calc.py", if fixed { CALC_FIXED } else { CALC_BROKEN });
+    write(root, "tests/__init__.py", "");
+    write(root, "tests/test_calc.py", TEST_CALC);
+    let ignore = read(root, ".gitignore");
+    write(root, ".gitignore", &format!("{ignore}__pycache__/\n.home/\n"));
+    write(root, "longrun/goal.md", GOAL);
+    write(root, "longrun/config.toml", CONFIG);
+    kit_ok(root, &["freeze", "tests"]);
+    let git = |args: &[&str]| {
+        assert!(Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .envs(kit(root).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success());
+    };
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "calc project"]);
+    d
+}
+
+fn kit_loop(root: &Path, args: &[&str]) -> Output {
+    kit(root).arg("loop").args(args).output().unwrap()
+}
+
+fn spawn_loop(root: &Path, args: &[&str]) -> Child {
+    kit(root).arg("loop").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn last_line(o: &Output) -> String {
+    text(o).lines().last().unwrap_or_default().to_string()
+}
+
+/// Every journal line, asserting none is torn.
+fn journal(root: &Path) -> Vec<Value> {
+    read(root, "longrun/journal.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn journal line {l:?}: {e}")))
+        .collect()
+}
+
+fn events(root: &Path, name: &str) -> Vec<Value> {
+    journal(root).into_iter().filter(|e| e["event"] == name).collect()
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`.
+fn group_alive(pgid: i64) -> Vec<i32> {
+    kit::looprun::procs::snapshot()
+        .into_iter()
+        .filter(|p| i64::from(p.pgid) == pgid && !p.is_zombie())
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn loop_is_done_at_iteration_0_when_the_baseline_passes() {
+    let d = project(true);
+    let o = kit_loop(d.path(), &["--agent", "sh -c 'echo never > never-ran'"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        last_line(&o).starts_with("done: every criterion passes (2 of 2) at iteration 0"),
+        "{}",
+        text(&o)
+    );
+    assert!(events(d.path(), "agent_start").is_empty());
+    assert!(!d.path().join("never-ran").exists());
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["iterations"].as_u64()), (Some("done"), Some(0)));
+    let baseline = events(d.path(), "baseline").pop().unwrap();
+    assert_eq!(baseline["passed"], 2);
+}
+
+#[test]
+fn loop_with_a_shell_agent_that_fixes_the_code_is_done_in_1() {
+    let d = project(false);
+    write(
+        d.path(),
+        "agent.sh",
+        "cat > stdin.txt\nprintf '%s\\n%s\\n%s\\n' \"$KIT_PROMPT_FILE\" \"$KIT_ITERATION\" \"$KIT_ROOT\" > env.txt\nsed -i 's/a - b/a + b/' calc.py\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 1");
+    let prompt_file = d.path().join("longrun/.runs/001.prompt.md");
+    let prompt = std::fs::read_to_string(&prompt_file).unwrap();
+    assert!(prompt.contains("# Goal: add returns the sum"), "{prompt}");
+    assert!(prompt.contains("`python3 -m unittest tests.test_calc -v` failed"), "{prompt}");
+    assert_eq!(read(d.path(), "stdin.txt"), prompt, "the prompt arrives on stdin");
+    let env: Vec<String> = read(d.path(), "env.txt").lines().map(String::from).collect();
+    assert_eq!(env[0], prompt_file.to_string_lossy());
+    assert_eq!(env[1], "1");
+    assert_eq!(Path::new(&env[2]).canonicalize().unwrap(), d.path().canonicalize().unwrap());
+    let start = events(d.path(), "agent_start").pop().unwrap();
+    assert_eq!(start["pid"], start["pgid"], "the agent leads its own process group");
+    let crit = events(d.path(), "criteria").pop().unwrap();
+    assert_eq!((crit["passed"].as_u64(), crit["verified"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(crit["commit"].as_str().unwrap().len(), 40);
+    assert!(d.path().join("longrun/.runs/001.log").is_file());
+}
+
+#[test]
+fn loop_reverts_an_edited_and_a_deleted_frozen_test_byte_for_byte() {
+    let d = project(false);
+    write(
+        d.path(),
+        "agent.sh",
+        "sed -i 's/a - b/a + b/' calc.py\nsed -i 's/3)/-1)/' tests/test_calc.py\nrm tests/__init__.py\necho 'import os' > tests/test_extra.py\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    assert!(d.path().join("tests/__init__.py").is_file());
+    assert!(!d.path().join("tests/test_extra.py").exists());
+    let mut cheats: Vec<(String, String)> = events(d.path(), "cheat")
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap().to_string(), e["kind"].as_str().unwrap().to_string()))
+        .collect();
+    cheats.sort();
+    assert_eq!(
+        cheats,
+        [
+            ("tests/__init__.py".to_string(), "deleted".to_string()),
+            ("tests/test_calc.py".into(), "modified".into()),
+            ("tests/test_extra.py".into(), "new_file".into()),
+        ]
+    );
+    assert!(text(&o).contains("iteration 1: reverted"), "{}", text(&o));
+}
+
+#[test]
+fn loop_restores_goal_config_and_manifest_edited_by_the_agent() {
+    let d = project(false);
+    let frozen = read(d.path(), "longrun/frozen.toml");
+    write(
+        d.path(),
+        "agent.sh",
+        "echo '# Goal: nothing' > longrun/goal.md\necho '[caps]' > longrun/config.toml\n: > longrun/frozen.toml\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(read(d.path(), "longrun/goal.md"), GOAL);
+    assert_eq!(read(d.path(), "longrun/config.toml"), CONFIG);
+    assert_eq!(read(d.path(), "longrun/frozen.toml"), frozen);
+    let mut paths: Vec<String> =
+        events(d.path(), "cheat").iter().map(|e| e["path"].as_str().unwrap().to_string()).collect();
+    paths.sort();
+    assert_eq!(paths, ["longrun/config.toml", "longrun/frozen.toml", "longrun/goal.md"]);
+    assert!(
+        last_line(&o).starts_with("cap: iterations cap reached (1 of 1 iterations used)"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn loop_puts_back_a_journal_the_agent_emptied() {
+    let d = project(false);
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n: > longrun/journal.jsonl\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let names: Vec<String> =
+        journal(d.path()).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    for kept in
+        ["loop_start", "baseline", "iteration_start", "agent_start", "agent_end", "loop_end"]
+    {
+        assert!(names.iter().any(|n| n == kept), "{kept} missing from {names:?}");
+    }
+    let cheat = events(d.path(), "cheat").pop().unwrap();
+    assert_eq!(
+        (cheat["path"].as_str(), cheat["phase"].as_str()),
+        (Some("longrun/journal.jsonl"), Some("after_agent"))
+    );
+}
+
+#[test]
+fn loop_kills_a_hanging_agent_and_its_whole_group_at_the_timeout() {
+    let d = project(false);
+    let started = Instant::now();
+    let o = kit_loop(
+        d.path(),
+        &["--agent", "sleep 1000 & sleep 1000", "--timeout", "2s", "--max-iterations", "1"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert_eq!(end["timed_out"], true);
+    assert!(end["duration_ms"].as_u64().unwrap() >= 2000);
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    assert_eq!(group_alive(pgid), Vec::<i32>::new(), "no process of the agent's group survives");
+    assert!(text(&o).contains("iteration 1: agent killed at the timeout"), "{}", text(&o));
+}
+
+#[test]
+fn loop_ends_a_detached_child_that_would_edit_a_frozen_test_later() {
+    let d = project(false);
+    write(
+        d.path(),
+        "agent.sh",
+        "setsid sh -c 'sleep 2; echo x >> tests/test_calc.py; echo late > late.txt' </dev/null >/dev/null 2>&1 &\nsed -i 's/a - b/a + b/' calc.py\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    assert!(!d.path().join("late.txt").exists(), "the detached child was killed, not left to run");
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert!(!end["leftovers_killed"].as_array().unwrap().is_empty(), "{end}");
+}
+
+/// An agent whose calc.py, when imported by a criterion, starts a detached process running `sh`.
+fn stray_agent(root: &Path, sh: &str) {
+    write(
+        root,
+        "agent.sh",
+        &format!("cat > calc.py <<'PY'\nimport subprocess\nsubprocess.Popen(['sh', '-c', '{sh}'], start_new_session=True)\n\ndef add(a, b):\n    return a + b\nPY\n"),
+    );
+}
+
+fn processes_running(marker: &str) -> usize {
+    kit::looprun::procs::snapshot()
+        .iter()
+        .filter(|p| !p.is_zombie())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .count()
+}
+
+#[test]
+fn loop_ends_a_process_the_code_under_test_leaves_running() {
+    let d = project(false);
+    stray_agent(d.path(), "sleep 31.7; echo late > late.txt");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(processes_running("sleep 31.7"), 0, "the criteria's stray processes were ended");
+}
+
+#[test]
+fn loop_does_not_trust_criteria_while_a_stray_edits_a_frozen_test() {
+    let d = project(false);
+    stray_agent(d.path(), "echo x >> tests/test_calc.py");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    let cheat = events(d.path(), "cheat").pop().unwrap();
+    assert_eq!(cheat["phase"], "after_criteria");
+    assert_eq!(events(d.path(), "criteria").pop().unwrap()["verified"], false);
+}
+
+#[test]
+fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
+    let d = project(false);
+    write(
+        d.path(),
+        "hog.py",
+        "import time\nheld = []\nfor i in range(10):\n    held.append(b'x' * (50 << 20))\n    time.sleep(0.3)\n",
+    );
+    let o = kit(d.path())
+        .env("KIT_MEMORY_ENFORCER", "watchdog")
+        .args([
+            "loop",
+            "--agent",
+            "python3 hog.py",
+            "--memory-max",
+            "100M",
+            "--max-iterations",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert_eq!(end["memory_killed"], true, "{end}");
+    assert_eq!(end["enforcer"], "watchdog");
+    assert!(end["peak_rss_bytes"].as_u64().unwrap() > 100 << 20, "{end}");
+    assert!(
+        end["duration_ms"].as_u64().unwrap() < 3000,
+        "killed long before the hog finished: {end}"
+    );
+    assert_eq!(events(d.path(), "memory_cap")[0]["enforcer"], "watchdog");
+    assert!(text(&o).contains("killed at the memory cap by the watchdog"), "{}", text(&o));
+}
+
+#[test]
+fn a_second_loop_exits_4_naming_the_holder() {
+    let d = project(false);
+    let mut first = spawn_loop(d.path(), &["--agent", "sleep 3", "--max-iterations", "1"]);
+    wait_for("the first loop's agent", Duration::from_secs(20), || {
+        !events(d.path(), "agent_start").is_empty()
+    });
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = text(&o);
+    assert!(err.contains(&format!("pid {} on ", first.id())), "{err}");
+    assert!(err.contains("kit loop --agent sleep 3"), "{err}");
+    assert_eq!(first.wait().unwrap().code(), Some(3));
+    assert_eq!(events(d.path(), "loop_start").len(), 1, "the second loop wrote nothing");
+}
+
+#[test]
+fn a_dead_holders_lock_is_taken_over_and_journaled() {
+    let d = project(true);
+    let record =
+        r#"{"pid":999999999,"host":"gone","started":"2026-01-01T00:00:00Z","command":"kit loop"}"#;
+    write(d.path(), "longrun/.lock", record);
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = events(d.path(), "lock_takeover").pop().unwrap();
+    assert_eq!(t["previous"]["pid"], 999_999_999);
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the record is cleared at the end");
+}
+
+#[test]
+fn two_loops_started_at_the_same_instant_exactly_one_runs() {
+    let d = project(false);
+    for round in 0..20 {
+        let args = ["--agent", "sleep 0.3", "--max-iterations", "1"];
+        let mut a = spawn_loop(d.path(), &args);
+        let mut b = spawn_loop(d.path(), &args);
+        let mut codes = [a.wait().unwrap().code(), b.wait().unwrap().code()];
+        codes.sort();
+        assert_eq!(codes, [Some(3), Some(4)], "round {round}");
+    }
+    assert_eq!(events(d.path(), "loop_start").len(), 20);
+    assert_eq!(events(d.path(), "lock_takeover").len(), 0);
+}
+
+#[test]
+fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
+    let d = project(false);
+    let mut first = spawn_loop(d.path(), &["--agent", "sleep 1000 & sleep 1000"]);
+    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    let start = events(d.path(), "agent_start").pop().unwrap();
+    let pgid = start["pgid"].as_i64().unwrap();
+    wait_for("both sleeps", Duration::from_secs(5), || group_alive(pgid).len() >= 3);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(!group_alive(pgid).is_empty(), "SIGKILL of kit leaves the agent running");
+
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    let rec = events(d.path(), "recovered").pop().unwrap();
+    assert_eq!((rec["iteration"].as_u64(), rec["pgid"].as_i64()), (Some(1), Some(pgid)));
+    assert!(rec["killed"].as_array().unwrap().len() >= 2, "{rec}");
+    assert_eq!(events(d.path(), "lock_takeover").len(), 1);
+    let iterations: Vec<u64> = events(d.path(), "iteration_start")
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(iterations, [1, 2]);
+    assert!(last_line(&o).ends_with("at iteration 2"), "{}", text(&o));
+    // State files are whole: the goal, config and manifest still parse; the journal has no torn
+    // line (journal() panics on one).
+    assert_eq!(read(d.path(), "longrun/goal.md"), GOAL);
+    assert_eq!(read(d.path(), "longrun/config.toml"), CONFIG);
+    journal(d.path());
+}
+
+#[test]
+fn ctrl_c_ends_the_agent_restores_frozen_files_and_exits_130() {
+    let d = project(false);
+    write(d.path(), "agent.sh", "echo x >> tests/test_calc.py\nsleep 1000 & sleep 1000\n");
+    let child = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    wait_for("the agent's edit", Duration::from_secs(5), || {
+        read(d.path(), "tests/test_calc.py") != TEST_CALC
+    });
+    let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(last_line(&o).starts_with("interrupted: stopped by SIGINT"), "{}", text(&o));
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    assert_eq!(events(d.path(), "agent_end").pop().unwrap()["interrupted"], true);
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the lock was released cleanly");
+}
+
+#[test]
+fn a_pause_file_stops_the_loop_with_exit_5() {
+    let d = project(false);
+    write(d.path(), "longrun/PAUSE", "");
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(last_line(&o).starts_with("paused: longrun/PAUSE exists"), "{}", text(&o));
+    assert!(events(d.path(), "agent_start").is_empty());
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "paused");
+}
+
+#[test]
+fn the_no_progress_cap_stops_an_agent_that_changes_nothing() {
+    let d = project(false);
+    write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 2\n"));
+    // It claims success and touches only a frozen file, which is reverted: no progress.
+    write(
+        d.path(),
+        "agent.sh",
+        "echo 'DONE: all tests pass'\necho '# gone' > tests/test_calc.py\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let cap = events(d.path(), "cap").pop().unwrap();
+    assert_eq!((cap["which"].as_str(), cap["used"].as_f64()), (Some("no_progress"), Some(2.0)));
+    assert_eq!(events(d.path(), "iteration_start").len(), 2);
+    assert!(last_line(&o).starts_with("cap: no_progress cap reached"), "{}", text(&o));
+}
+
+#[test]
+fn a_malformed_config_exits_2_naming_the_line() {
+    let d = project(false);
+    write(d.path(), "longrun/config.toml", "[caps]\nmax_iterations = \"ten\"\n");
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("config.toml:2"), "{}", text(&o));
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "refused");
+}
+
+#[test]
+fn a_goal_below_the_required_level_is_refused_with_the_reason() {
+    let d = project(false);
+    write(
+        d.path(),
+        "longrun/goal.md",
+        "# Goal: weak\n\n## Criteria\n- function: `python3 -m unittest discover -s tests` → `OK`\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("below the level 3"), "{t}");
+    assert!(t.contains("next: kit goal check"), "{t}");
+    assert!(events(d.path(), "agent_start").is_empty());
+}
+
+#[test]
+fn status_reports_criteria_reverts_caps_and_outcome_from_the_journal() {
+    let d = project(false);
+    write(
+        d.path(),
+        "longrun/progress.md",
+        "# Progress\n\n## Next action\n- make add return the sum\n",
+    );
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\necho x >> tests/test_calc.py\n");
+    assert_eq!(kit_loop(d.path(), &["--agent", "sh ./agent.sh"]).status.code(), Some(0));
+    let o = kit(d.path()).args(["status", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(s["schema"], "kit.status/1");
+    assert_eq!(s["goal"]["title"], "add returns the sum");
+    assert_eq!(s["goal"]["level"], 3);
+    assert_eq!(s["owner"], Value::Null);
+    assert_eq!(s["iteration"], 1);
+    assert_eq!(
+        (s["criteria"]["passed"].as_u64(), s["criteria"]["total"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(s["reverts"]["total"], 1);
+    assert_eq!(s["caps"]["iterations"]["used"], 1.0);
+    assert_eq!(s["caps"]["iterations"]["limit"], 6.0, "goal.md's budget is stricter than config");
+    assert_eq!(s["next_action"], "make add return the sum");
+    assert_eq!(s["outcome"]["outcome"], "done");
+    let t = text(&kit(d.path()).arg("status").output().unwrap());
+    assert!(t.contains("outcome: done: every criterion passes (2 of 2) at iteration 1"), "{t}");
+    assert!(
+        t.contains("reverts: 1 (1 this run; last: tests/test_calc.py modified at iteration 1)"),
+        "{t}"
+    );
+}
+
+#[test]
+fn status_names_the_live_owner_while_a_loop_runs() {
+    let d = project(false);
+    let mut child = spawn_loop(d.path(), &["--agent", "sleep 2", "--max-iterations", "1"]);
+    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    let s: Value =
+        serde_json::from_slice(&kit(d.path()).args(["status", "--json"]).output().unwrap().stdout)
+            .unwrap();
+    assert_eq!(s["owner"]["pid"], child.id());
+    assert_eq!(s["outcome"], Value::Null);
+    assert_eq!(child.wait().unwrap().code(), Some(3), "status never took the lock from the loop");
+}
+
+#[test]
+fn doctor_names_the_memory_enforcer_and_the_programs() {
+    let d = tempfile::tempdir().unwrap();
+    let o = kit(d.path()).arg("doctor").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.starts_with("memory cap: "), "{t}");
+    assert!(t.contains("systemd-run") || t.contains("watchdog"), "{t}");
+    assert!(t.lines().any(|l| l.trim_start().starts_with("git ") && l.contains("/git")), "{t}");
+    assert!(t.lines().any(|l| l.trim_start().starts_with("fake-agent ")), "{t}");
+}
