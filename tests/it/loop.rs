@@ -308,7 +308,7 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     write(
         d.path(),
         "hog.py",
-        "import time\nheld = []\nfor i in range(10):\n    held.append(b'x' * (50 << 20))\n    time.sleep(0.3)\n",
+        "import time\nheld = []\nfor i in range(10):\n    held.append(b'x' * (50 << 20))\n    time.sleep(0.3)\ntime.sleep(30)\n",
     );
     let o = kit(d.path())
         .env("KIT_MEMORY_ENFORCER", "watchdog")
@@ -329,7 +329,7 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     assert_eq!(end["enforcer"], "watchdog");
     assert!(end["peak_rss_bytes"].as_u64().unwrap() > 100 << 20, "{end}");
     assert!(
-        end["duration_ms"].as_u64().unwrap() < 3000,
+        end["duration_ms"].as_u64().unwrap() < 20_000,
         "killed long before the hog finished: {end}"
     );
     assert_eq!(events(d.path(), "memory_cap")[0]["enforcer"], "watchdog");
