@@ -19,7 +19,7 @@ use args::Args;
 use scenario::Scenario;
 use session::{Session, SessionSpec};
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let args = match Args::parse(std::env::args_os().skip(1)) {
         Ok(a) => a,
         Err(msg) => return fail(&Error::usage(msg).with_hint("fake-agent --help")),

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use kit::error::{Error, Result};
 
-use crate::scenario::Step;
-use crate::session::Session;
+use super::scenario::Step;
+use super::session::Session;
 
 /// How an invocation ended.
 pub struct Ending {

@@ -26,6 +26,10 @@ use crate::term::Theme;
 
 pub use scenarios::SCENARIOS;
 
+/// The fake agent's program name. `kit loop` looks for it beside `kit`, else on `PATH`; the
+/// `kit` binary itself acts as the fake agent when started under this name.
+pub const FAKE_AGENT: &str = "fake-agent";
+
 /// What `kit rehearse` was asked to do (from the command line, validated).
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -245,7 +249,8 @@ impl Sandbox {
         crate::atomic::create_dir_all(&project)?;
         crate::atomic::create_dir_all(&home)?;
         let s = |p: &Path| p.to_string_lossy().into_owned();
-        let mut path_dirs: Vec<PathBuf> = exe.parent().map(Path::to_path_buf).into_iter().collect();
+        let mut path_dirs: Vec<PathBuf> = fake_agent_link(exe, root)?.into_iter().collect();
+        path_dirs.extend(exe.parent().map(Path::to_path_buf));
         path_dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
         let path =
             std::env::join_paths(path_dirs).map_or_else(|_| String::new(), |p| s(Path::new(&p)));
@@ -309,6 +314,20 @@ impl Sandbox {
         found.sort();
         found
     }
+}
+
+/// Make sure `kit loop` finds a fake agent: when no `fake-agent` binary sits beside `exe` (as
+/// after `cargo run`, which builds only `kit`), link `<root>/bin/fake-agent` to `exe` and return
+/// that folder to put first on `PATH`.
+fn fake_agent_link(exe: &Path, root: &Path) -> Result<Option<PathBuf>> {
+    if exe.parent().is_some_and(|d| d.join(FAKE_AGENT).is_file()) {
+        return Ok(None);
+    }
+    let bin = root.join("bin");
+    crate::atomic::create_dir_all(&bin)?;
+    let link = bin.join(FAKE_AGENT);
+    std::os::unix::fs::symlink(exe, &link).at(&link)?;
+    Ok(Some(bin))
 }
 
 /// A kit command running in the background, its merged output collected by a thread.

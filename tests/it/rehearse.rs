@@ -60,3 +60,27 @@ fn rehearse_refuses_an_unknown_scenario_and_a_non_empty_keep_folder() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not empty"));
     assert_eq!(std::fs::read_to_string(d.path().join("full/mine.txt")).unwrap(), "keep me");
 }
+
+#[test]
+fn rehearse_works_with_kit_alone_as_after_cargo_run() {
+    // `cargo run -- rehearse` builds only `kit`: no fake-agent binary beside it.
+    let d = tempfile::tempdir().unwrap();
+    let bin = d.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let lone = bin.join("kit");
+    std::fs::copy(crate::util::kit_bin(), &lone).unwrap();
+    let work = d.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = std::process::Command::new(&lone)
+        .args(["rehearse", "--keep", "sb"])
+        .current_dir(&work)
+        .env("NO_COLOR", "1")
+        .env("KIT_FAKE_CLOCK", kit::golden::GOLDEN_CLOCK)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("outcome: done at iteration 1 (as expected)"), "{text}");
+    let link = std::fs::read_link(work.join("sb/bin/fake-agent")).unwrap();
+    assert_eq!(link, lone);
+}
