@@ -360,6 +360,7 @@ impl RunCtx<'_> {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+        settings.spec.check_installed()?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
