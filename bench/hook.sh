@@ -4,6 +4,9 @@
 # real pre-compaction part of the spotter 4d5611e5 L641-L801 excerpt (../shared/samples), so all
 # three end with the same tail (last call: 164,831 tokens) and differ only in size.
 #
+# Then the same events without a shell (bench/hook_cpu.py): wall and CPU (user + sys) medians,
+# the CPU time being what a loaded machine does not distort.
+#
 # Usage: bench/hook.sh [KIT_BINARY] [WORK_DIR]   (needs hyperfine and python3)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,3 +52,4 @@ for r in rs:
     print(f"| {r['command']} | {r['median']*1e3:.2f} ms | {r['mean']*1e3:.2f} ± {r['stddev']*1e3:.2f} ms "
           f"| {r['min']*1e3:.2f} ms | {len(r['times'])} | {r['median']/base:.2f}× |")
 PY
+python3 "$here/bench/hook_cpu.py" "$kit" "$work"

@@ -19,3 +19,35 @@ pub static CASES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/tests/cases")
 pub fn kit_file(path: &str) -> Option<&'static str> {
     KIT.get_file(path).and_then(|f| f.contents_utf8())
 }
+
+/// `tests/fixtures/transcripts/`: real transcripts for the measure and recall goldens.
+pub static TRANSCRIPT_FIXTURES: Dir<'static> =
+    include_dir!("$CARGO_MANIFEST_DIR/tests/fixtures/transcripts");
+
+/// Write the transcript fixtures into `home`: `claude/` as `home/.claude`, `codex/` as
+/// `home/.codex` (the golden sandbox kind `transcripts`).
+///
+/// Errors: a file cannot be written ([`crate::Error::Io`]).
+pub fn write_transcript_fixtures(home: &std::path::Path) -> crate::Result<()> {
+    use crate::error::IoContext;
+    for (src, dst) in [("claude", ".claude"), ("codex", ".codex")] {
+        let Some(dir) = TRANSCRIPT_FIXTURES.get_dir(src) else { continue };
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in d.entries() {
+                match e {
+                    include_dir::DirEntry::Dir(sub) => stack.push(sub),
+                    include_dir::DirEntry::File(f) => {
+                        let rel = f.path().strip_prefix(src).unwrap_or(f.path());
+                        let p = home.join(dst).join(rel);
+                        if let Some(parent) = p.parent() {
+                            std::fs::create_dir_all(parent).at(parent)?;
+                        }
+                        std::fs::write(&p, f.contents()).at(&p)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

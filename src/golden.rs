@@ -61,7 +61,8 @@ pub struct Meta {
     pub name: String,
     /// The lesson (1–8) the case belongs to.
     pub lesson: Option<u8>,
-    /// The sandbox it starts from: `empty`, `git` or `rehearsal`.
+    /// The sandbox it starts from: `empty`, `git`, `rehearsal`, or `transcripts` (the embedded
+    /// transcript fixtures of `tests/fixtures/transcripts/` in `$HOME/.claude` and `$HOME/.codex`).
     pub sandbox: Option<String>,
     /// Per-command timeout, e.g. `120s`.
     pub timeout: Option<String>,
@@ -202,8 +203,9 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
             text.push_str("/.home/\n");
             crate::atomic::write_atomic(&exclude, text.as_bytes())
         }
+        "transcripts" => crate::embedded::write_transcript_fixtures(&dir.join(".home")),
         other => Err(Error::usage(format!("unknown sandbox kind `{other}`"))
-            .with_hint("use sandbox = \"empty\", \"git\" or \"rehearsal\"")),
+            .with_hint("use sandbox = \"empty\", \"git\", \"rehearsal\" or \"transcripts\"")),
     }
 }
 

@@ -31,7 +31,7 @@
 //! `KIT_FAKE_CLOCK` and a block typed by hand (or edited) does not match its own id.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -238,21 +238,20 @@ pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
 pub struct SaveOptions {
     /// Where kit runs.
     pub cwd: PathBuf,
+    /// The summary piped on stdin (`None` when stdin is a terminal); empty means none.
+    pub piped: Option<String>,
 }
 
-/// `kit handoff save`: write the summary (stdin when it is not a terminal and not empty, else the
-/// file's current body) and a fresh stamp block to `longrun/handoff.md` atomically; journal
+/// `kit handoff save`: write the summary (the piped text when there is one, else the file's
+/// current body) and a fresh stamp block to `longrun/handoff.md` atomically; journal
 /// `handoff_saved`; print one line with the stamp id.
 ///
 /// Errors: [`Error::Usage`] outside an initialised repository or with no summary;
 /// [`Error::Internal`] when git fails (e.g. no commit yet).
-pub fn save(opts: &SaveOptions, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<u8> {
+pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(&opts.cwd)?;
     let path = project.handoff();
-    let mut piped = String::new();
-    if !std::io::stdin().is_terminal() {
-        let _ = stdin.read_to_string(&mut piped);
-    }
+    let piped = opts.piped.as_deref().unwrap_or("");
     let summary = if piped.trim().is_empty() {
         match std::fs::read_to_string(&path) {
             Ok(text) => {

@@ -344,8 +344,8 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
     if sum.resumes > 0 {
         writeln!(
             out,
-            "resumes: {} calls re-wrote {} tokens after the cache expired: {} beyond a warm cache",
-            sum.resumes,
+            "resumes: {} re-wrote {} tokens after the cache expired: {} beyond a warm cache",
+            plural(sum.resumes, "call"),
             thousands(sum.resume_tokens),
             usd(sum.resume_premium_usd)
         )?;
@@ -626,13 +626,22 @@ fn write_turns(
     }
     writeln!(
         out,
-        "total {} tokens · {} · {} resumes ({} beyond a warm cache)",
+        "total {} tokens · {} · {} ({} beyond a warm cache)",
         tokens(s.tokens.total()),
         s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
-        s.resumes,
+        plural(s.resumes, "resume"),
         usd(s.resume_premium_usd)
     )?;
     Ok(())
+}
+
+/// `1 call`, `2 calls`, `3 matches`.
+pub fn plural(n: u64, word: &str) -> String {
+    match (n, word.ends_with("ch")) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        _ => format!("{n} {word}s"),
+    }
 }
 
 /// The last component of a working directory, for narrow columns.

@@ -419,15 +419,14 @@ pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u
                 )
             };
             let when = h.time.as_deref().map(|t| t.get(..16).unwrap_or(t).replace('T', " "));
-            writeln!(
-                out,
+            let line = format!(
                 "{} {} {:<9} {}",
                 theme.dim(&h.session_id.chars().take(8).collect::<String>()),
                 theme.dim(&when.unwrap_or_else(|| "-".repeat(16))),
                 h.role.name(),
                 mark
-            )
-            .map_err(io)?;
+            );
+            writeln!(out, "{}", line.trim_end()).map_err(io)?;
         }
         let shown = found.hits.len() as u64;
         if found.total == 0 {
@@ -436,7 +435,7 @@ pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u
             writeln!(out, "{} matches, the newest {shown} shown (--limit N for more)", found.total)
                 .map_err(io)?;
         } else {
-            writeln!(out, "{} matches", found.total).map_err(io)?;
+            writeln!(out, "{}", crate::measure::plural(found.total, "match")).map_err(io)?;
         }
         crate::measure::write_damage(theme, &found.damage, out).map_err(io)?;
     }

@@ -220,8 +220,15 @@ fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
     use crate::handoff::{ProofSource, SaveOptions, VerifyOptions};
     match cmd {
         HandoffCommand::Save => {
-            let mut stdin = std::io::stdin().lock();
-            crate::handoff::save(&SaveOptions { cwd: ctx.cwd.clone() }, &mut stdin, out)
+            use std::io::{IsTerminal, Read};
+            let stdin = std::io::stdin();
+            let mut piped = None;
+            if !stdin.is_terminal() {
+                let mut text = String::new();
+                stdin.lock().read_to_string(&mut text).map_err(|e| Error::io("stdin", e))?;
+                piped = Some(text);
+            }
+            crate::handoff::save(&SaveOptions { cwd: ctx.cwd.clone(), piped }, out)
         }
         HandoffCommand::Verify { transcript, session } => {
             let proof = match (transcript, session) {

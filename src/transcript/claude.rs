@@ -24,6 +24,7 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::lines::{self, Parsed};
+use super::skim;
 use super::{
     parse_ts_ms, ApiCall, Builder, Compaction, EngineOptions, SessionSummary, Source, Stream,
 };
@@ -145,7 +146,10 @@ impl State {
         let limits = b.limits();
         let mut damage = std::mem::take(&mut b.damage);
         let r = lines::for_each_record(path, limits, &mut damage, |_, bytes| {
-            let line: Line<'_> = serde_json::from_slice(bytes)?;
+            let line = match skim_line(bytes) {
+                Some(l) => l,
+                None => serde_json::from_slice::<Line<'_>>(bytes)?,
+            };
             Ok(self.apply(line, stream, subagent, b))
         });
         b.damage = damage;
@@ -284,6 +288,133 @@ impl State {
     }
 }
 
+/// The fast path: the same [`Line`] built by skimming (see [`super::skim`]); None when the
+/// line is anything but plain, and serde then reads it (or says why it cannot).
+fn skim_line(bytes: &[u8]) -> Option<Line<'_>> {
+    let mut l = Line::default();
+    let (mut message, mut compact) = (None, None);
+    let mut ok = true;
+    skim::fields(bytes, |k, v| match k {
+        b"type" => l.ty = text(v, &mut ok),
+        b"subtype" => l.subtype = text(v, &mut ok),
+        b"timestamp" => l.timestamp = text(v, &mut ok),
+        b"isSidechain" => l.is_sidechain = flag(v, &mut ok),
+        b"isMeta" => l.is_meta = flag(v, &mut ok),
+        b"isCompactSummary" => l.is_compact_summary = flag(v, &mut ok),
+        b"isApiErrorMessage" => l.is_api_error = flag(v, &mut ok),
+        b"requestId" => l.request_id = text(v, &mut ok),
+        b"cwd" => l.cwd = text(v, &mut ok),
+        b"message" => message = Some(v),
+        b"compactMetadata" => compact = Some(v),
+        _ => {}
+    })?;
+    if !ok {
+        return None;
+    }
+    match l.ty.as_deref() {
+        Some("assistant") | Some("user") => {
+            if let Some(m) = message.filter(|m| *m != b"null") {
+                l.message = Some(skim_message(m)?);
+            }
+        }
+        Some("system") => {
+            if let Some(c) = compact.filter(|c| *c != b"null") {
+                l.compact = Some(serde_json::from_slice(c).ok()?);
+            }
+        }
+        _ => {}
+    }
+    Some(l)
+}
+
+fn flag(v: &[u8], ok: &mut bool) -> Option<bool> {
+    match v {
+        b"true" => Some(true),
+        b"false" => Some(false),
+        b"null" => None,
+        _ => {
+            *ok = false;
+            None
+        }
+    }
+}
+
+fn text<'a>(v: &'a [u8], ok: &mut bool) -> Option<Cow<'a, str>> {
+    if v == b"null" {
+        return None;
+    }
+    let s = skim::plain_str(v).map(Cow::Borrowed);
+    *ok &= s.is_some();
+    s
+}
+
+fn skim_message(m: &[u8]) -> Option<Message<'_>> {
+    let mut msg = Message { id: None, model: None, usage: None, content: None };
+    let (mut usage, mut content) = (None, None);
+    let mut ok = true;
+    skim::fields(m, |k, v| match k {
+        b"id" => {
+            msg.id = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
+                ok &= v == b"null";
+                None
+            })
+        }
+        b"model" => {
+            msg.model = skim::plain_str(v).map(Cow::Borrowed).or_else(|| {
+                ok &= v == b"null";
+                None
+            })
+        }
+        b"usage" => usage = Some(v),
+        b"content" => content = Some(v),
+        _ => {}
+    })?;
+    if !ok {
+        return None;
+    }
+    if let Some(u) = usage.filter(|u| *u != b"null") {
+        msg.usage = Some(serde_json::from_slice(u).ok()?);
+    }
+    if let Some(c) = content {
+        msg.content = Some(skim_content(c)?);
+    }
+    Some(msg)
+}
+
+fn skim_content(c: &[u8]) -> Option<Content> {
+    match c.first()? {
+        b'"' => Some(Content { prompt: is_prompt_head(skim::str_head(c)?) }),
+        b'[' => {
+            let (mut text, mut other, mut ok) = (false, false, true);
+            skim::elements(c, |e| {
+                let (mut ty, mut head) = (None, None);
+                let r = skim::fields(e, |k, v| match k {
+                    b"type" => ty = skim::plain_str(v),
+                    b"text" => head = skim::str_head(v),
+                    _ => {}
+                });
+                ok &= r.is_some();
+                match ty {
+                    Some("text") => match head {
+                        Some(h) if !is_prompt_head(h) => other = true,
+                        _ => text = true,
+                    },
+                    Some("image") | Some("document") => {}
+                    _ => other = true,
+                }
+            })?;
+            ok.then_some(Content { prompt: text && !other })
+        }
+        _ => Some(Content::default()),
+    }
+}
+
+fn is_prompt_head(h: &[u8]) -> bool {
+    !(h.starts_with(b"<command-")
+        || h.starts_with(b"<local-command-")
+        || h.starts_with(b"[Request interrupted"))
+}
+
 fn key_of(id: &str, request_id: Option<&str>) -> String {
     match request_id {
         Some(r) => format!("{id}\u{0}{r}"),
@@ -310,7 +441,7 @@ const KNOWN_TYPES: &[&str] = &[
     "pr-link",
 ];
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", borrow)]
     ty: Option<Cow<'a, str>>,
@@ -507,5 +638,63 @@ mod tests {
         let old: RawUsage =
             serde_json::from_str(r#"{"input_tokens":1,"cache_creation_input_tokens":10}"#).unwrap();
         assert_eq!(old.to_usage().cache_write_5m, 10);
+    }
+}
+
+#[cfg(test)]
+mod skim_tests {
+    use super::*;
+
+    fn samples() -> Option<PathBuf> {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|a| a.join("shared/samples/claude-code"))
+            .find(|p| p.is_dir())
+    }
+
+    /// The fast path reads every real line, and reads it as serde does.
+    #[test]
+    fn skimming_agrees_with_serde_on_every_sample_line() {
+        let dir = samples().expect("the shared samples folder");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if !p.to_string_lossy().ends_with(".jsonl") || p.to_string_lossy().contains("hook_logs")
+            {
+                continue;
+            }
+            for line in std::fs::read_to_string(&p).unwrap().lines() {
+                let fast = skim_line(line.as_bytes()).unwrap_or_else(|| panic!("{p:?}: {line}"));
+                let slow: Line<'_> = serde_json::from_str(line).unwrap();
+                let key = |l: &Line<'_>| {
+                    let m = l.message.as_ref();
+                    let head = (l.ty.clone(), l.subtype.clone(), l.timestamp.clone());
+                    let compact = l.compact.as_ref().map(|c| (c.trigger.clone(), c.pre_tokens));
+                    let rest = (
+                        l.subtype.clone(),
+                        l.timestamp.clone(),
+                        l.is_sidechain,
+                        l.is_meta,
+                        l.is_compact_summary,
+                        l.request_id.clone(),
+                        l.cwd.clone(),
+                        m.and_then(|m| m.id.clone()),
+                        m.and_then(|m| m.model.clone()),
+                        m.and_then(|m| m.usage.map(|u| u.to_usage())),
+                        m.and_then(|m| m.content.as_ref().map(|c| c.prompt)),
+                    );
+                    (format!("{head:?}"), format!("{compact:?}"), format!("{rest:?}"))
+                };
+                let (a, b) = (key(&fast), key(&slow));
+                // The skimmer reads a message only for user and assistant lines.
+                if matches!(slow.ty.as_deref(), Some("user") | Some("assistant")) {
+                    assert_eq!(a, b, "{line}");
+                } else {
+                    assert_eq!((a.0, a.1), (b.0, b.1), "{line}");
+                }
+                n += 1;
+            }
+        }
+        assert!(n > 500, "{n} lines");
     }
 }

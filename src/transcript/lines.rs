@@ -362,7 +362,7 @@ pub fn for_each_record_where(
         if pending.is_none() && !wanted(bytes) && trim_ascii(bytes) != b"{" {
             continue;
         }
-        if std::str::from_utf8(bytes).is_err() {
+        if simdutf8::basic::from_utf8(bytes).is_err() {
             note(damage, DamageKind::InvalidUtf8, no)?;
             continue;
         }

@@ -110,3 +110,45 @@ fn bad_arguments_say_what_to_do() {
     assert_eq!(code, 2);
     assert!(out.contains("cache TTL `10m` is not 5m or 1h"), "{out}");
 }
+
+#[test]
+fn a_transcript_that_writes_the_1h_cache_stays_warm_for_an_hour() {
+    // spotter_tool_heavy writes 1-hour cache only; its last call (27,666 tokens) is at
+    // 22:59:37.598Z.
+    let t = samples().join("spotter_tool_heavy.jsonl");
+    let t = t.to_str().unwrap();
+    let (code, out) = run(&["cache", "--transcript", t, "--at", "2026-02-10T23:30:00Z"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.starts_with("claude-opus-4-6 · 27,666 tokens of context · idle 30m22s · cache TTL 1h"),
+        "{out}"
+    );
+    assert!(out.contains("warm: at 30m22s the context is still cached"), "{out}");
+    let (_, out) = run(&["cache", "--transcript", t, "--at", "2026-02-11T01:00:00Z"]);
+    assert!(out.contains("(1h cache write)"), "{out}");
+    let (_, out) =
+        run(&["cache", "--transcript", t, "--at", "2026-02-11T01:00:00Z", "--ttl", "5m"]);
+    assert!(out.contains("(5m cache write)"), "--ttl overrides the transcript's: {out}");
+}
+
+#[test]
+fn a_session_is_found_by_id_prefix_under_the_claude_roots() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join(".home/.claude/projects/-work-app");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        samples().join("spotter_tool_heavy.jsonl"),
+        dir.join("9f1c2d3e-0000-4000-8000-000000000000.jsonl"),
+    )
+    .unwrap();
+    let o = kit(d.path())
+        .args(["cache", "--session", "9f1c2d3e", "--at", "2026-02-11T01:00:00Z"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("from the last API call 2026-02-10T22:59:37Z in"), "{out}");
+    let o = kit(d.path()).args(["cache", "--session", "0000"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no transcript of session `0000`"));
+}
