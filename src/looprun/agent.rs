@@ -9,7 +9,7 @@
 //! | `claude` | `claude -p --output-format stream-json --verbose` | the `result` event |
 //! | `codex` | `codex exec --json -` | the last `turn.completed` event |
 //! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
-//! | anything else | `sh -c SPEC` | nothing (a plain command reports no usage) |
+//! | anything else | `sh -c SPEC` | whichever of the two it prints; a plain command reports none |
 //!
 //! Every agent runs in the repository root with the prompt on stdin (the prompt file itself, so
 //! no pipe can stall) and the environment `KIT_PROMPT_FILE` (its path), `KIT_ITERATION` (1-based)
@@ -62,8 +62,9 @@ pub enum OutputFormat {
     ClaudeStreamJson,
     /// Codex `exec --json`.
     CodexJson,
-    /// Nothing structured.
-    Plain,
+    /// A command line: it may print either (e.g. a wrapper around `claude -p
+    /// --output-format stream-json`); whichever usage event appears is read, else none.
+    Detect,
 }
 
 impl AgentSpec {
@@ -92,7 +93,7 @@ impl AgentSpec {
         match self {
             AgentSpec::Claude | AgentSpec::Fake(_) => OutputFormat::ClaudeStreamJson,
             AgentSpec::Codex => OutputFormat::CodexJson,
-            AgentSpec::Shell(_) => OutputFormat::Plain,
+            AgentSpec::Shell(_) => OutputFormat::Detect,
         }
     }
 
@@ -370,24 +371,23 @@ pub fn price(u: &AgentUsage, table: &PriceTable) -> Priced {
 }
 
 /// Read the usage an agent printed to its log. Lines that are not JSON (stderr, progress) are
-/// skipped. None for a plain command, or when no usage event was printed.
+/// skipped. None when no usage event was printed (a plain command).
 pub fn read_usage(log: &Path, format: OutputFormat) -> Option<AgentUsage> {
-    if format == OutputFormat::Plain {
-        return None;
-    }
+    let claude = matches!(format, OutputFormat::ClaudeStreamJson | OutputFormat::Detect);
+    let codex = matches!(format, OutputFormat::CodexJson | OutputFormat::Detect);
     let file = File::open(log).ok()?;
     let mut model: Option<String> = None;
     let mut found: Option<AgentUsage> = None;
     for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
         let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
-        match (format, v.get("type").and_then(Value::as_str)) {
-            (OutputFormat::ClaudeStreamJson, Some("system")) => {
+        match v.get("type").and_then(Value::as_str) {
+            Some("system") if claude => {
                 if let Some(m) = v.get("model").and_then(Value::as_str) {
                     model.get_or_insert_with(|| m.to_string());
                 }
             }
-            (OutputFormat::ClaudeStreamJson, Some("result")) => found = Some(claude_result(&v)),
-            (OutputFormat::CodexJson, Some("turn.completed")) => found = Some(codex_turn(&v)),
+            Some("result") if claude => found = Some(claude_result(&v)),
+            Some("turn.completed") if codex => found = Some(codex_turn(&v)),
             _ => {}
         }
     }
@@ -524,6 +524,9 @@ mod tests {
         ]);
         let u = read_usage(log.path(), OutputFormat::CodexJson).unwrap();
         assert_eq!((u.input_tokens, u.cache_read_tokens, u.output_tokens), (100, 200, 30));
-        assert!(read_usage(log.path(), OutputFormat::Plain).is_none());
+        assert!(read_usage(log.path(), OutputFormat::ClaudeStreamJson).is_none());
+        assert_eq!(read_usage(log.path(), OutputFormat::Detect).unwrap().output_tokens, 30);
+        let plain = log_with(&["hello", "{\"type\":\"other\"}"]);
+        assert!(read_usage(plain.path(), OutputFormat::Detect).is_none());
     }
 }

@@ -67,6 +67,7 @@ use serde_json::{json, Value};
 use crate::duration::{format_duration, format_size};
 use crate::error::{Error, Result, EXIT_CAP, EXIT_OK, EXIT_PAUSED};
 use crate::frozen::guard::{Guard, Revert};
+use crate::goal::Goal;
 use crate::longrun::config::Config;
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
@@ -146,6 +147,58 @@ struct Outcome {
     code: u8,
     /// Why, for the journal and the last line.
     reason: String,
+}
+
+/// What step 2 loaded and decided, fixed for the whole run.
+struct Prepared {
+    goal: Goal,
+    settings: Settings,
+    /// The frozen files, held in memory from the start of the run.
+    guard: Guard,
+    prices: PriceTable,
+    enforcer: Enforcer,
+    /// Start of the run's wall time (the baseline).
+    started: Instant,
+}
+
+/// What the run has learnt so far: for the caps and the next prompt.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Number of criteria.
+    total: usize,
+    /// Most criteria passing in any check of this run.
+    best: usize,
+    /// Working-tree ids this run has had (see the module doc: progress).
+    seen_trees: HashSet<String>,
+    /// Consecutive iterations without progress.
+    no_progress: u32,
+    /// USD spent in this run.
+    cost_usd: f64,
+    /// The last failed criteria, as prompt blocks.
+    failures: Vec<String>,
+    /// Reverts since the last prompt, as prompt lines.
+    reverts: Vec<String>,
+}
+
+/// One run of the criteria.
+struct Check {
+    /// As journaled.
+    results: Value,
+    views: Vec<CriterionView>,
+    passed: usize,
+    /// Reverts found after the criteria ran (the tree changed under them).
+    late: Vec<Revert>,
+}
+
+impl Check {
+    /// Every criterion passed, on a tree that stayed verified.
+    fn all_pass(&self) -> bool {
+        self.passed == self.views.len() && self.late.is_empty()
+    }
+
+    fn failures(&self) -> Vec<String> {
+        self.views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect()
+    }
 }
 
 /// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.
@@ -279,10 +332,26 @@ impl RunCtx<'_> {
     fn run(&mut self, opts: &LoopOptions) -> Result<Outcome> {
         let history = History::read(&self.project.journal())?;
         self.recover(&history)?;
-        let subreaper = procs::become_subreaper();
         self.last_iteration = history.last_iteration;
+        let mut tally = Tally::default();
+        let mut p = self.prepare(opts, &mut tally)?;
+        if let Some(done) = self.baseline(&mut p, &mut tally)? {
+            return Ok(done);
+        }
+        loop {
+            if let Some(stop) = self.should_stop(&p, &tally)? {
+                return Ok(stop);
+            }
+            if let Some(done) = self.iteration(&mut p, &mut tally)? {
+                return Ok(done);
+            }
+        }
+    }
 
-        // Step 2: goal, config, manifest.
+    /// Step 2: load and check goal, config and manifest; journal `memory_cap` and `loop_start`;
+    /// put back any frozen file that differs from the manifest.
+    fn prepare(&mut self, opts: &LoopOptions, tally: &mut Tally) -> Result<Prepared> {
+        let subreaper = procs::become_subreaper();
         let cfg = Config::load(&self.project.config())?;
         let goal = crate::goal::load(&self.project)?;
         let frozen_paths = crate::goal::frozen_paths(&self.project)?;
@@ -291,8 +360,7 @@ impl RunCtx<'_> {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
-        let mut guard = Guard::capture(&self.project)?;
-        let prices = PriceTable::embedded().with_overrides(&cfg.prices);
+        let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
             "memory_cap",
@@ -327,286 +395,306 @@ impl RunCtx<'_> {
             format_size(settings.memory_max),
             enforcer.name()
         ));
-        let mut pending_reverts: Vec<String> = Vec::new();
-        let start_reverts = restore(&guard)?;
-        self.cheats(&start_reverts, 0, "start")?;
-        if !start_reverts.is_empty() {
+        let reverts = restore(&guard)?;
+        self.cheats(&reverts, 0, "start")?;
+        if !reverts.is_empty() {
             self.say(format!(
                 "loop: the tree did not match the frozen manifest; restored {}",
-                list_reverts(&start_reverts)
+                list_reverts(&reverts)
             ));
-            pending_reverts.extend(start_reverts.iter().map(describe_revert));
+            tally.reverts.extend(reverts.iter().map(describe_revert));
         }
+        Ok(Prepared {
+            goal,
+            settings,
+            guard,
+            prices: PriceTable::embedded().with_overrides(&cfg.prices),
+            enforcer,
+            started: Instant::now(),
+        })
+    }
 
-        // Step 3: baseline.
-        let run_started = Instant::now();
-        guard.seal_journal()?;
-        let results = self.run_criteria(&goal, &settings);
-        end_strays()?;
-        let after = restore(&guard)?;
-        self.cheats(&after, 0, "baseline")?;
-        pending_reverts.extend(after.iter().map(describe_revert));
-        let views = CriterionView::all(&results);
-        let passed = views.iter().filter(|v| v.passed).count();
+    /// Step 3: the criteria once, before any agent. All pass on a verified tree → done.
+    fn baseline(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
+        let c = self.check(p, 0, "baseline")?;
         let (commit, dirty) = git_head(&self.project.root);
         self.journal(
             "baseline",
-            json!({ "results": results, "passed": passed, "total": views.len(), "commit": commit, "dirty": dirty }),
+            json!({
+                "results": c.results, "passed": c.passed, "total": c.views.len(),
+                "commit": commit, "dirty": dirty,
+            }),
         )?;
-        self.say(format!("baseline: {passed} of {} criteria pass", views.len()));
-        if passed == views.len() && after.is_empty() {
-            return Ok(Outcome {
-                name: "done",
-                code: EXIT_OK,
+        self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
+        tally.total = c.views.len();
+        tally.best = c.passed;
+        tally.seen_trees.extend(tree_state(&self.project.root));
+        tally.reverts.extend(c.late.iter().map(describe_revert));
+        tally.failures = c.failures();
+        Ok(c.all_pass().then(|| Outcome {
+            name: "done",
+            code: EXIT_OK,
+            reason: format!(
+                "every criterion passes ({} of {}) at iteration 0, before any agent ran",
+                c.passed, tally.total
+            ),
+        }))
+    }
+
+    /// Before each iteration: the lock still ours, no stop asked, no PAUSE file, no cap reached.
+    fn should_stop(&mut self, p: &Prepared, tally: &Tally) -> Result<Option<Outcome>> {
+        self.lock.verify()?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
+        if self.project.pause().exists() {
+            self.journal("paused", json!({ "iteration": self.last_iteration }))?;
+            return Ok(Some(Outcome {
+                name: "paused",
+                code: EXIT_PAUSED,
                 reason: format!(
-                    "every criterion passes ({passed} of {}) at iteration 0, before any agent ran",
-                    views.len()
+                    "longrun/PAUSE exists; remove it and run kit loop to go on from iteration {}",
+                    self.last_iteration + 1
                 ),
-            });
+            }));
+        }
+        let s = &p.settings;
+        let elapsed = p.started.elapsed();
+        let caps: [(&str, f64, f64, String); 4] = [
+            (
+                "iterations",
+                self.iterations_run as f64,
+                f64::from(s.max_iterations),
+                format!("{} of {} iterations used", self.iterations_run, s.max_iterations),
+            ),
+            (
+                "wall",
+                elapsed.as_secs_f64(),
+                s.max_wall.as_secs_f64(),
+                format!(
+                    "wall time {} of {}",
+                    format_duration(elapsed),
+                    format_duration(s.max_wall)
+                ),
+            ),
+            (
+                "cost",
+                tally.cost_usd,
+                s.max_cost_usd,
+                format!("cost ${:.2} of ${:.2}", tally.cost_usd, s.max_cost_usd),
+            ),
+            (
+                "no_progress",
+                f64::from(tally.no_progress),
+                f64::from(s.max_no_progress),
+                format!("{} iterations in a row without progress", tally.no_progress),
+            ),
+        ];
+        let Some((which, used, limit, words)) = caps.iter().find(|c| c.1 >= c.2) else {
+            return Ok(None);
+        };
+        self.journal("cap", json!({ "which": which, "used": used, "limit": limit }))?;
+        Ok(Some(Outcome {
+            name: "cap",
+            code: EXIT_CAP,
+            reason: format!(
+                "{which} cap reached ({words}); {} of {} criteria pass at best",
+                tally.best, tally.total
+            ),
+        }))
+    }
+
+    /// Step 4, once: prompt, agent, restore, criteria on a verified tree, progress.
+    fn iteration(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
+        let iteration = self.last_iteration + 1;
+        self.last_iteration = iteration;
+        self.iterations_run += 1;
+        let reverts = self.run_agent(p, tally, iteration)?;
+        tally.reverts.clear();
+        tally.reverts.extend(reverts.iter().map(describe_revert));
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
         }
 
-        // Step 4: iterations.
-        let mut failures: Vec<String> =
-            views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
-        let mut best = passed;
-        let mut seen_trees: HashSet<String> = tree_state(&self.project.root).into_iter().collect();
-        let mut no_progress: u32 = 0;
-        let mut cost_usd = 0.0f64;
-        loop {
-            self.lock.verify()?;
-            if let Some(o) = self.interrupted() {
-                return Ok(o);
-            }
-            if self.project.pause().exists() {
-                self.journal("paused", json!({ "iteration": self.last_iteration }))?;
-                return Ok(Outcome {
-                    name: "paused",
-                    code: EXIT_PAUSED,
-                    reason: format!(
-                        "longrun/PAUSE exists; remove it and run kit loop to go on from iteration {}",
-                        self.last_iteration + 1
-                    ),
-                });
-            }
-            let elapsed = run_started.elapsed();
-            let caps: [(&'static str, f64, f64, String); 4] = [
-                (
-                    "iterations",
-                    self.iterations_run as f64,
-                    f64::from(settings.max_iterations),
-                    format!(
-                        "{} of {} iterations used",
-                        self.iterations_run, settings.max_iterations
-                    ),
-                ),
-                (
-                    "wall",
-                    elapsed.as_secs_f64(),
-                    settings.max_wall.as_secs_f64(),
-                    format!(
-                        "wall time {} of {}",
-                        format_duration(elapsed),
-                        format_duration(settings.max_wall)
-                    ),
-                ),
-                (
-                    "cost",
-                    cost_usd,
-                    settings.max_cost_usd,
-                    format!("cost ${cost_usd:.2} of ${:.2}", settings.max_cost_usd),
-                ),
-                (
-                    "no_progress",
-                    f64::from(no_progress),
-                    f64::from(settings.max_no_progress),
-                    format!("{no_progress} iterations in a row without progress"),
-                ),
-            ];
-            if let Some((which, used, limit, words)) = caps.iter().find(|c| c.1 >= c.2) {
-                self.journal("cap", json!({ "which": which, "used": used, "limit": limit }))?;
-                return Ok(Outcome {
-                    name: "cap",
-                    code: EXIT_CAP,
-                    reason: format!(
-                        "{which} cap reached ({words}); {best} of {} criteria pass at best",
-                        views.len()
-                    ),
-                });
-            }
-
-            let iteration = self.last_iteration + 1;
-            self.last_iteration = iteration;
-            self.iterations_run += 1;
-            let nnn = format!("{iteration:03}");
-            let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
-            let log = self.project.runs().join(format!("{nnn}.log"));
-            let text = prompt::render(&prompt::PromptInput {
-                iteration,
-                root: &self.project.root,
-                goal: &self.project.goal(),
-                progress: &self.project.progress(),
-                handoff: &self.project.handoff(),
-                failures: &failures,
-                reverts: &pending_reverts,
-            });
-            crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
-            self.journal(
-                "iteration_start",
-                json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
-            )?;
-            let remaining = settings.max_wall.saturating_sub(run_started.elapsed());
-            let launch = Launch {
-                spec: &settings.spec,
-                root: &self.project.root,
-                prompt_file: &prompt_file,
-                iteration,
-                log: &log,
-                timeout: settings.timeout.min(remaining).max(Duration::from_secs(1)),
-                grace: settings.grace,
-                memory_max: settings.memory_max,
-                enforcer,
-                stop: Some(self.stop),
-            };
-            let journal = self.journal.clone();
-            let log_rel = rel(&self.project, &log);
-            let boot = procs::boot_id();
-            let out = &mut *self.out;
-            // The journal is append-only: from here on, what it holds must stay. Sealed before
-            // the agent exists, so that nothing it did can be taken for kit's own record.
-            guard.seal_journal()?;
-            let mut start_record = Value::Null;
-            let ended = agent::run(&launch, &mut |s| {
-                start_record = json!({
-                        "iteration": iteration,
-                        "pid": s.pid,
-                        "pgid": s.pgid,
-                        "starttime": s.starttime,
-                        "boot_id": boot,
-                        "command": s.command,
-                        "log": log_rel,
-                });
-                journal.append("agent_start", start_record.clone())?;
-                let _ = writeln!(
-                    out,
-                    "iteration {iteration}: agent started (pid {}, pgid {})",
-                    s.pid, s.pgid
-                );
-                let _ = out.flush();
-                Ok(())
-            })?;
-            // Restore before kit writes again: a journal the agent cut is put back first.
-            let reverts = restore(&guard)?;
-            if reverts
-                .iter()
-                .any(|r| Path::new(&r.path) == rel_path(&self.project, &self.project.journal()))
-            {
-                // The restored journal ends before this iteration's agent_start: write it again.
-                self.journal("agent_start", start_record)?;
-            }
-            let usage = agent::read_usage(&log, settings.spec.format());
-            let priced = usage.as_ref().map(|u| agent::price(u, &prices)).unwrap_or_default();
-            if !priced.unpriced.is_empty() {
-                self.journal(
-                    "unpriced",
-                    json!({
-                        "iteration": iteration,
-                        "models": priced.unpriced,
-                        "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
-                    }),
-                )?;
-            }
-            cost_usd += priced.cost_usd;
-            self.journal(
-                "agent_end",
-                json!({
-                    "iteration": iteration,
-                    "exit": ended.exit,
-                    "signal": ended.signal,
-                    "timed_out": ended.timed_out,
-                    "interrupted": ended.interrupted,
-                    "memory_killed": ended.memory_killed,
-                    "enforcer": enforcer.name(),
-                    "peak_rss_bytes": ended.peak_rss_bytes,
-                    "leftovers_killed": ended.leftovers_killed,
-                    "usage": usage,
-                    "cost_usd": priced.cost_usd,
-                    "duration_ms": ended.duration_ms,
-                }),
-            )?;
+        let c = self.check(p, iteration, "after_criteria")?;
+        if !c.late.is_empty() {
             self.say(format!(
-                "iteration {iteration}: agent {} after {}{}",
-                describe_end(&ended, enforcer),
-                format_duration(Duration::from_millis(ended.duration_ms)),
-                if priced.cost_usd > 0.0 {
-                    format!(", ${:.4}", priced.cost_usd)
-                } else {
-                    String::new()
-                }
+                "iteration {iteration}: reverted {} (changed while the criteria ran)",
+                list_reverts(&c.late)
             ));
-
-            pending_reverts.clear();
-            self.cheats(&reverts, iteration, "after_agent")?;
-            if !reverts.is_empty() {
-                self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
-            }
-            if let Some(o) = self.interrupted() {
-                return Ok(o);
-            }
-            guard.seal_journal()?;
-            let results = self.run_criteria(&goal, &settings);
-            end_strays()?;
-            let late = restore(&guard)?;
-            self.cheats(&late, iteration, "after_criteria")?;
-            if !late.is_empty() {
-                self.say(format!(
-                    "iteration {iteration}: reverted {} (changed while the criteria ran)",
-                    list_reverts(&late)
-                ));
-            }
-            pending_reverts.extend(reverts.iter().chain(&late).map(describe_revert));
-            let views = CriterionView::all(&results);
-            let passed = views.iter().filter(|v| v.passed).count();
-            let (commit, dirty) = git_head(&self.project.root);
-            let tree = tree_state(&self.project.root);
-            let progress = passed > best || tree.is_some_and(|t| seen_trees.insert(t));
-            if progress {
-                no_progress = 0;
-            } else {
-                no_progress += 1;
-            }
-            best = best.max(passed);
-            self.journal(
-                "criteria",
-                json!({
-                    "iteration": iteration,
-                    "results": results,
-                    "passed": passed,
-                    "total": views.len(),
-                    "commit": commit,
-                    "dirty": dirty,
-                    "verified": late.is_empty(),
-                    "progress": progress,
-                    "no_progress": no_progress,
-                }),
-            )?;
-            self.say(format!(
-                "iteration {iteration}: {passed} of {} criteria pass{}",
-                views.len(),
-                if late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
-            ));
-            if passed == views.len() && late.is_empty() {
-                return Ok(Outcome {
-                    name: "done",
-                    code: EXIT_OK,
-                    reason: format!(
-                        "every criterion passes ({passed} of {}) at iteration {iteration}",
-                        views.len()
-                    ),
-                });
-            }
-            failures =
-                views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
         }
+        tally.reverts.extend(c.late.iter().map(describe_revert));
+        let (commit, dirty) = git_head(&self.project.root);
+        let tree = tree_state(&self.project.root);
+        let progress = c.passed > tally.best || tree.is_some_and(|t| tally.seen_trees.insert(t));
+        tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
+        tally.best = tally.best.max(c.passed);
+        tally.failures = c.failures();
+        self.journal(
+            "criteria",
+            json!({
+                "iteration": iteration,
+                "results": c.results,
+                "passed": c.passed,
+                "total": c.views.len(),
+                "commit": commit,
+                "dirty": dirty,
+                "verified": c.late.is_empty(),
+                "progress": progress,
+                "no_progress": tally.no_progress,
+            }),
+        )?;
+        self.say(format!(
+            "iteration {iteration}: {} of {} criteria pass{}",
+            c.passed,
+            c.views.len(),
+            if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
+        ));
+        Ok(c.all_pass().then(|| Outcome {
+            name: "done",
+            code: EXIT_OK,
+            reason: format!(
+                "every criterion passes ({} of {}) at iteration {iteration}",
+                c.passed,
+                c.views.len()
+            ),
+        }))
+    }
+
+    /// Write the prompt, run the agent under its timeout and memory cap, end its leftovers,
+    /// restore the frozen files, journal `agent_end` (with usage and cost) and the cheats.
+    /// Returns the reverts.
+    fn run_agent(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+    ) -> Result<Vec<Revert>> {
+        let nnn = format!("{iteration:03}");
+        let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
+        let log = self.project.runs().join(format!("{nnn}.log"));
+        let text = prompt::render(&prompt::PromptInput {
+            iteration,
+            root: &self.project.root,
+            goal: &self.project.goal(),
+            progress: &self.project.progress(),
+            handoff: &self.project.handoff(),
+            failures: &tally.failures,
+            reverts: &tally.reverts,
+        });
+        crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
+        self.journal(
+            "iteration_start",
+            json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
+        )?;
+        let s = &p.settings;
+        let remaining = s.max_wall.saturating_sub(p.started.elapsed());
+        let launch = Launch {
+            spec: &s.spec,
+            root: &self.project.root,
+            prompt_file: &prompt_file,
+            iteration,
+            log: &log,
+            timeout: s.timeout.min(remaining).max(Duration::from_secs(1)),
+            grace: s.grace,
+            memory_max: s.memory_max,
+            enforcer: p.enforcer,
+            stop: Some(self.stop),
+        };
+        let journal = self.journal.clone();
+        let log_rel = rel(&self.project, &log);
+        let boot = procs::boot_id();
+        let out = &mut *self.out;
+        // The journal is append-only: from here on, what it holds must stay. Sealed before the
+        // agent exists, so that nothing it did can be taken for kit's own record.
+        p.guard.seal_journal()?;
+        let mut start_record = Value::Null;
+        let ended = agent::run(&launch, &mut |started| {
+            start_record = json!({
+                "iteration": iteration,
+                "pid": started.pid,
+                "pgid": started.pgid,
+                "starttime": started.starttime,
+                "boot_id": boot,
+                "command": started.command,
+                "log": log_rel,
+            });
+            journal.append("agent_start", start_record.clone())?;
+            let _ = writeln!(
+                out,
+                "iteration {iteration}: agent started (pid {}, pgid {})",
+                started.pid, started.pgid
+            );
+            let _ = out.flush();
+            Ok(())
+        })?;
+        // Restore before kit writes again: a journal the agent cut is put back first, and then
+        // ends before this iteration's agent_start, which is written again.
+        let reverts = restore(&p.guard)?;
+        let journal_rel = rel_path(&self.project, &self.project.journal());
+        if reverts.iter().any(|r| Path::new(&r.path) == journal_rel) {
+            self.journal("agent_start", start_record)?;
+        }
+        let usage = agent::read_usage(&log, p.settings.spec.format());
+        let priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
+        if !priced.unpriced.is_empty() {
+            self.journal(
+                "unpriced",
+                json!({
+                    "iteration": iteration,
+                    "models": priced.unpriced,
+                    "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
+                }),
+            )?;
+        }
+        tally.cost_usd += priced.cost_usd;
+        self.journal(
+            "agent_end",
+            json!({
+                "iteration": iteration,
+                "exit": ended.exit,
+                "signal": ended.signal,
+                "timed_out": ended.timed_out,
+                "interrupted": ended.interrupted,
+                "memory_killed": ended.memory_killed,
+                "enforcer": p.enforcer.name(),
+                "peak_rss_bytes": ended.peak_rss_bytes,
+                "leftovers_killed": ended.leftovers_killed,
+                "usage": usage,
+                "cost_usd": priced.cost_usd,
+                "duration_ms": ended.duration_ms,
+            }),
+        )?;
+        let cost = if priced.cost_usd > 0.0 {
+            format!(", ${:.4}", priced.cost_usd)
+        } else {
+            String::new()
+        };
+        self.say(format!(
+            "iteration {iteration}: agent {} after {}{cost}",
+            describe_end(&ended, p.enforcer),
+            format_duration(Duration::from_millis(ended.duration_ms)),
+        ));
+        self.cheats(&reverts, iteration, "after_agent")?;
+        if !reverts.is_empty() {
+            self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
+        }
+        Ok(reverts)
+    }
+
+    /// Run every criterion on a sealed journal, end what the criteria left running, and restore
+    /// again: a revert now means the results ran on a tree that was not the verified one.
+    fn check(&mut self, p: &mut Prepared, iteration: u64, phase: &str) -> Result<Check> {
+        p.guard.seal_journal()?;
+        let results =
+            crate::goal::run_all(&p.goal, &self.project.root, p.settings.criterion_timeout);
+        let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
+        end_strays()?;
+        let late = restore(&p.guard)?;
+        self.cheats(&late, iteration, phase)?;
+        let views = CriterionView::all(&results);
+        let passed = views.iter().filter(|v| v.passed).count();
+        Ok(Check { results, views, passed, late })
     }
 
     /// The outcome when kit was asked to stop by hand.
@@ -632,12 +720,6 @@ impl RunCtx<'_> {
             )?;
         }
         Ok(())
-    }
-
-    /// Run every criterion; the results as journaled JSON.
-    fn run_criteria(&mut self, goal: &crate::goal::Goal, s: &Settings) -> Value {
-        let results = crate::goal::run_all(goal, &self.project.root, s.criterion_timeout);
-        serde_json::to_value(&results).unwrap_or(Value::Array(vec![]))
     }
 }
 
