@@ -649,4 +649,41 @@ mod tests {
         );
         assert_eq!(next_action("nothing"), None);
     }
+
+    #[test]
+    fn fuzz_mutated_stamp_blocks_never_panic() {
+        let text = format!(
+            "Done: a.\n\n{MARKER}\n{FENCE}\nformat_version = 1\nstamp = \"5d0c1f2a9b3e\"\ntime = \"2026-10-01T09:00:00Z\"\ncommit = \"c\"\ndirty = false\nbase_commit = \"b\"\n[files]\n\"a\" = \"h\"\n```\n"
+        );
+        let mut rng = crate::hook::tail::tests::Rng(42);
+        let alphabet = b"`\"=[]#\n a0-";
+        for _ in 0..2000 {
+            let mut bytes = text.clone().into_bytes();
+            for _ in 0..1 + rng.below(6) {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = rng.below(bytes.len());
+                match rng.below(3) {
+                    0 => bytes[i] = alphabet[rng.below(alphabet.len())],
+                    1 => {
+                        bytes.remove(i);
+                    }
+                    _ => bytes.truncate(i),
+                }
+            }
+            let t = String::from_utf8_lossy(&bytes);
+            match parse(Path::new("handoff.md"), &t) {
+                Ok(h) => {
+                    if let Some(s) = h.stamp {
+                        let _ = s.compute_id(&h.summary);
+                    }
+                }
+                Err(Error::Input { .. }) => {}
+                Err(other) => panic!("{other:?}"),
+            }
+            let _ = stamp_in_output(&t);
+            let _ = next_action(&t);
+        }
+    }
 }

@@ -636,3 +636,50 @@ const CHECKPOINT: &str = "Checkpoint: bring longrun/progress.md up to date now (
 const HANDOFF: &str = "Save a handoff now: write your summary and the next action into longrun/handoff.md (or pipe them in), then run `kit handoff save` as a command; it stamps the file with the commit and file fingerprints.";
 const WRAP_UP: &str = "Compaction is near. Wrap up: finish the current step only, update longrun/progress.md, run `kit handoff save`, then stop.";
 const STOP_REASON: &str = "Before stopping: update longrun/progress.md, then run `kit handoff save` as a command (so this session's transcript holds the proof), then stop.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzz_hook_input_never_panics_nor_blocks_on_garbage() {
+        // Mutated event JSON for every event, in a folder with longrun/ and a real transcript:
+        // the hook never panics, and a block only ever comes from a Stop.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("longrun")).unwrap();
+        // 27,666 tokens of 30,000: past the wrap-up band, so a Stop can block.
+        std::fs::write(
+            d.path().join("longrun/config.toml"),
+            "[context]\ncompaction_point = 30000\n",
+        )
+        .unwrap();
+        let t = d.path().join("t.jsonl");
+        std::fs::copy(tail::tests::samples().join("spotter_tool_heavy.jsonl"), &t).unwrap();
+        let no_vars = |_: &str| None;
+        let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: d.path().to_path_buf() };
+        let mut rng = tail::tests::Rng(7);
+        let mut blocks = 0;
+        let alphabet = b"{}[]\":,0a \\";
+        for i in 0..600 {
+            let event = EVENTS[i % EVENTS.len()];
+            let base = json!({"session_id": "s", "transcript_path": t, "cwd": d.path(),
+                "hook_event_name": event, "stop_hook_active": false, "source": "compact",
+                "tool_name": "Bash", "tool_input": {"command": "kit handoff save"},
+                "tool_response": {"stdout": "handoff saved: stamp 5d0c1f2a9b3e"}})
+            .to_string();
+            let mut bytes = base.into_bytes();
+            for _ in 0..rng.below(4) {
+                let j = rng.below(bytes.len());
+                bytes[j] = alphabet[rng.below(alphabet.len())];
+            }
+            let o = handle(&bytes, &env);
+            if let Some(v) = &o.stdout {
+                if v.get("decision").is_some() {
+                    assert!(String::from_utf8_lossy(&bytes).contains("\"Stop\""), "{v}");
+                    blocks += 1;
+                }
+            }
+        }
+        assert!(blocks >= 1, "the unmutated Stop events must block");
+    }
+}

@@ -268,7 +268,7 @@ pub fn claude_roots() -> Vec<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The shared samples: `../shared` from the main checkout, `../../shared` from a worktree.
@@ -356,5 +356,52 @@ mod tests {
         let t = read_tail(&p).unwrap();
         assert_eq!(t.context(), Some(15));
         assert!(t.bytes_read <= BLOCK as u64, "read {} bytes", t.bytes_read);
+    }
+
+    /// A small deterministic generator for the fuzz tests (xorshift64*).
+    pub(crate) struct Rng(pub u64);
+
+    impl Rng {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        pub(crate) fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    #[test]
+    fn fuzz_damaged_transcripts_never_panic() {
+        // Cuts, flipped bytes and spliced lines of a real transcript: always a Tail, never a
+        // panic; and the context found is always one the file really holds or none.
+        let src = std::fs::read(
+            samples().join("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl"),
+        )
+        .unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..300 {
+            let mut bytes = src[..rng.below(src.len()) + 1].to_vec();
+            for _ in 0..rng.below(20) {
+                let i = rng.below(bytes.len());
+                bytes[i] = rng.next() as u8;
+            }
+            if rng.below(3) == 0 {
+                let at = rng.below(bytes.len());
+                let from = rng.below(src.len());
+                let n = rng.below(4000);
+                let splice = src[from..(from + n).min(src.len())].to_vec();
+                bytes.splice(at..at, splice);
+            }
+            std::fs::write(&p, &bytes).unwrap();
+            let t = read_tail(&p).unwrap();
+            if let Some(c) = t.last_call {
+                assert!(c.context() < 10_000_000, "{c:?}");
+            }
+        }
     }
 }
