@@ -373,9 +373,10 @@ mod tests {
         let c = compare(opus(), 150_000, Ttl::OneHour, 25_000, Duration::from_secs(7200));
         assert!((c.resend_usd - 1.5).abs() < 1e-12);
         assert!((c.clean_usd - 0.25).abs() < 1e-12);
-        // The long-context tier applies per request: 250k tokens re-written cost double rate.
+        // Opus 4.6 serves its 1M window at flat rates (kit/prices.toml, pricing page read
+        // 2026-11-29): 250k tokens re-written cost the standard 5-minute write rate.
         let c = compare(opus(), 250_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(7200));
-        assert!((c.resend_usd - 250_000.0 * 12.5 / 1e6).abs() < 1e-12);
+        assert!((c.resend_usd - 250_000.0 * 6.25 / 1e6).abs() < 1e-12);
     }
 
     #[test]

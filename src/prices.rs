@@ -233,6 +233,19 @@ mod tests {
     }
 
     #[test]
+    fn models_of_4_6_and_later_have_no_long_context_tier() {
+        // Anthropic serves the 4.6 models' 1M window at their standard rates (pricing page,
+        // read 2026-11-29); the >200K tier belongs to Sonnet 4 and 4.5.
+        let t = PriceTable::embedded();
+        for id in ["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-5"] {
+            let Lookup::Priced(p) = t.lookup(id) else { panic!("{id}") };
+            assert_eq!(p.long_context, None, "{id}");
+        }
+        let Lookup::Priced(p) = t.lookup("gpt-5.3-codex") else { panic!() };
+        assert_eq!((p.rates.input, p.rates.cache_read, p.rates.output), (1.75, 0.175, 14.0));
+    }
+
+    #[test]
     fn long_context_tier_applies_per_request() {
         let Lookup::Priced(p) = PriceTable::embedded().lookup("claude-sonnet-4-5") else {
             panic!()

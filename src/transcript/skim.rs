@@ -90,20 +90,21 @@ fn ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// `b[i]` is `"`: the index just past the closing quote.
+/// `b[i]` is `"`: the index just past the closing quote. Looks for quotes only and counts the
+/// backslashes before each: code and logs are full of `\n` escapes, which a search for both
+/// bytes would stop at every few dozen bytes.
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
-        let k = memchr::memchr2(b'"', b'\\', &b[j..])?;
-        j += k;
-        if b[j] == b'\\' {
-            j += 2;
-            if j > b.len() {
-                return None;
-            }
-        } else {
-            return Some(j + 1);
+        let q = j + memchr::memchr(b'"', &b[j..])?;
+        let mut n = 0;
+        while q - n > i + 1 && b[q - n - 1] == b'\\' {
+            n += 1;
         }
+        if n.is_multiple_of(2) {
+            return Some(q + 1);
+        }
+        j = q + 1;
     }
 }
 
