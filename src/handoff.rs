@@ -337,19 +337,19 @@ fn fingerprinted_paths(project: &Project, base: &str) -> Result<Vec<String>> {
 }
 
 /// Files changed since `base` (tracked, in the working tree) and untracked non-ignored files,
-/// minus the two state files that change by design.
+/// outside `longrun/`.
 fn changed_since(project: &Project, base: &str) -> Result<Vec<String>> {
     let root = &project.root;
     let tracked = git(root, &["diff", "--name-only", "-z", base, "--"])?;
     let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
-    let skip = [
-        format!("{}/handoff.md", crate::longrun::DIR),
-        format!("{}/journal.jsonl", crate::longrun::DIR),
-    ];
+    // Everything under longrun/ is left out here: its state files are fingerprinted by name
+    // (FINGERPRINTED_STATE), handoff.md and journal.jsonl change by design, and the rest is
+    // runtime (.hook/, .runs/, .lock, PAUSE) even where an older .gitignore does not say so.
+    let longrun = format!("{}/", crate::longrun::DIR);
     Ok(tracked
         .split('\0')
         .chain(untracked.split('\0'))
-        .filter(|p| !p.is_empty() && !skip.iter().any(|s| s == p))
+        .filter(|p| !p.is_empty() && !p.starts_with(&longrun))
         .map(str::to_string)
         .collect())
 }

@@ -122,6 +122,27 @@ impl AgentSpec {
     }
 }
 
+impl AgentSpec {
+    /// Check that the agent's program can be started: `claude`, `codex` and `fake-agent` must be
+    /// found (`sh` for a command line always is).
+    ///
+    /// Errors: [`Error::Usage`] naming the program and the next step (exit 2, before anything ran).
+    pub fn check_installed(&self) -> Result<()> {
+        let argv = self.argv();
+        let program = Path::new(&argv[0]);
+        let found = if program.components().count() > 1 {
+            program.is_file()
+        } else {
+            crate::doctor::find_on_path(&argv[0]).is_some()
+        };
+        if found {
+            return Ok(());
+        }
+        Err(Error::usage(format!("the agent program `{}` is not installed (not on PATH)", argv[0]))
+            .with_hint(AGENT_NOT_FOUND_HINT))
+    }
+}
+
 /// The `fake-agent` binary: beside the running `kit`, else the name alone (found on PATH).
 pub fn fake_agent_path() -> PathBuf {
     std::env::current_exe()

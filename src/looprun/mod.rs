@@ -360,6 +360,7 @@ impl RunCtx<'_> {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+        settings.spec.check_installed()?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -838,4 +839,51 @@ fn tree_state(root: &Path) -> Option<String> {
     git(&["add", "-A", "--", ".", ":(exclude)longrun"])?;
     let out = git(&["write-tree"])?;
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goal::Budget;
+
+    #[test]
+    fn flags_override_config_and_the_goal_budget_wins_when_stricter() {
+        let cfg = Config::parse(
+            Path::new("config.toml"),
+            "[caps]\nmax_iterations = 10\nmax_wall = \"4h\"\nmax_cost_usd = 25.0\n",
+        )
+        .unwrap();
+        let h = |n: u64| Duration::from_secs(n * 3600);
+        // (flags, budget) → (iterations, wall, cost)
+        let cases = [
+            (LoopOptions::default(), Budget::default(), (10, h(4), 25.0)),
+            (
+                LoopOptions {
+                    max_iterations: Some(3),
+                    max_wall: Some(h(1)),
+                    ..LoopOptions::default()
+                },
+                Budget::default(),
+                (3, h(1), 25.0),
+            ),
+            (
+                LoopOptions { max_iterations: Some(30), ..LoopOptions::default() },
+                Budget { iterations: Some(8), wall: Some(h(2)), cost_usd: Some(15.0) },
+                (8, h(2), 15.0),
+            ),
+            (
+                LoopOptions::default(),
+                Budget { iterations: Some(50), wall: Some(h(9)), cost_usd: Some(99.0) },
+                (10, h(4), 25.0),
+            ),
+        ];
+        for (opts, budget, want) in cases {
+            let s = Settings::resolve(&cfg, &opts, &budget).unwrap();
+            assert_eq!((s.max_iterations, s.max_wall, s.max_cost_usd), want, "{opts:?} {budget:?}");
+        }
+        let zero = LoopOptions { max_iterations: Some(0), ..LoopOptions::default() };
+        assert!(Settings::resolve(&cfg, &zero, &Budget::default()).is_err());
+        let agent = LoopOptions { agent: Some("fake:".into()), ..LoopOptions::default() };
+        assert!(Settings::resolve(&cfg, &agent, &Budget::default()).is_err());
+    }
 }

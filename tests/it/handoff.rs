@@ -188,3 +188,17 @@ fn save_needs_a_summary_and_a_longrun_folder() {
     assert_eq!(code, 2);
     assert!(out.contains("no longrun folder") && out.contains("next: kit init"), "{out}");
 }
+
+#[test]
+fn runtime_files_under_longrun_never_break_the_verification() {
+    // A repository whose .gitignore predates longrun/.hook/: the hook's state files appear and
+    // change after the save, and must not count as edits.
+    let d = repo();
+    fs::write(d.path().join(".gitignore"), "").unwrap();
+    assert_eq!(save_with_stdin(d.path(), "Done: f.\n").0, 0);
+    fs::create_dir_all(d.path().join("longrun/.hook")).unwrap();
+    fs::write(d.path().join("longrun/.hook/s.json"), "{}").unwrap();
+    fs::write(d.path().join("longrun/PAUSE"), "").unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -509,6 +509,23 @@ fn an_unpriced_model_counts_the_agents_reported_cost_and_is_journaled() {
 }
 
 #[test]
+fn an_agent_that_is_not_installed_is_named_before_anything_runs() {
+    let d = project(false);
+    // A PATH with only what kit and the criteria need, so `codex` is missing on any machine.
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["git", "python3", "sh"] {
+        let found = kit::doctor::find_on_path(tool).unwrap();
+        std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
+    }
+    let o =
+        kit(d.path()).env("PATH", bin.path()).args(["loop", "--agent", "codex"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("the agent program `codex` is not installed"), "{}", text(&o));
+    assert!(text(&o).contains("next: kit doctor"), "{}", text(&o));
+    assert!(events(d.path(), "baseline").is_empty(), "nothing ran");
+}
+
+#[test]
 fn a_malformed_config_exits_2_naming_the_line() {
     let d = project(false);
     write(d.path(), "longrun/config.toml", "[caps]\nmax_iterations = \"ten\"\n");
