@@ -37,7 +37,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -214,7 +214,16 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     crate::atomic::create_dir_all(&project.runs())?;
     let stop = signals::Stop::install();
     let me = lock::Holder::current();
-    let (held, previous) = lock::acquire(&project.lock(), &me)?;
+    let (mut held, previous) = lock::acquire(&project.lock(), &me)?;
+    // A live loop is never displaced, even when its lock file was deleted under it: the journal
+    // names the loop of the last run not ended, and if it still runs, this one refuses before
+    // writing anything.
+    if let Some(h) = History::read(&project.journal())?.open_run {
+        if h.pid != me.pid && h.is_alive_here() {
+            return Err(Error::Locked { path: project.lock(), holder: h.describe() });
+        }
+    }
+    held.keep();
     let journal = Journal::new(project.journal());
     let mut ctx = RunCtx {
         project,
@@ -445,6 +454,16 @@ impl RunCtx<'_> {
     /// Before each iteration: the lock still ours, no stop asked, no PAUSE file, no cap reached.
     fn should_stop(&mut self, p: &Prepared, tally: &Tally) -> Result<Option<Outcome>> {
         self.lock.verify()?;
+        if self.lock.take_repairs() > 0 {
+            self.journal(
+                "cheat",
+                json!({ "iteration": self.last_iteration, "phase": "after_agent", "path": "longrun/.lock", "kind": "lock_replaced" }),
+            )?;
+            self.say(format!(
+                "iteration {}: longrun/.lock was deleted or replaced; kit locked it again",
+                self.last_iteration
+            ));
+        }
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }

@@ -353,6 +353,33 @@ fn a_second_loop_exits_4_naming_the_holder() {
 }
 
 #[test]
+fn an_agent_that_deletes_the_lock_file_never_lets_a_second_loop_displace_the_first() {
+    let d = project(false);
+    // The agent keeps deleting longrun/.lock for 3 s: whatever instant the second loop starts,
+    // it must find the first loop alive and leave its agent alone.
+    let agent = "for i in $(seq 150); do rm -f longrun/.lock; sleep 0.02; done";
+    let first = spawn_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
+    wait_for("the first loop's agent", Duration::from_secs(20), || {
+        !events(d.path(), "agent_start").is_empty()
+    });
+    let pgid = events(d.path(), "agent_start")[0]["pgid"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let o = kit_loop(d.path(), &["--agent", "true"]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        assert!(text(&o).contains(&format!("pid {} on ", first.id())), "{}", text(&o));
+        assert!(!group_alive(pgid).is_empty(), "the live loop's agent was killed");
+    }
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(events(d.path(), "recovered").len(), 0);
+    assert_eq!(events(d.path(), "loop_start").len(), 1, "the second loops wrote nothing");
+    let cheats = events(d.path(), "cheat");
+    assert!(cheats.iter().any(|c| c["kind"] == "lock_replaced"), "{cheats:?}");
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the re-created lock was released cleanly");
+}
+
+#[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
     let record =
