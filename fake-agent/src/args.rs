@@ -7,7 +7,6 @@ use std::ffi::OsString;
 
 /// Claude Code flags that take a value; `fake-agent` skips the value.
 const FLAGS_WITH_VALUE: &[&str] = &[
-    "--output-format",
     "--input-format",
     "--max-turns",
     "--allowedTools",
@@ -42,6 +41,10 @@ pub struct Args {
     pub model: Option<String>,
     /// `--permission-mode MODE` or `--dangerously-skip-permissions` (reported in `init`).
     pub permission_mode: Option<String>,
+    /// `--output-format text|json|stream-json` (default text, as Claude Code).
+    pub output_format: Option<String>,
+    /// `--verbose` (stream-json requires it, as in Claude Code).
+    pub verbose: bool,
     /// `--no-session-persistence`: write no transcript, as Claude Code does.
     pub no_persistence: bool,
     /// `-h` / `--help`.
@@ -89,6 +92,8 @@ impl Args {
                     a.permission_mode = Some("bypassPermissions".into())
                 }
                 "--no-session-persistence" => a.no_persistence = true,
+                "--output-format" => a.output_format = Some(value(&mut i)?),
+                "--verbose" => a.verbose = true,
                 f if FLAGS_WITH_VALUE.contains(&f) => {
                     value(&mut i)?;
                 }
@@ -112,7 +117,8 @@ impl Args {
 pub const HELP: &str = "\
 fake-agent: a scripted stand-in for `claude -p --output-format stream-json --verbose`.
 
-Usage: fake-agent --scenario NAME [-p PROMPT] [claude flags…]
+Usage: fake-agent --scenario NAME [-p PROMPT] [--output-format text|json|stream-json --verbose]
+                  [claude flags…]
        fake-agent --list
 
   --scenario NAME   an embedded scenario (finish, cheat, race, hang, hog, lie, stall, …)
@@ -121,8 +127,9 @@ Usage: fake-agent --scenario NAME [-p PROMPT] [claude flags…]
   --model ID        the model to claim (default: the scenario's)
 
 The invocation number is $KIT_ITERATION, else a counter in .git/fake-agent-<scenario>.count.
-It acts on the current directory, prints stream-json events ending in a `result`, and writes a
-Claude Code transcript under $CLAUDE_CONFIG_DIR/projects/ (default ~/.claude).
+It acts on the current directory, prints its answer as claude -p does (text; the json result; or
+stream-json events ending in a `result`), and writes a Claude Code transcript under
+$CLAUDE_CONFIG_DIR/projects/ (default ~/.claude).
 Other claude flags are accepted and ignored.";
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use kit::error::{Error, ErrorReport, IoContext, Result};
 
 use args::Args;
 use scenario::Scenario;
-use session::{Session, SessionSpec};
+use session::{OutputFormat, Session, SessionSpec};
 
 pub fn main() -> ExitCode {
     let args = match Args::parse(std::env::args_os().skip(1)) {
@@ -47,6 +47,19 @@ fn fail(e: &Error) -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<u8> {
+    let output = match args.output_format.as_deref() {
+        None => OutputFormat::Text,
+        Some(f) => OutputFormat::parse(f).ok_or_else(|| {
+            Error::usage(format!("--output-format {f}: expected text, json or stream-json"))
+        })?,
+    };
+    if output == OutputFormat::StreamJson && !args.verbose {
+        // What Claude Code answers (formats/claude-code.md §7).
+        return Err(Error::usage(
+            "When using --print, --output-format=stream-json requires --verbose",
+        )
+        .with_hint("fake-agent --scenario NAME -p --output-format stream-json --verbose"));
+    }
     let name = args.scenario.as_deref().ok_or_else(|| {
         Error::usage("no scenario: pass --scenario NAME or set KIT_FAKE_SCENARIO").with_hint(
             format!("fake-agent --scenario finish (embedded: {})", scenario::names().join(", ")),
@@ -66,6 +79,7 @@ fn run(args: &Args) -> Result<u8> {
     };
     let seed = format!("{short}:{invocation}");
     let spec = SessionSpec {
+        output,
         seed,
         invocation,
         transcript: None,

@@ -39,6 +39,8 @@ const TOOLS: [&str; 8] = ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write
 pub struct SessionSpec {
     /// Seed of every id: `scenario:invocation`.
     pub seed: String,
+    /// What stdout carries (`--output-format`).
+    pub output: OutputFormat,
     /// The invocation number (1-based).
     pub invocation: u64,
     /// Absolute working directory.
@@ -53,6 +55,29 @@ pub struct SessionSpec {
     pub transcript: Option<PathBuf>,
     /// Current git branch (`""` outside a repository).
     pub git_branch: String,
+}
+
+/// `claude -p --output-format`: what stdout carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `text` (Claude Code's default): the final answer only.
+    Text,
+    /// `json`: the `result` object only, on one line.
+    Json,
+    /// `stream-json`: every event as it happens, one per line, the `result` last.
+    StreamJson,
+}
+
+impl OutputFormat {
+    /// Parse `text`, `json` or `stream-json`.
+    pub fn parse(s: &str) -> Option<OutputFormat> {
+        match s {
+            "text" => Some(OutputFormat::Text),
+            "json" => Some(OutputFormat::Json),
+            "stream-json" => Some(OutputFormat::StreamJson),
+            _ => None,
+        }
+    }
 }
 
 /// The recorder of one session.
@@ -346,7 +371,11 @@ impl Session {
         let key = if is_error { "errors" } else { "result" };
         let text = if is_error { json!([result_text]) } else { json!(result_text) };
         result.as_object_mut().map(|m| m.insert(key.into(), text));
-        self.emit(&result)
+        match self.spec.output {
+            OutputFormat::StreamJson => self.emit(&result),
+            OutputFormat::Json => self.print(&result.to_string()),
+            OutputFormat::Text => self.print(result_text),
+        }
     }
 
     fn account(&mut self, u: &Usage) {
@@ -397,8 +426,15 @@ impl Session {
 
     /// Print one stream-json event and flush, as `claude -p` streams them.
     fn emit(&mut self, event: &Value) -> Result<()> {
+        if self.spec.output != OutputFormat::StreamJson {
+            return Ok(());
+        }
+        self.print(&event.to_string())
+    }
+
+    fn print(&mut self, line: &str) -> Result<()> {
         let mut out = self.out.lock();
-        writeln!(out, "{event}").and_then(|_| out.flush()).map_err(|e| kit::Error::io("stdout", e))
+        writeln!(out, "{line}").and_then(|_| out.flush()).map_err(|e| kit::Error::io("stdout", e))
     }
 
     fn digest(&mut self, kind: &str) -> [u8; 32] {

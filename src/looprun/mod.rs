@@ -13,7 +13,8 @@
 //! 4. iterate while no cap is reached and `longrun/PAUSE` does not exist: write the prompt
 //!    (`longrun/.runs/NNN.prompt.md`, see [`prompt`]), run the agent in its own process group
 //!    under the timeout and the memory cap ([`agent`], [`memcap`]), end its leftovers, restore
-//!    the frozen files, run the criteria, restore again (a process may have edited meanwhile).
+//!    the frozen files, run the criteria, end whatever they left running, restore again (a
+//!    process may have edited meanwhile).
 //!    Done only when every criterion passes and the second restore found nothing. What the
 //!    agent says counts for nothing.
 //! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
@@ -36,7 +37,7 @@
 //! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `pid`, `host`, `command`, `agent`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
+//! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |

@@ -368,6 +368,8 @@ fn prompt_from_the_command_line_and_no_persistence() {
         "--model",
         "claude-opus-4-6",
         "--no-session-persistence",
+        "--output-format",
+        "json",
     ])
     .current_dir(&sb.project)
     .env("HOME", &sb.home)
@@ -375,10 +377,38 @@ fn prompt_from_the_command_line_and_no_persistence() {
     .env("KIT_ITERATION", "1");
     let out = c.output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    // `--output-format json`: the result object alone.
     let ev = events(&out);
-    assert_eq!(ev[0]["model"], "claude-opus-4-6");
-    assert!(ev.last().unwrap()["modelUsage"]["claude-opus-4-6"].is_object());
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0]["type"], "result");
+    assert!(ev[0]["modelUsage"]["claude-opus-4-6"].is_object());
     assert!(sb.transcripts().is_empty());
+}
+
+#[test]
+fn output_formats_follow_claude_p() {
+    let sb = sandbox();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(fake_agent_bin());
+        c.args(["--scenario", "lie", "-p", "hi"])
+            .args(args)
+            .current_dir(&sb.project)
+            .env("HOME", &sb.home)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env("KIT_ITERATION", "1");
+        c.output().unwrap()
+    };
+    // Default: text, the final answer only.
+    let out = run(&[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "All done, every test passes!\n");
+    // stream-json without --verbose is refused, as by Claude Code.
+    let out = run(&["--output-format", "stream-json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("requires --verbose"));
+    let out = run(&["--output-format", "yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Without CLAUDE_CONFIG_DIR the transcript goes under ~/.claude.
+    assert_eq!(std::fs::read_dir(sb.home.join(".claude/projects")).unwrap().count(), 1);
 }
 
 #[test]

@@ -11,4 +11,5 @@ mod hook;
 mod r#loop;
 mod measure;
 mod recall;
+mod rehearse;
 mod util;

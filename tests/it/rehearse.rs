@@ -10,7 +10,15 @@ fn rehearse_ends_done_at_iteration_1() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("outcome: done at iteration 1 (as expected)"), "{text}");
-    for step in ["[1/7]", "$ kit init", "$ kit goal check", "$ kit freeze tests tools", "$ kit loop --agent fake:finish", "$ kit status", "[7/7] kit measure"] {
+    for step in [
+        "[1/7]",
+        "$ kit init",
+        "$ kit goal check",
+        "$ kit freeze tests tools",
+        "$ kit loop --agent fake:finish",
+        "$ kit status",
+        "[7/7] kit measure",
+    ] {
         assert!(text.contains(step), "{step} missing in:\n{text}");
     }
 
@@ -51,7 +59,10 @@ fn rehearse_refuses_an_unknown_scenario_and_a_non_empty_keep_folder() {
     let out = kit(d.path()).args(["rehearse", "--scenario", "teleport"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no fake-agent scenario `teleport`") && err.contains("finish, cheat"), "{err}");
+    assert!(
+        err.contains("no fake-agent scenario `teleport`") && err.contains("finish, cheat"),
+        "{err}"
+    );
 
     std::fs::create_dir(d.path().join("full")).unwrap();
     std::fs::write(d.path().join("full/mine.txt"), "keep me").unwrap();
