@@ -38,7 +38,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -60,7 +60,6 @@ pub mod signals;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -348,14 +347,21 @@ impl RunCtx<'_> {
         if let Some(done) = self.baseline(&mut p, &mut tally)? {
             return Ok(done);
         }
-        loop {
+        let outcome = loop {
             if let Some(stop) = self.should_stop(&p, &tally)? {
-                return Ok(stop);
+                break stop;
             }
             if let Some(done) = self.iteration(&mut p, &mut tally)? {
-                return Ok(done);
+                break done;
             }
+        };
+        // Once more at exit: the loop never ends leaving a frozen file drifted.
+        let last = restore(&p.guard)?;
+        self.cheats(&last, self.last_iteration, "exit")?;
+        if !last.is_empty() {
+            self.say(format!("loop: reverted {} at exit", list_reverts(&last)));
         }
+        Ok(outcome)
     }
 
     /// Step 2: load and check goal, config and manifest; journal `memory_cap` and `loop_start`;
@@ -814,7 +820,7 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 /// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
 fn git_head(root: &Path) -> (String, bool) {
     let git = |args: &[&str]| {
-        Command::new("git")
+        crate::git::command()
             .arg("-C")
             .arg(root)
             .args(args)
@@ -836,7 +842,7 @@ fn git_head(root: &Path) -> (String, bool) {
 fn tree_state(root: &Path) -> Option<String> {
     let scratch = tempfile::tempdir().ok()?;
     let index = scratch.path().join("index");
-    let real = Command::new("git")
+    let real = crate::git::command()
         .arg("-C")
         .arg(root)
         .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
@@ -847,7 +853,7 @@ fn tree_state(root: &Path) -> Option<String> {
         std::fs::copy(&real, &index).ok()?;
     }
     let git = |args: &[&str]| {
-        Command::new("git")
+        crate::git::command()
             .arg("-C")
             .arg(root)
             .args(args)
