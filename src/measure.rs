@@ -286,7 +286,7 @@ const HEADER: [&str; 13] = [
 
 fn row(cells: &[String; 13]) -> String {
     format!(
-        "{:<8} {:<14} {:<11} {:>7} {:>7} {:>5} {:>5} {:>7} {:>4} {:>4} {:>3} {:>3} {:>8}",
+        "{:<8} {:<13} {:<11} {:>7} {:>7} {:>5} {:>6} {:>7} {:>4} {:>4} {:>4} {:>4} {:>8}",
         cells[0],
         cells[1],
         cells[2],
@@ -317,8 +317,8 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
         writeln!(out, "{}", row(&session_cells(s)))?;
         for sub in &s.subagents {
             let mut c = session_cells(sub);
-            let name = format!("  ↳ {}", sub.session_id);
-            c[0] = clip(&name, 23);
+            let name = clip(&format!("  ↳ {}", sub.session_id), 22);
+            c[0] = String::new();
             c[1] = String::new();
             c[2] = String::new();
             c[3] = String::new();
@@ -326,7 +326,9 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
             c[5] = String::new();
             c[9] = String::new();
             c[10] = String::new();
-            writeln!(out, "{}", theme.dim(&format!("{:<23} {}", c[0], &row(&c)[24..])))?;
+            // The id takes the SESSION and PROJECT columns (8 + 1 + 13 characters).
+            let rest = row(&c);
+            writeln!(out, "{}", theme.dim(&format!("{name:<22}{}", &rest[22..])))?;
         }
         sum.add_row(s);
     }
@@ -344,7 +346,7 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
     if sum.resumes > 0 {
         writeln!(
             out,
-            "resumes: {} re-wrote {} tokens after the cache expired: {} beyond a warm cache",
+            "resumes: {} re-wrote {} tokens (cache expired): {} over a warm cache",
             plural(sum.resumes, "call"),
             thousands(sum.resume_tokens),
             usd(sum.resume_premium_usd)
@@ -393,7 +395,7 @@ fn session_cells(s: &SessionSummary) -> [String; 13] {
     let unpriced = if s.unpriced_models.is_empty() { "" } else { "*" };
     [
         s.session_id.chars().take(8).collect(),
-        clip(project_name(&s.project), 14),
+        clip(project_name(&s.project), 13),
         s.start_ms.map(short_time).unwrap_or_default(),
         dur(s.duration_s),
         dur(s.active_s),

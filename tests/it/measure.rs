@@ -539,3 +539,27 @@ fn synthetic_tree_matches_its_ground_truth_manifest() {
     assert!((premium - fsum("resumeRewriteCostUSD")).abs() < 0.01);
     assert_eq!(u(&doc, "skipped_lines"), 0);
 }
+
+#[test]
+fn the_table_fits_in_100_columns_with_subagent_rows() {
+    let main = std::fs::read(sample(
+        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
+    ))
+    .unwrap();
+    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
+    let (d, root) = claude_tree(&[
+        ("4d5611e5.jsonl", &main),
+        ("4d5611e5/subagents/agent-a2898e3.jsonl", &agent),
+    ]);
+    let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line}");
+    }
+    let sub = text.lines().find(|l| l.contains("↳ agent-a2898e3")).expect("a sub-row");
+    let header = text.lines().next().unwrap();
+    // The sub-row's call count sits under CALLS, right-aligned like the rows above it.
+    let calls_end = header.find("CALLS").unwrap() + "CALLS".len();
+    let chars: Vec<char> = sub.chars().collect();
+    assert_eq!(chars[calls_end - 2..calls_end].iter().collect::<String>(), "12", "{text}");
+}
