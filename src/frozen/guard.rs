@@ -227,7 +227,7 @@ impl Guard {
             g.import_dirs.insert(d.clone());
             g.import_dirs.insert(parent_of(d));
         }
-        for (rel, _) in &manifest.files {
+        for rel in manifest.files.keys() {
             g.import_dirs.insert(parent_of(rel));
         }
         let tracked = tracked_files(&g.root);
