@@ -290,10 +290,13 @@ impl Guard {
         if let Some(kind) = self.journal_drift() {
             out.push(Drift { path: self.journal_rel.clone(), kind });
         }
+        // A shadow inside a frozen folder is already a new file there.
+        let found: BTreeSet<String> = out.iter().map(|d| d.path.clone()).collect();
         out.extend(
             self.shadows()
                 .into_iter()
-                .filter(|rel| !self.shadows_allowed.contains(rel))
+                .filter(|rel| !self.shadows_allowed.contains(rel) && !found.contains(rel))
+                .filter(|rel| !self.dirs.iter().any(|d| rel.starts_with(&format!("{d}/"))))
                 .map(|path| Drift { path, kind: DriftKind::ShadowsRunner }),
         );
         out.sort();
