@@ -382,6 +382,90 @@ fn git(root: &Path, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// What [`check`] found: the checks that passed and the problems, one line each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Checks that passed, e.g. `HEAD is still 1a2b3c4`.
+    pub ok: Vec<String>,
+    /// Problems, e.g. `lib.py changed since the handoff`; empty when the handoff verifies.
+    pub problems: Vec<String>,
+}
+
+/// The checks of `kit handoff verify` without the transcript proof (DESIGN §11): the stamp id
+/// matches its block and `summary`, HEAD is the stamp's commit, every fingerprint matches, and
+/// no file changed since the base commit lacks a fingerprint. The hook's Stop check uses it too.
+///
+/// Errors: [`Error::Internal`] when git fails; [`Error::Io`] when a file cannot be read.
+pub fn check(project: &Project, summary: &str, stamp: &Stamp) -> Result<Report> {
+    let mut r = Report::default();
+    let id = stamp.compute_id(summary);
+    if id == stamp.stamp {
+        r.ok.push("stamp id matches the block and the summary".into());
+    } else {
+        r.problems.push(format!(
+            "stamp id {} does not match its block and summary (expected {id}): written or edited by hand",
+            stamp.stamp
+        ));
+    }
+    let head = git(&project.root, &["rev-parse", "HEAD"])?.trim().to_string();
+    if head == stamp.commit {
+        r.ok.push(format!("HEAD is still {}", short(&head)));
+    } else {
+        let count =
+            git(&project.root, &["rev-list", "--count", &format!("{}..HEAD", stamp.commit)])
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok());
+        r.problems.push(match count {
+            Some(n) if n > 0 => format!(
+                "HEAD moved: {n} new commit(s) since the handoff (saved at {}, HEAD is now {})",
+                short(&stamp.commit),
+                short(&head)
+            ),
+            _ => format!(
+                "HEAD is {}, not the handoff's commit {}",
+                short(&head),
+                short(&stamp.commit)
+            ),
+        });
+    }
+    let mut mismatched = 0;
+    for (p, want) in &stamp.files {
+        let now = fingerprint(&project.root.join(p))?;
+        if &now != want {
+            mismatched += 1;
+            r.problems.push(match (want.as_str(), now.as_str()) {
+                (DELETED, _) => format!("{p} reappeared since the handoff"),
+                (_, DELETED) => format!("{p} was deleted since the handoff"),
+                _ => format!("{p} changed since the handoff"),
+            });
+        }
+    }
+    if mismatched == 0 {
+        r.ok.push(format!("{} fingerprints match", stamp.files.len()));
+    }
+    for p in changed_since(project, &stamp.base_commit).unwrap_or_default() {
+        if !stamp.files.contains_key(&p) {
+            r.problems.push(format!(
+                "{p} is new or changed since the handoff (it has no fingerprint in the stamp)"
+            ));
+        }
+    }
+    Ok(r)
+}
+
+/// [`check`] on the handoff of the `longrun/` folder at `longrun` (for the hook). `None` when
+/// there is no handoff with a stamp block that parses.
+///
+/// Errors: as [`check`].
+pub fn check_longrun(longrun: &Path) -> Result<Option<Report>> {
+    let path = longrun.join("handoff.md");
+    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
+    let Ok(Handoff { summary, stamp: Some(stamp) }) = parse(&path, &text) else { return Ok(None) };
+    let root = longrun.parent().unwrap_or(longrun).to_path_buf();
+    let project = Project { root, dir: longrun.to_path_buf() };
+    check(&project, &summary, &stamp).map(Some)
+}
+
 /// Where `kit handoff verify` looks for the save in a transcript.
 #[derive(Clone, Debug)]
 pub enum ProofSource {
@@ -422,7 +506,6 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
         return Err(Error::input(&shown, None, "no stamp block: this handoff was not written by `kit handoff save` (a hand-written handoff proves nothing)")
             .with_hint("kit handoff save"));
     };
-    let mut problems: Vec<String> = Vec::new();
     let w =
         |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| Error::io("stdout", e));
     w(
@@ -434,58 +517,11 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
             short(&stamp.commit)
         ),
     )?;
-    let id = stamp.compute_id(&handoff.summary);
-    if id == stamp.stamp {
-        w(out, "  ok   stamp id matches the block and the summary".into())?;
-    } else {
-        problems.push(format!(
-            "stamp id {} does not match its block and summary (expected {id}): written or edited by hand",
-            stamp.stamp
-        ));
+    let report = check(&project, &handoff.summary, &stamp)?;
+    for ok in &report.ok {
+        w(out, format!("  ok   {ok}"))?;
     }
-    let head = git(&project.root, &["rev-parse", "HEAD"])?.trim().to_string();
-    if head == stamp.commit {
-        w(out, format!("  ok   HEAD is still {}", short(&head)))?;
-    } else {
-        let count =
-            git(&project.root, &["rev-list", "--count", &format!("{}..HEAD", stamp.commit)])
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok());
-        problems.push(match count {
-            Some(n) if n > 0 => format!(
-                "HEAD moved: {n} new commit(s) since the handoff (saved at {}, HEAD is now {})",
-                short(&stamp.commit),
-                short(&head)
-            ),
-            _ => format!(
-                "HEAD is {}, not the handoff's commit {}",
-                short(&head),
-                short(&stamp.commit)
-            ),
-        });
-    }
-    let mut mismatched = 0;
-    for (p, want) in &stamp.files {
-        let now = fingerprint(&project.root.join(p))?;
-        if &now != want {
-            mismatched += 1;
-            problems.push(match (want.as_str(), now.as_str()) {
-                (DELETED, _) => format!("{p} reappeared since the handoff"),
-                (_, DELETED) => format!("{p} was deleted since the handoff"),
-                _ => format!("{p} changed since the handoff"),
-            });
-        }
-    }
-    if mismatched == 0 {
-        w(out, format!("  ok   {} fingerprints match", stamp.files.len()))?;
-    }
-    for p in changed_since(&project, &stamp.base_commit).unwrap_or_default() {
-        if !stamp.files.contains_key(&p) {
-            problems.push(format!(
-                "{p} is new or changed since the handoff (it has no fingerprint in the stamp)"
-            ));
-        }
-    }
+    let mut problems = report.problems;
     if let Some(src) = &opts.proof {
         let transcript = match src {
             ProofSource::Transcript(p) => p.clone(),

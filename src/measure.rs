@@ -78,13 +78,16 @@ pub struct Scan {
     pub damage: Damage,
     /// Files read.
     pub files: usize,
+    /// Where sessions were looked for: the PATHs given, else the default roots.
+    pub looked_in: Vec<PathBuf>,
 }
 
 /// Find and read the sessions `opts` selects.
 ///
 /// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
 pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
-    let jobs = select_jobs(opts)?;
+    let mut damage = Damage::default();
+    let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
     let read: Result<Vec<SessionSummary>> = jobs
@@ -99,20 +102,30 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
         })
         .collect();
     progress.finish();
-    let mut damage = Damage::default();
     let mut sessions = vec![];
     for s in read? {
         damage.merge(&s.damage);
+        // A session whose files could not be read at all is only a line in the damage report.
+        let nothing_read = s.api_calls == 0 && s.start_ms.is_none();
+        if nothing_read && !s.damage.unreadable.is_empty() {
+            continue;
+        }
         if keep(opts, &s) {
             sessions.push(s);
         }
     }
     sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
-    Ok(Scan { sessions, damage, files })
+    let looked_in = if opts.paths.is_empty() {
+        let (c, x) = discover::default_roots();
+        c.into_iter().chain(x).collect()
+    } else {
+        opts.paths.clone()
+    };
+    Ok(Scan { sessions, damage, files, looked_in })
 }
 
-fn select_jobs(opts: &MeasureOptions) -> Result<Vec<Job>> {
-    let mut jobs = discover::discover(&opts.paths)?;
+fn select_jobs(opts: &MeasureOptions, damage: &mut Damage) -> Result<Vec<Job>> {
+    let mut jobs = discover::discover(&opts.paths, damage)?;
     jobs.retain(|j| opts.source.is_none_or(|s| j.source() == s));
     if let Some(since) = opts.since_ms {
         // A file last written before `since` cannot hold activity after it.
@@ -308,7 +321,8 @@ fn row(cells: &[String; 13]) -> String {
 fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Result<()> {
     if scan.sessions.is_empty() {
         writeln!(out, "no sessions found")?;
-        writeln!(out, "  looked in: {}", looked_in())?;
+        let places: Vec<String> = scan.looked_in.iter().map(|p| p.display().to_string()).collect();
+        writeln!(out, "  looked in: {}", places.join(", "))?;
         return write_damage(theme, &scan.damage, out);
     }
     writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from))))?;
@@ -363,13 +377,21 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
     write_damage(theme, &scan.damage, out)
 }
 
-fn looked_in() -> String {
-    let (c, x) = discover::default_roots();
-    c.iter().chain(x.iter()).map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-}
-
 /// Print the damage report (nothing when there is none).
 pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::Result<()> {
+    if !d.unreadable.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            theme.warn(&format!(
+                "unreadable files or folders: {} skipped (or read only up to the failure)",
+                d.unreadable.len()
+            ))
+        )?;
+        for u in &d.unreadable {
+            writeln!(out, "  {}: {}", u.path.display(), u.reason)?;
+        }
+    }
     if d.skipped() + d.repaired() == 0 {
         return Ok(());
     }
@@ -473,7 +495,7 @@ fn turns(
     engine: EngineOptions<'_>,
     out: &mut dyn Write,
 ) -> Result<u8> {
-    let jobs = select_jobs(opts)?;
+    let jobs = select_jobs(opts, &mut Damage::default())?;
     let by_name: Vec<&Job> = jobs.iter().filter(|j| job_id(j).contains(id)).collect();
     let mut found: Vec<(SessionSummary, Vec<ApiCall>)> = vec![];
     for job in by_name {

@@ -394,29 +394,49 @@ impl Run<'_> {
         if st.stop_blocked {
             return;
         }
+        let mut stale: Vec<String> = Vec::new();
         if let Some(stamp) = self.proven_handoff(st) {
-            self.fire(
-                Action::StopAllowed,
-                Some(last),
-                format!("handoff {stamp} was proven saved in this session"),
-                m,
-            );
-            return;
+            // Proven saved, but it must also still match the tree, as `kit handoff verify` checks.
+            match self.project.map(handoff::check_longrun) {
+                Some(Ok(Some(report))) if report.problems.is_empty() => {
+                    self.fire(
+                        Action::StopAllowed,
+                        Some(last),
+                        format!("handoff {stamp} was proven saved in this session and verifies"),
+                        m,
+                    );
+                    return;
+                }
+                Some(Ok(Some(report))) => stale = report.problems,
+                Some(Err(e)) => stale = vec![e.to_string()],
+                _ => stale = vec!["the handoff cannot be read".into()],
+            }
         }
         st.stop_blocked = true;
-        let reason = format!(
-            "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
-            m.pct,
-            crate::measure::thousands(m.context),
-            crate::measure::thousands(m.point)
-        );
+        let (reason, why) = if stale.is_empty() {
+            (
+                format!(
+                    "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
+                    m.pct,
+                    crate::measure::thousands(m.context),
+                    crate::measure::thousands(m.point)
+                ),
+                "no `kit handoff save` with the current stamp in this session".to_string(),
+            )
+        } else {
+            (
+                format!(
+                    "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and the handoff saved in this session is out of date ({}). Run `kit handoff save` again. {STOP_REASON}",
+                    m.pct,
+                    crate::measure::thousands(m.context),
+                    crate::measure::thousands(m.point),
+                    stale.join("; ")
+                ),
+                format!("the handoff saved in this session is out of date: {}", stale.join("; ")),
+            )
+        };
         self.outcome.stdout = Some(json!({"decision": "block", "reason": reason}));
-        self.fire(
-            Action::StopBlocked,
-            Some(last),
-            "no `kit handoff save` with the current stamp in this session".into(),
-            m,
-        );
+        self.fire(Action::StopBlocked, Some(last), why, m);
     }
 
     /// The stamp id of `longrun/handoff.md` when this session is known to have saved it: seen

@@ -548,3 +548,30 @@ fn the_compaction_point_follows_the_environment_then_the_config() {
     let r = hook_env(d.path(), ev.as_bytes(), &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "50")]);
     assert!(r.context_text().contains("(41,000 of 80,000 tokens)"), "config wins: {}", r.stdout);
 }
+
+#[test]
+fn stop_blocks_a_proven_but_out_of_date_handoff() {
+    // Saved and proven in this session, then a new commit and an edit: the Stop applies the
+    // checks of `kit handoff verify` too, so the stale handoff counts as not saved.
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("longrun/handoff.md"), "Done: all. Next action: stop.\n").unwrap();
+    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
+    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
+    assert!(saved.status.success(), "{line}");
+    let mut s = Session::new(root);
+    crate::handoff::append_save_call(&s.transcript, &line);
+    fs::write(root.join("work.txt"), "more\n").unwrap();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("work.txt"), "edited\n").unwrap();
+    s.call_at_pct(90.0, NOW);
+    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let v = r.json();
+    assert_eq!(v["decision"], "block", "{}", r.stdout);
+    let reason = v["reason"].as_str().unwrap();
+    assert!(reason.contains("out of date") && reason.contains("HEAD moved"), "{reason}");
+    assert!(reason.contains("Run `kit handoff save` again"), "{reason}");
+    let again = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(again.stdout, "", "blocked once, not twice");
+}
