@@ -84,7 +84,8 @@ pub struct Scan {
 ///
 /// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
 pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
-    let jobs = select_jobs(opts)?;
+    let mut damage = Damage::default();
+    let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
     let read: Result<Vec<SessionSummary>> = jobs
@@ -99,10 +100,14 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
         })
         .collect();
     progress.finish();
-    let mut damage = Damage::default();
     let mut sessions = vec![];
     for s in read? {
         damage.merge(&s.damage);
+        // A session whose files could not be read at all is only a line in the damage report.
+        let nothing_read = s.api_calls == 0 && s.start_ms.is_none();
+        if nothing_read && !s.damage.unreadable.is_empty() {
+            continue;
+        }
         if keep(opts, &s) {
             sessions.push(s);
         }
@@ -111,8 +116,8 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     Ok(Scan { sessions, damage, files })
 }
 
-fn select_jobs(opts: &MeasureOptions) -> Result<Vec<Job>> {
-    let mut jobs = discover::discover(&opts.paths)?;
+fn select_jobs(opts: &MeasureOptions, damage: &mut Damage) -> Result<Vec<Job>> {
+    let mut jobs = discover::discover(&opts.paths, damage)?;
     jobs.retain(|j| opts.source.is_none_or(|s| j.source() == s));
     if let Some(since) = opts.since_ms {
         // A file last written before `since` cannot hold activity after it.
@@ -370,6 +375,19 @@ fn looked_in() -> String {
 
 /// Print the damage report (nothing when there is none).
 pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::Result<()> {
+    if !d.unreadable.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            theme.warn(&format!(
+                "unreadable files or folders: {} skipped (or read only up to the failure)",
+                d.unreadable.len()
+            ))
+        )?;
+        for u in &d.unreadable {
+            writeln!(out, "  {}: {}", u.path.display(), u.reason)?;
+        }
+    }
     if d.skipped() + d.repaired() == 0 {
         return Ok(());
     }
@@ -473,7 +491,7 @@ fn turns(
     engine: EngineOptions<'_>,
     out: &mut dyn Write,
 ) -> Result<u8> {
-    let jobs = select_jobs(opts)?;
+    let jobs = select_jobs(opts, &mut Damage::default())?;
     let by_name: Vec<&Job> = jobs.iter().filter(|j| job_id(j).contains(id)).collect();
     let mut found: Vec<(SessionSummary, Vec<ApiCall>)> = vec![];
     for job in by_name {

@@ -160,20 +160,22 @@ pub struct Found {
 /// Search. Errors: a bad query, a missing PATH, I/O, or damage under `--strict`.
 pub fn search(opts: &RecallOptions) -> Result<Found> {
     let m = Matcher::new(&opts.query, opts.regex)?;
-    let files: Vec<(PathBuf, Source, String, String)> = discover::discover(&opts.paths)?
-        .into_iter()
-        .flat_map(|job| {
-            let source = job.source();
-            let (sid, folder) = match &job {
-                Job::Claude(f) => (f.session_id.clone(), f.project_dir.clone()),
-                Job::Codex(p) => (discover::stem(p), String::new()),
-            };
-            job.files()
-                .into_iter()
-                .map(|p| (p.to_path_buf(), source, sid.clone(), folder.clone()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let mut found = Found::default();
+    let files: Vec<(PathBuf, Source, String, String)> =
+        discover::discover(&opts.paths, &mut found.damage)?
+            .into_iter()
+            .flat_map(|job| {
+                let source = job.source();
+                let (sid, folder) = match &job {
+                    Job::Claude(f) => (f.session_id.clone(), f.project_dir.clone()),
+                    Job::Codex(p) => (discover::stem(p), String::new()),
+                };
+                job.files()
+                    .into_iter()
+                    .map(|p| (p.to_path_buf(), source, sid.clone(), folder.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
     let limits = ReadLimits { strict: opts.strict, ..Default::default() };
     let per_file: Result<Vec<(VecDeque<Hit>, u64, Damage)>> = files
         .par_iter()
@@ -181,7 +183,6 @@ pub fn search(opts: &RecallOptions) -> Result<Found> {
             search_file(opts, &m, limits, path, *source, sid, folder)
         })
         .collect();
-    let mut found = Found::default();
     let mut all = vec![];
     for (hits, n, d) in per_file? {
         found.total += n;

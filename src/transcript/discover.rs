@@ -4,13 +4,19 @@
 //! folder holding transcripts, or one file. Files are `.jsonl` or `.jsonl.zst` (the plain file
 //! wins when both exist). Claude subagent files (`<session>/subagents/*.jsonl`) are grouped
 //! with their parent session.
+//!
+//! Each real folder is walked once and each real file read once, whatever the symlinks: a
+//! folder already walked (same device and inode) is passed over, which ends symlink loops
+//! (`d/up -> ..`) and keeps a symlinked project folder or `CLAUDE_CONFIG_DIR=A,A` from
+//! counting sessions twice. A folder that cannot be read is noted in the damage report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::claude::SessionFiles;
-use super::Source;
+use super::{Damage, Source};
 use crate::error::{Error, Result};
 
 /// One unit of work: a session's files.
@@ -61,22 +67,27 @@ pub fn default_roots() -> (Vec<PathBuf>, Vec<PathBuf>) {
 
 /// The jobs under `paths`, or under the default roots when `paths` is empty (missing default
 /// roots are simply empty). Sorted by path, so output order does not depend on the file system.
+/// Folders that exist but cannot be read are noted in `damage.unreadable`.
 ///
 /// Errors: a given PATH that does not exist ([`Error::Usage`]).
-pub fn discover(paths: &[PathBuf]) -> Result<Vec<Job>> {
+pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
     let mut claude_files = vec![];
     let mut codex_files = vec![];
+    let mut w = Walker { seen: HashSet::new(), damage };
     if paths.is_empty() {
         let (c, x) = default_roots();
         for d in c {
-            walk(&d, &mut claude_files);
+            w.walk(&d, &mut claude_files);
         }
         for d in x {
-            walk(&d, &mut codex_files);
+            w.walk(&d, &mut codex_files);
         }
     }
     for p in paths {
-        if p.is_file() {
+        if !p.exists() && std::fs::symlink_metadata(p).is_ok() {
+            // A symlink that leads nowhere or loops: read it, so the reason is reported.
+            claude_files.push(p.clone());
+        } else if p.is_file() {
             if sniff_codex(p) {
                 codex_files.push(p.clone());
             } else {
@@ -88,15 +99,15 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Job>> {
             let is_claude_root = projects.is_dir();
             let is_codex_root = sessions.is_dir() || archived.is_dir();
             if is_claude_root {
-                walk(&projects, &mut claude_files);
+                w.walk(&projects, &mut claude_files);
             }
             if is_codex_root {
-                walk(&sessions, &mut codex_files);
-                walk(&archived, &mut codex_files);
+                w.walk(&sessions, &mut codex_files);
+                w.walk(&archived, &mut codex_files);
             }
             if !is_claude_root && !is_codex_root {
                 let mut all = vec![];
-                walk(p, &mut all);
+                w.walk(p, &mut all);
                 for f in all {
                     if sniff_codex(&f) {
                         codex_files.push(f);
@@ -110,10 +121,13 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Job>> {
                 .with_hint("give a transcript file, a project folder or a root like ~/.claude"));
         }
     }
-    let mut jobs: Vec<Job> = group_claude(prefer_plain(claude_files))
+    let mut files_seen = HashSet::new();
+    let claude_files = once_each(prefer_plain(claude_files), &mut files_seen);
+    let codex_files = once_each(prefer_plain(codex_files), &mut files_seen);
+    let mut jobs: Vec<Job> = group_claude(claude_files)
         .into_iter()
         .map(Job::Claude)
-        .chain(prefer_plain(codex_files).into_iter().map(Job::Codex))
+        .chain(codex_files.into_iter().map(Job::Codex))
         .collect();
     jobs.sort_by(|a, b| a.files().first().cmp(&b.files().first()));
     jobs.dedup();
@@ -133,15 +147,51 @@ pub fn stem(p: &Path) -> String {
     n.strip_suffix(".jsonl").unwrap_or(n).to_string()
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    for e in rd.flatten() {
-        let p = e.path();
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_dir() || (ft.is_symlink() && p.is_dir()) {
-            walk(&p, out);
-        } else if is_transcript_name(&p) {
-            out.push(p);
+/// Keep the first path (in sorted order) of each real file; paths whose target cannot be
+/// found (a dangling or looping symlink) are kept so that reading them reports why.
+fn once_each(files: Vec<PathBuf>, seen: &mut HashSet<(u64, u64)>) -> Vec<PathBuf> {
+    files
+        .into_iter()
+        .filter(|f| std::fs::metadata(f).map_or(true, |m| seen.insert((m.dev(), m.ino()))))
+        .collect()
+}
+
+/// A depth-first walk that enters each real folder once (by device and inode).
+struct Walker<'a> {
+    seen: HashSet<(u64, u64)>,
+    damage: &'a mut Damage,
+}
+
+impl Walker<'_> {
+    fn walk(&mut self, dir: &Path, out: &mut Vec<PathBuf>) {
+        let meta = match std::fs::metadata(dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                self.damage.add_unreadable(dir, format!("cannot read folder: {e}"));
+                return;
+            }
+        };
+        if !self.seen.insert((meta.dev(), meta.ino())) {
+            return;
+        }
+        let rd = match std::fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) => {
+                self.damage.add_unreadable(dir, format!("cannot read folder: {e}"));
+                return;
+            }
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() || (ft.is_symlink() && p.is_dir()) {
+                self.walk(&p, out);
+            } else if is_transcript_name(&p) {
+                out.push(p);
+            }
         }
     }
 }

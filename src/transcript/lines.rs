@@ -92,6 +92,18 @@ pub struct Damage {
     pub pretty_printed: u64,
     /// The first examples, in scan order.
     pub examples: Vec<DamageExample>,
+    /// Files and folders that could not be read (or not to the end), with the reason: a
+    /// symlink loop, a permission, a cut `.zst` frame. They are skipped; the scan goes on.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A file or folder a scan could not read, and why (the operating system's words).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unreadable {
+    /// The file or folder.
+    pub path: PathBuf,
+    /// Why, e.g. `Too many levels of symbolic links (os error 40)`.
+    pub reason: String,
 }
 
 impl Damage {
@@ -103,6 +115,11 @@ impl Damage {
     /// Lines repaired and read.
     pub fn repaired(&self) -> u64 {
         self.crlf + self.pretty_printed
+    }
+
+    /// Note a file or folder that could not be read.
+    pub fn add_unreadable(&mut self, path: &Path, reason: impl Into<String>) {
+        self.unreadable.push(Unreadable { path: path.to_path_buf(), reason: reason.into() });
     }
 
     /// Count one damaged line.
@@ -140,6 +157,7 @@ impl Damage {
             }
             self.examples.push(e.clone());
         }
+        self.unreadable.extend(other.unreadable.iter().cloned());
     }
 
     /// `(kind, count)` for every kind with a non-zero count, skipped kinds first.
@@ -327,7 +345,32 @@ pub fn for_each_record(
 /// [`for_each_record`], but a single-line record for which `wanted` is false is passed over
 /// without being checked or parsed (a fast pre-filter, e.g. on the bytes of a search string).
 /// Lines of a pretty-printed object are always gathered and the whole object is offered.
+///
+/// A file that cannot be opened or read to the end (a symlink loop, no permission, a cut or
+/// garbage `.zst` frame) is noted in `damage.unreadable` and the records read before the
+/// failure stay counted; under `limits.strict` it is an [`Error::Input`] naming the file.
 pub fn for_each_record_where(
+    path: &Path,
+    limits: ReadLimits,
+    damage: &mut Damage,
+    wanted: impl Fn(&[u8]) -> bool,
+    parse: impl FnMut(usize, &[u8]) -> std::result::Result<Parsed, serde_json::Error>,
+) -> Result<()> {
+    match read_records(path, limits, damage, wanted, parse) {
+        Err(Error::Io { source, .. }) => {
+            let reason = source.to_string();
+            if limits.strict {
+                return Err(Error::input(path, None, format!("cannot read: {reason}"))
+                    .with_hint(STRICT_HINT));
+            }
+            damage.add_unreadable(path, reason);
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+fn read_records(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,
@@ -425,7 +468,7 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 }
 
 const STRICT_HINT: &str =
-    "run without --strict to count and skip damaged lines (they are listed in the report)";
+    "run without --strict to count and skip damaged lines and files (they are listed in the report)";
 
 #[cfg(test)]
 mod tests {

@@ -563,3 +563,91 @@ fn the_table_fits_in_100_columns_with_subagent_rows() {
     let chars: Vec<char> = sub.chars().collect();
     assert_eq!(chars[calls_end - 2..calls_end].iter().collect::<String>(), "12", "{text}");
 }
+
+/// A Claude tree with the fasthooks session and, beside it, whatever `spoil` adds; measure
+/// and recall must still read the session, list what they could not read, and fail only
+/// under `--strict` (exit 2, naming the file).
+fn bad_file_is_skipped(spoil: impl Fn(&Path), bad: &str, reason: &str) {
+    let (d, root) = claude_tree(&[("s.jsonl", &fasthooks())]);
+    spoil(&root.join("projects/proj"));
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+    assert_fasthooks_totals(&doc["sessions"][0]);
+    let unreadable = doc["damage"]["unreadable"].as_array().unwrap();
+    assert!(
+        unreadable.iter().any(|u| u["path"].as_str().unwrap().ends_with(bad)
+            && u["reason"].as_str().unwrap().contains(reason)),
+        "{doc}"
+    );
+    let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("TOTAL"), "{text}");
+    assert!(text.contains(bad) && text.contains(reason), "{text}");
+    for cmd in ["measure", "recall"] {
+        let mut c = kit(d.path());
+        c.arg(cmd);
+        if cmd == "recall" {
+            c.arg("run a command");
+        }
+        let out = c.arg(&root).output().unwrap();
+        assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(bad), "{cmd}: {text}");
+        let mut c = kit(d.path());
+        c.args([cmd, "--strict"]);
+        if cmd == "recall" {
+            c.arg("run a command");
+        }
+        let out = c.arg(&root).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains(bad) && err.contains(reason), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn a_file_symlink_loop_is_listed_and_skipped() {
+    bad_file_is_skipped(
+        |dir| {
+            std::os::unix::fs::symlink("loop1.jsonl", dir.join("loop2.jsonl")).unwrap();
+            std::os::unix::fs::symlink("loop2.jsonl", dir.join("loop1.jsonl")).unwrap();
+        },
+        "loop1.jsonl",
+        "symbolic links",
+    );
+}
+
+#[test]
+fn a_garbage_zst_file_is_listed_and_skipped() {
+    bad_file_is_skipped(
+        |dir| {
+            // The first bytes of a frame, cut: no line can be decoded.
+            let z = zstd::encode_all(&fasthooks()[..], 3).unwrap();
+            std::fs::write(dir.join("cut.jsonl.zst"), &z[..12]).unwrap();
+        },
+        "cut.jsonl.zst",
+        "",
+    );
+}
+
+#[test]
+fn a_directory_symlink_loop_is_walked_once() {
+    let (d, root) = claude_tree(&[("s.jsonl", &fasthooks())]);
+    let proj = root.join("projects/proj");
+    std::fs::create_dir(proj.join("d")).unwrap();
+    std::os::unix::fs::symlink("..", proj.join("d/up")).unwrap();
+    // The same project folder seen again through a symlink, and the root given twice.
+    std::os::unix::fs::symlink("proj", root.join("projects/alias")).unwrap();
+    let doc = measure_json(d.path(), &[root.to_str().unwrap(), root.to_str().unwrap()]);
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["files"], 1, "{doc}");
+    let out = kit(d.path())
+        .arg("measure")
+        .arg("--json")
+        .env("CLAUDE_CONFIG_DIR", format!("{0},{0}", root.display()))
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+    assert_fasthooks_totals(&doc["sessions"][0]);
+}
