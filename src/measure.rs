@@ -78,6 +78,8 @@ pub struct Scan {
     pub damage: Damage,
     /// Files read.
     pub files: usize,
+    /// Where sessions were looked for: the PATHs given, else the default roots.
+    pub looked_in: Vec<PathBuf>,
 }
 
 /// Find and read the sessions `opts` selects.
@@ -113,7 +115,13 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
         }
     }
     sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
-    Ok(Scan { sessions, damage, files })
+    let looked_in = if opts.paths.is_empty() {
+        let (c, x) = discover::default_roots();
+        c.into_iter().chain(x).collect()
+    } else {
+        opts.paths.clone()
+    };
+    Ok(Scan { sessions, damage, files, looked_in })
 }
 
 fn select_jobs(opts: &MeasureOptions, damage: &mut Damage) -> Result<Vec<Job>> {
@@ -313,7 +321,8 @@ fn row(cells: &[String; 13]) -> String {
 fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Result<()> {
     if scan.sessions.is_empty() {
         writeln!(out, "no sessions found")?;
-        writeln!(out, "  looked in: {}", looked_in())?;
+        let places: Vec<String> = scan.looked_in.iter().map(|p| p.display().to_string()).collect();
+        writeln!(out, "  looked in: {}", places.join(", "))?;
         return write_damage(theme, &scan.damage, out);
     }
     writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from))))?;
@@ -366,11 +375,6 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
         )?;
     }
     write_damage(theme, &scan.damage, out)
-}
-
-fn looked_in() -> String {
-    let (c, x) = discover::default_roots();
-    c.iter().chain(x.iter()).map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// Print the damage report (nothing when there is none).

@@ -651,3 +651,15 @@ fn a_directory_symlink_loop_is_walked_once() {
     assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
     assert_fasthooks_totals(&doc["sessions"][0]);
 }
+
+#[test]
+fn no_sessions_names_the_paths_given() {
+    let d = tempfile::tempdir().unwrap();
+    let empty = d.path().join("some/dir/x.jsonl");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = kit(d.path()).arg("measure").arg(&empty).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("looked in: {}\n", empty.display())), "{text}");
+    assert!(!text.contains(".codex"), "{text}");
+}
