@@ -214,7 +214,7 @@ pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
     for args in
         [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "start"][..]]
     {
-        let st = Command::new("git")
+        let st = crate::git::command()
             .args(args)
             .current_dir(dir)
             .envs(env.iter().map(|(k, v)| (k, v)))

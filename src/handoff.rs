@@ -33,7 +33,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -441,7 +440,7 @@ fn fingerprint(path: &Path) -> Result<String> {
 
 fn git(root: &Path, args: &[&str]) -> Result<String> {
     let out =
-        Command::new("git").arg("-C").arg(root).args(args).output().map_err(|e| {
+        crate::git::command().arg("-C").arg(root).args(args).output().map_err(|e| {
             Error::internal(format!("cannot run git: {e}")).with_hint("install git")
         })?;
     if !out.status.success() {

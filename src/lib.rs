@@ -15,6 +15,7 @@ pub mod duration;
 pub mod embedded;
 pub mod error;
 pub mod frozen;
+pub mod git;
 pub mod goal;
 pub mod golden;
 pub mod handoff;

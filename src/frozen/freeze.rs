@@ -15,7 +15,6 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
 use rayon::prelude::*;
 
@@ -354,7 +353,7 @@ fn read_found(root: &Path, rel: String) -> Result<Found> {
 
 /// HEAD's commit id, or "" before the first commit.
 fn head_commit(root: &Path) -> String {
-    Command::new("git")
+    crate::git::command()
         .arg("-C")
         .arg(root)
         .args(["rev-parse", "--verify", "-q", "HEAD"])

@@ -12,7 +12,8 @@
 //! file or of a folder above it), new file in a frozen folder, edit of goal/config/manifest,
 //! edit or delete of a stored copy, a rewrite of the journal's history, and a `git commit` or
 //! `git reset` that changes frozen files (the guard compares the working tree, whatever HEAD
-//! says).
+//! says), and a new module that shadows the test runner or Python's start-up (see
+//! [`RUNNER_SHADOWS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -44,6 +45,32 @@ pub enum DriftKind {
     ReplacedByLink,
     /// A file that was not there appeared under a frozen folder (a rename lands here too).
     NewFile,
+    /// A new, untracked file or folder on the criteria's import path that Python would import
+    /// instead of the test runner or run at start-up (see [`RUNNER_SHADOWS`]); removed.
+    ShadowsRunner,
+}
+
+/// Names that, new on the criteria's import path (the repository root, the frozen folders and
+/// their parents), replace what the criteria run: `python3 -m unittest` or `pytest` import a
+/// local `unittest/` or `pytest.py` before the standard one, `conftest.py` is loaded by pytest,
+/// `sitecustomize.py`, `usercustomize.py` and any `*.pth` run at interpreter start-up. Such an
+/// entry that is not tracked by git when the loop starts is removed after every iteration and
+/// journaled as a `shadows_runner` cheat.
+pub const RUNNER_SHADOWS: [&str; 9] = [
+    "unittest",
+    "unittest.py",
+    "pytest",
+    "pytest.py",
+    "_pytest",
+    "py.test",
+    "conftest.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+];
+
+/// True for a name in [`RUNNER_SHADOWS`] or ending in `.pth`.
+pub fn shadows_runner(name: &str) -> bool {
+    RUNNER_SHADOWS.contains(&name) || name.ends_with(".pth")
 }
 
 impl DriftKind {
@@ -56,6 +83,7 @@ impl DriftKind {
             DriftKind::ModeChanged => "mode changed",
             DriftKind::ReplacedByLink => "replaced by a link",
             DriftKind::NewFile => "new file in a frozen folder",
+            DriftKind::ShadowsRunner => "shadows the test runner or Python start-up",
         }
     }
 }
@@ -107,6 +135,11 @@ pub struct Guard {
     dirs: Vec<String>,
     /// Sub-folders of the frozen folders when captured (new ones are removed once empty).
     dirs_at_capture: BTreeSet<String>,
+    /// Folders on the criteria's import path: the root (`""`), the frozen folders and their
+    /// parents, the folders of frozen files.
+    import_dirs: BTreeSet<String>,
+    /// Entries named in [`RUNNER_SHADOWS`] there at capture and tracked by git: allowed.
+    shadows_allowed: BTreeSet<String>,
     /// `longrun/journal.jsonl`, relative to the root.
     journal_rel: String,
     /// `journal.jsonl` is append-only: what it held at the last seal (capture, a clean check,
@@ -146,6 +179,8 @@ impl Guard {
             objects_at_capture: BTreeSet::new(),
             dirs: manifest.dirs.clone(),
             dirs_at_capture: BTreeSet::new(),
+            import_dirs: BTreeSet::new(),
+            shadows_allowed: BTreeSet::new(),
             journal_rel: rel_of(&project.root, &project.journal()),
             journal: Mutex::new(JournalHold { prefix: Vec::new(), perm: 0o644 }),
         };
@@ -187,6 +222,27 @@ impl Guard {
         for d in &g.dirs {
             g.dirs_at_capture.extend(walk(&g.root, d)?.dirs);
         }
+        g.import_dirs.insert(String::new());
+        for d in &g.dirs {
+            g.import_dirs.insert(d.clone());
+            g.import_dirs.insert(parent_of(d));
+        }
+        for rel in manifest.files.keys() {
+            g.import_dirs.insert(parent_of(rel));
+        }
+        let tracked = tracked_files(&g.root);
+        g.shadows_allowed = g
+            .shadows()
+            .into_iter()
+            .filter(|rel| {
+                tracked.as_ref().is_none_or(|t| {
+                    t.contains(rel)
+                        || t.range(format!("{rel}/")..)
+                            .next()
+                            .is_some_and(|f| f.starts_with(&format!("{rel}/")))
+                })
+            })
+            .collect();
         let stored = walk(&g.root, &g.objects_rel)?.entries.into_iter().map(|e| e.rel);
         g.objects_at_capture =
             stored.chain(g.objects.iter().map(|s| format!("{}/{s}", g.objects_rel))).collect();
@@ -234,6 +290,15 @@ impl Guard {
         if let Some(kind) = self.journal_drift() {
             out.push(Drift { path: self.journal_rel.clone(), kind });
         }
+        // A shadow inside a frozen folder is already a new file there.
+        let found: BTreeSet<String> = out.iter().map(|d| d.path.clone()).collect();
+        out.extend(
+            self.shadows()
+                .into_iter()
+                .filter(|rel| !self.shadows_allowed.contains(rel) && !found.contains(rel))
+                .filter(|rel| !self.dirs.iter().any(|d| rel.starts_with(&format!("{d}/"))))
+                .map(|path| Drift { path, kind: DriftKind::ShadowsRunner }),
+        );
         out.sort();
         out.dedup();
         out
@@ -307,7 +372,25 @@ impl Guard {
             }
             reverts.push(Revert { path: d.path.clone(), kind: d.kind });
         }
-        for d in drifts.iter().filter(|d| d.kind != DriftKind::NewFile) {
+        for d in drifts.iter().filter(|d| d.kind == DriftKind::ShadowsRunner) {
+            let p = self.root.join(&d.path);
+            let gone = if fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                fs::remove_dir_all(&p)
+            } else {
+                fs::remove_file(&p)
+            };
+            match gone {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(&p, e));
+                }
+                _ => {}
+            }
+            reverts.push(Revert { path: d.path.clone(), kind: d.kind });
+        }
+        for d in drifts
+            .iter()
+            .filter(|d| !matches!(d.kind, DriftKind::NewFile | DriftKind::ShadowsRunner))
+        {
             if d.path == self.journal_rel {
                 let hold = self.journal.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 put_back(&self.root, &d.path, &hold.prefix, hold.perm)?;
@@ -339,6 +422,22 @@ impl Guard {
         }
         reverts.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(reverts)
+    }
+
+    /// Entries on the import path whose name shadows the test runner or Python's start-up,
+    /// relative to the root.
+    fn shadows(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for dir in &self.import_dirs {
+            let Ok(entries) = fs::read_dir(self.root.join(dir)) else { continue };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if shadows_runner(&name) {
+                    out.insert(if dir.is_empty() { name } else { format!("{dir}/{name}") });
+                }
+            }
+        }
+        out
     }
 
     /// Paths the guard protects (frozen files, then goal.md, config.toml, frozen.toml).
@@ -414,6 +513,29 @@ fn read_verified(path: &Path, sha256: &str) -> Option<Vec<u8>> {
     }
     let bytes = fs::read(path).ok()?;
     (manifest::sha256_hex(&bytes) == sha256).then_some(bytes)
+}
+
+/// The folder above `rel` (`""` for the root).
+fn parent_of(rel: &str) -> String {
+    rel.rsplit_once('/').map_or(String::new(), |(p, _)| p.to_string())
+}
+
+/// Files git tracks in the index under `root`, relative to it; None when git cannot say.
+fn tracked_files(root: &Path) -> Option<BTreeSet<String>> {
+    let out = crate::git::command()
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    Some(
+        out.stdout
+            .split(|&b| b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect(),
+    )
 }
 
 /// `path` relative to `root`, `/`-separated.

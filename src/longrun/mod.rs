@@ -16,7 +16,6 @@ pub mod init;
 pub mod journal;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::error::{Error, Result};
 
@@ -117,7 +116,7 @@ impl Project {
 
 /// The repository root containing `start`.
 pub fn git_toplevel(start: &Path) -> Result<PathBuf> {
-    let out = Command::new("git")
+    let out = crate::git::command()
         .arg("-C")
         .arg(start)
         .args(["rev-parse", "--show-toplevel"])

@@ -127,6 +127,9 @@ pub struct History {
     pub run_start: Option<usize>,
     /// The last agent started and never ended, if any.
     pub unfinished: Option<Unfinished>,
+    /// The holder (`pid`, `host`, `command`) of the last `loop_start` with no `loop_end` after
+    /// it: a loop that is still running or was killed.
+    pub open_run: Option<super::lock::Holder>,
 }
 
 impl History {
@@ -145,7 +148,17 @@ impl History {
             let it = e.get("iteration").and_then(Value::as_u64).unwrap_or(0);
             match event_name(e) {
                 "iteration_start" => h.last_iteration = h.last_iteration.max(it),
-                "loop_start" => h.run_start = Some(i),
+                "loop_start" => {
+                    h.run_start = Some(i);
+                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().into();
+                    h.open_run = Some(super::lock::Holder {
+                        pid: e.get("pid").and_then(Value::as_u64).unwrap_or(0) as u32,
+                        host: s("host"),
+                        started: s("ts"),
+                        command: s("command"),
+                    });
+                }
+                "loop_end" => h.open_run = None,
                 "agent_start" => {
                     h.unfinished = Some(Unfinished {
                         iteration: it,

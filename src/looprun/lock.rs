@@ -21,11 +21,21 @@
 //! The record is rewritten in place (the flock belongs to the file's inode, so it cannot be
 //! replaced by a rename); it is one small `write`, and a reader that finds it empty or partial
 //! retries for a moment.
+//!
+//! A flock lives on an inode, not a path: if the agent deletes or replaces `longrun/.lock`, the
+//! path no longer leads to the held lock and a second loop could take a fresh one. So a holder
+//! keeps its lock ([`LoopLock::keep`]): a thread checks the path every 100 ms and, when it no
+//! longer leads to a file this loop holds, creates the file again, flocks it and writes the
+//! record (counted for the loop to journal as a cheat, see [`LoopLock::take_repairs`]). A second
+//! loop that slipped in between still meets the live holder in the journal and refuses (see
+//! `History::open_run`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fs4::fs_std::FileExt;
@@ -97,12 +107,18 @@ pub enum Previous {
     Unreadable(String),
 }
 
-/// A held `longrun/.lock`. Dropping it empties the record and releases the flock.
+/// A held `longrun/.lock`. Dropping it stops the keeper, empties the record and releases the
+/// flock.
 #[derive(Debug)]
 pub struct LoopLock {
-    file: File,
+    /// The files this loop holds a flock on: the first one taken, then any re-created after the
+    /// path was deleted or replaced (the last one is what the path should lead to).
+    files: Arc<Mutex<Vec<File>>>,
     path: PathBuf,
     holder: Holder,
+    repairs: Arc<AtomicU32>,
+    stop: Arc<AtomicBool>,
+    keeper: Option<std::thread::JoinHandle<()>>,
 }
 
 /// Take the lock at `path` for `me`, without waiting.
@@ -136,21 +152,81 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
             Err(_) => Previous::Unreadable(t.chars().take(200).collect()),
         },
     };
-    let mut lock = LoopLock { file, path: path.to_path_buf(), holder: me.clone() };
-    lock.write_record()?;
+    write_record(&mut file, path, me)?;
+    let lock = LoopLock {
+        files: Arc::new(Mutex::new(vec![file])),
+        path: path.to_path_buf(),
+        holder: me.clone(),
+        repairs: Arc::new(AtomicU32::new(0)),
+        stop: Arc::new(AtomicBool::new(false)),
+        keeper: None,
+    };
     Ok((lock, previous))
 }
 
+fn write_record(file: &mut File, p: &Path, holder: &Holder) -> Result<()> {
+    let mut line = serde_json::to_string(holder).map_err(|e| Error::internal(e.to_string()))?;
+    line.push('\n');
+    file.set_len(0).at(p)?;
+    file.seek(SeekFrom::Start(0)).at(p)?;
+    file.write_all(line.as_bytes()).at(p)?;
+    file.sync_data().at(p)
+}
+
+/// Make `path` lead to a file `files` holds a flock on again: when it was deleted or replaced,
+/// create it, flock it and write the record. Returns whether a repair was made.
+///
+/// Errors: [`Error::Locked`] when another process holds the file now at `path`; [`Error::Io`].
+fn repair(path: &Path, files: &Mutex<Vec<File>>, holder: &Holder) -> Result<bool> {
+    let mut files = files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let on_path = std::fs::metadata(path).ok();
+    let ours = |f: &File| {
+        f.metadata()
+            .ok()
+            .zip(on_path.as_ref())
+            .is_some_and(|(a, b)| a.ino() == b.ino() && a.dev() == b.dev())
+    };
+    if files.iter().any(ours) {
+        return Ok(false);
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .at(path)?;
+    if !FileExt::try_lock_exclusive(&file).at(path)? {
+        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
+    }
+    write_record(&mut file, path, holder)?;
+    files.push(file);
+    Ok(true)
+}
+
 impl LoopLock {
-    fn write_record(&mut self) -> Result<()> {
-        let mut line =
-            serde_json::to_string(&self.holder).map_err(|e| Error::internal(e.to_string()))?;
-        line.push('\n');
-        let p = &self.path;
-        self.file.set_len(0).at(p)?;
-        self.file.seek(SeekFrom::Start(0)).at(p)?;
-        self.file.write_all(line.as_bytes()).at(p)?;
-        self.file.sync_data().at(p)
+    /// Start the keeper thread: every 100 ms, re-create and re-lock the file if its path no
+    /// longer leads to it (see the module doc). Idempotent.
+    pub fn keep(&mut self) {
+        if self.keeper.is_some() {
+            return;
+        }
+        let (path, files, holder) = (self.path.clone(), self.files.clone(), self.holder.clone());
+        let (repairs, stop) = (self.repairs.clone(), self.stop.clone());
+        self.keeper = Some(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(true) = repair(&path, &files, &holder) {
+                    repairs.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }));
+    }
+
+    /// How many times the lock file was re-created since the last call (each one a deletion or
+    /// replacement by someone else).
+    pub fn take_repairs(&self) -> u32 {
+        self.repairs.swap(0, Ordering::Relaxed)
     }
 
     /// The record this loop wrote.
@@ -158,14 +234,20 @@ impl LoopLock {
         &self.holder
     }
 
-    /// Check that the lock file on disk is still the file this loop holds (it was not deleted
-    /// or replaced). Errors: [`Error::Internal`] saying the lock was lost.
+    /// Check that the lock file's path still leads to a file this loop holds, re-creating it
+    /// when it was deleted or replaced (counted in [`LoopLock::take_repairs`]).
+    ///
+    /// Errors: [`Error::Internal`] saying the lock was lost when another process holds the file
+    /// now at the path.
     pub fn verify(&self) -> Result<()> {
-        let ours = self.file.metadata().at(&self.path)?;
-        match std::fs::metadata(&self.path) {
-            Ok(m) if m.ino() == ours.ino() && m.dev() == ours.dev() => Ok(()),
-            _ => Err(Error::internal(format!(
-                "{} was deleted or replaced while this loop held it; stopping so that two loops never run",
+        match repair(&self.path, &self.files, &self.holder) {
+            Ok(true) => {
+                self.repairs.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(_) => Err(Error::internal(format!(
+                "{} was deleted or replaced while this loop held it, and another process locked the new file; stopping so that two loops never run",
                 self.path.display()
             ))
             .with_hint("kit status, then kit loop")),
@@ -175,10 +257,18 @@ impl LoopLock {
 
 impl Drop for LoopLock {
     fn drop(&mut self) {
-        // Empty the record first: a crash between the two steps leaves an empty, unlocked file.
-        let _ = self.file.set_len(0);
-        let _ = self.file.sync_data();
-        let _ = FileExt::unlock(&self.file);
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+        let files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for file in files.iter() {
+            // Empty the record first: a crash between the two steps leaves an empty, unlocked
+            // file.
+            let _ = file.set_len(0);
+            let _ = file.sync_data();
+            let _ = FileExt::unlock(file);
+        }
     }
 }
 
@@ -288,13 +378,25 @@ mod tests {
     }
 
     #[test]
-    fn a_replaced_lock_file_is_noticed() {
+    fn a_deleted_or_replaced_lock_file_is_locked_again() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(".lock");
-        let (lock, _) = acquire(&p, &Holder::current()).unwrap();
+        let me = Holder::current();
+        let (lock, _) = acquire(&p, &me).unwrap();
         lock.verify().unwrap();
+        assert_eq!(lock.take_repairs(), 0);
+        std::fs::remove_file(&p).unwrap();
+        lock.verify().unwrap();
+        assert_eq!(lock.take_repairs(), 1);
+        assert_eq!(live_holder(&p).map(|h| h.pid), Some(me.pid));
         std::fs::remove_file(&p).unwrap();
         std::fs::write(&p, "").unwrap();
+        lock.verify().unwrap();
+        assert_eq!(lock.take_repairs(), 1);
+        assert_eq!(read_holder(&p).map(|h| h.pid), Some(me.pid));
+        // Someone else locked the file now at the path: the lock is lost.
+        std::fs::remove_file(&p).unwrap();
+        let (_other, _) = acquire(&p, &Holder { pid: me.pid + 1, ..me.clone() }).unwrap();
         assert!(lock.verify().is_err());
     }
 }

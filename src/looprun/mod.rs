@@ -38,7 +38,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`), `path`, `kind` |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -60,7 +60,6 @@ pub mod signals;
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -215,7 +214,16 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     crate::atomic::create_dir_all(&project.runs())?;
     let stop = signals::Stop::install();
     let me = lock::Holder::current();
-    let (held, previous) = lock::acquire(&project.lock(), &me)?;
+    let (mut held, previous) = lock::acquire(&project.lock(), &me)?;
+    // A live loop is never displaced, even when its lock file was deleted under it: the journal
+    // names the loop of the last run not ended, and if it still runs, this one refuses before
+    // writing anything.
+    if let Some(h) = History::read(&project.journal())?.open_run {
+        if h.pid != me.pid && h.is_alive_here() {
+            return Err(Error::Locked { path: project.lock(), holder: h.describe() });
+        }
+    }
+    held.keep();
     let journal = Journal::new(project.journal());
     let mut ctx = RunCtx {
         project,
@@ -339,14 +347,21 @@ impl RunCtx<'_> {
         if let Some(done) = self.baseline(&mut p, &mut tally)? {
             return Ok(done);
         }
-        loop {
+        let outcome = loop {
             if let Some(stop) = self.should_stop(&p, &tally)? {
-                return Ok(stop);
+                break stop;
             }
             if let Some(done) = self.iteration(&mut p, &mut tally)? {
-                return Ok(done);
+                break done;
             }
+        };
+        // Once more at exit: the loop never ends leaving a frozen file drifted.
+        let last = restore(&p.guard)?;
+        self.cheats(&last, self.last_iteration, "exit")?;
+        if !last.is_empty() {
+            self.say(format!("loop: reverted {} at exit", list_reverts(&last)));
         }
+        Ok(outcome)
     }
 
     /// Step 2: load and check goal, config and manifest; journal `memory_cap` and `loop_start`;
@@ -446,6 +461,16 @@ impl RunCtx<'_> {
     /// Before each iteration: the lock still ours, no stop asked, no PAUSE file, no cap reached.
     fn should_stop(&mut self, p: &Prepared, tally: &Tally) -> Result<Option<Outcome>> {
         self.lock.verify()?;
+        if self.lock.take_repairs() > 0 {
+            self.journal(
+                "cheat",
+                json!({ "iteration": self.last_iteration, "phase": "after_agent", "path": "longrun/.lock", "kind": "lock_replaced" }),
+            )?;
+            self.say(format!(
+                "iteration {}: longrun/.lock was deleted or replaced; kit locked it again",
+                self.last_iteration
+            ));
+        }
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
@@ -795,7 +820,7 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 /// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
 fn git_head(root: &Path) -> (String, bool) {
     let git = |args: &[&str]| {
-        Command::new("git")
+        crate::git::command()
             .arg("-C")
             .arg(root)
             .args(args)
@@ -817,7 +842,7 @@ fn git_head(root: &Path) -> (String, bool) {
 fn tree_state(root: &Path) -> Option<String> {
     let scratch = tempfile::tempdir().ok()?;
     let index = scratch.path().join("index");
-    let real = Command::new("git")
+    let real = crate::git::command()
         .arg("-C")
         .arg(root)
         .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
@@ -828,7 +853,7 @@ fn tree_state(root: &Path) -> Option<String> {
         std::fs::copy(&real, &index).ok()?;
     }
     let git = |args: &[&str]| {
-        Command::new("git")
+        crate::git::command()
             .arg("-C")
             .arg(root)
             .args(args)

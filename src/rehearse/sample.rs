@@ -4,7 +4,7 @@
 //! `kit rehearse` both start from [`write_sample_project`] and [`commit_sample_project`].
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use include_dir::Dir;
 
@@ -77,7 +77,7 @@ pub fn commit_sample_project(dir: &Path, env: &[(String, String)]) -> Result<Str
 
 /// Run `git ARGS` in `dir` and return its stdout.
 pub(crate) fn git(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
+    let out = crate::git::command()
         .args(args)
         .current_dir(dir)
         .envs(env.iter().map(|(k, v)| (k, v)))

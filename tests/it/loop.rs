@@ -353,6 +353,83 @@ fn a_second_loop_exits_4_naming_the_holder() {
 }
 
 #[test]
+fn an_agent_that_deletes_the_lock_file_never_lets_a_second_loop_displace_the_first() {
+    let d = project(false);
+    // The agent keeps deleting longrun/.lock for 3 s: whatever instant the second loop starts,
+    // it must find the first loop alive and leave its agent alone.
+    let agent = "for i in $(seq 150); do rm -f longrun/.lock; sleep 0.02; done";
+    let first = spawn_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
+    wait_for("the first loop's agent", Duration::from_secs(20), || {
+        !events(d.path(), "agent_start").is_empty()
+    });
+    let pgid = events(d.path(), "agent_start")[0]["pgid"].as_i64().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let o = kit_loop(d.path(), &["--agent", "true"]);
+        assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+        assert!(text(&o).contains(&format!("pid {} on ", first.id())), "{}", text(&o));
+        assert!(!group_alive(pgid).is_empty(), "the live loop's agent was killed");
+    }
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(events(d.path(), "recovered").len(), 0);
+    assert_eq!(events(d.path(), "loop_start").len(), 1, "the second loops wrote nothing");
+    let cheats = events(d.path(), "cheat");
+    assert!(cheats.iter().any(|c| c["kind"] == "lock_replaced"), "{cheats:?}");
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the re-created lock was released cleanly");
+}
+
+#[test]
+fn a_local_module_that_shadows_the_test_runner_is_removed_and_journaled() {
+    let d = project(false);
+    // A fake `unittest` package at the root: `python3 -m unittest …` from the root would import
+    // it and print what the criteria look for without running a test. A `.pth` and a
+    // sitecustomize.py would run code at every interpreter start.
+    let fake = "import sys\nsys.stderr.write(\"Ran 3 tests\\n\\nOK\\n\")\n";
+    write(d.path(), "unittest_main.py", fake);
+    write(
+        d.path(),
+        "agent.sh",
+        "mkdir -p unittest && cp unittest_main.py unittest/__main__.py && touch unittest/__init__.py\n\
+         echo 'print(1)' > sitecustomize.py\necho 'import os' > tests/../evil.pth\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "2"]);
+    assert_eq!(o.status.code(), Some(3), "the shadowed runner passed the goal: {}", text(&o));
+    let kinds: Vec<(String, String)> = events(d.path(), "cheat")
+        .iter()
+        .map(|c| (c["path"].as_str().unwrap().into(), c["kind"].as_str().unwrap().into()))
+        .collect();
+    for path in ["unittest", "sitecustomize.py", "evil.pth"] {
+        assert!(kinds.contains(&(path.into(), "shadows_runner".into())), "{path}: {kinds:?}");
+        assert!(!d.path().join(path).exists(), "{path} was left in place");
+    }
+    assert!(text(&o).contains("shadows the test runner"), "{}", text(&o));
+    // Files tracked by git when the loop starts are the project's own and stay.
+    let d = project(true);
+    write(d.path(), "conftest.py", "# the project's own pytest configuration\n");
+    let git = Command::new("git").args(["add", "conftest.py"]).current_dir(d.path()).status();
+    assert!(git.unwrap().success());
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(d.path().join("conftest.py").exists());
+    assert_eq!(events(d.path(), "cheat").len(), 0);
+}
+
+#[test]
+fn git_config_set_by_the_agent_never_runs_as_kit() {
+    let d = project(false);
+    // The agent makes every `git status` run its script (core.fsmonitor) and installs a hook;
+    // the script would rewrite a frozen test after the loop verified the tree.
+    write(d.path(), "evil.sh", "echo ran >> fsmonitor-ran\necho 'pass' > tests/test_calc.py\n");
+    let agent = "git config core.fsmonitor 'sh evil.sh' && git config core.hooksPath .evil";
+    let o = kit_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(!d.path().join("fsmonitor-ran").exists(), "kit ran the agent's fsmonitor");
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    kit_ok(d.path(), &["freeze", "--check"]);
+}
+
+#[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
     let record =
