@@ -309,9 +309,9 @@ const HEADER: [&str; 13] = [
     "COST",
 ];
 
-fn row(cells: &[String; 13]) -> String {
+fn row(cells: &[String; 13], w: usize) -> String {
     format!(
-        "{:<8} {:<13} {:<11} {:>7} {:>7} {:>5} {:>6} {:>7} {:>4} {:>4} {:>4} {:>4} {:>8}",
+        "{:<w$} {:<13} {:<11} {:>7} {:>7} {:>5} {:>6} {:>7} {:>4} {:>4} {:>4} {:>4} {:>8}",
         cells[0],
         cells[1],
         cells[2],
@@ -337,13 +337,17 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
         writeln!(out, "  looked in: {}", places.join(", "))?;
         return write_damage(theme, &scan.damage, out);
     }
-    writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from))))?;
+    let ids = unique_prefixes(scan.sessions.iter().map(|s| s.session_id.as_str()), 8);
+    let w = ids.iter().map(|i| i.chars().count()).max().unwrap_or(8).max(8);
+    writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from), w)))?;
     let mut sum = SessionSummary::empty_total();
-    for s in &scan.sessions {
-        writeln!(out, "{}", row(&session_cells(s)))?;
+    for (s, id) in scan.sessions.iter().zip(&ids) {
+        let mut cells = session_cells(s);
+        cells[0] = id.clone();
+        writeln!(out, "{}", row(&cells, w))?;
         for sub in &s.subagents {
             let mut c = session_cells(sub);
-            let name = clip(&format!("  ↳ {}", sub.session_id), 22);
+            let name = clip(&format!("  ↳ {}", sub.session_id), w + 14);
             c[0] = String::new();
             c[1] = String::new();
             c[2] = String::new();
@@ -352,9 +356,10 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
             c[5] = String::new();
             c[9] = String::new();
             c[10] = String::new();
-            // The id takes the SESSION and PROJECT columns (8 + 1 + 13 characters).
-            let rest = row(&c);
-            writeln!(out, "{}", theme.dim(&format!("{name:<22}{}", &rest[22..])))?;
+            // The id takes the SESSION and PROJECT columns (w + 1 + 13 characters).
+            let rest = row(&c, w);
+            let cut = w + 14;
+            writeln!(out, "{}", theme.dim(&format!("{name:<cut$}{}", &rest[cut..])))?;
         }
         sum.add_row(s);
     }
@@ -363,7 +368,7 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
     t[1] = format!("{} sessions", scan.sessions.len());
     t[2] = String::new();
     t[9] = String::new();
-    writeln!(out, "{}", theme.bold(&row(&t)))?;
+    writeln!(out, "{}", theme.bold(&row(&t, w)))?;
     writeln!(
         out,
         "{}",
@@ -423,6 +428,26 @@ pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::
         writeln!(out, "  {}:{}: {}", e.path.display(), e.line, e.kind.describe())?;
     }
     Ok(())
+}
+
+/// The shortest prefix of each id (at least `min` characters) that no other id shares, so
+/// that the SESSION column tells file-named sessions apart and can be passed to `--turns`.
+pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usize) -> Vec<String> {
+    let all: Vec<&str> = ids.collect();
+    all.iter()
+        .map(|id| {
+            let chars: Vec<char> = id.chars().collect();
+            let mut n = min.min(chars.len());
+            loop {
+                let p: String = chars[..n].iter().collect();
+                let shared = all.iter().any(|o| o != id && o.starts_with(&p));
+                if !shared || n >= chars.len() {
+                    return p;
+                }
+                n += 1;
+            }
+        })
+        .collect()
 }
 
 fn session_cells(s: &SessionSummary) -> [String; 13] {
@@ -776,6 +801,15 @@ mod tests {
         assert_eq!(dur(125.0), "2m05s");
         assert_eq!(clip("4d5611e5-241a", 8), "4d5611e…");
         assert_eq!(project_name("/home/dev/src/proj-x/"), "proj-x");
+    }
+
+    #[test]
+    fn session_ids_are_cut_to_unique_prefixes() {
+        let ids = ["spotter_tool_heavy", "spotter_4d5611e5", "4d5611e5-241a-462a", "s"];
+        assert_eq!(
+            unique_prefixes(ids.into_iter(), 8),
+            ["spotter_t", "spotter_4", "4d5611e5", "s"]
+        );
     }
 
     #[test]
