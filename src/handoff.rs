@@ -134,32 +134,100 @@ pub fn current_stamp_id(path: &Path) -> Option<String> {
     parse(path, &text).ok()?.stamp.map(|s| s.stamp)
 }
 
-/// True when a shell command line runs `kit handoff save` (any path to `kit`).
+/// True when a shell command line runs `kit handoff save`: one of its simple commands (split on
+/// `;`, `&`, `|`, newlines, parentheses, braces and backquotes outside quotes) starts — after
+/// optional `NAME=value` environment assignments — with `kit` or a path ending in `/kit`,
+/// followed by `handoff save`. `echo kit handoff save` does not count.
 pub fn runs_handoff_save(command: &str) -> bool {
-    let words: Vec<&str> = command
-        .split(|c: char| c.is_whitespace() || ";|&(){}`".contains(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    words
-        .windows(3)
-        .any(|w| (w[0] == "kit" || w[0].ends_with("/kit")) && w[1] == "handoff" && w[2] == "save")
+    simple_commands(command).iter().any(|words| {
+        let mut w = words.iter().skip_while(|w| is_assignment(w));
+        matches!(
+            (w.next(), w.next(), w.next()),
+            (Some(k), Some(h), Some(s)) if (k == "kit" || k.ends_with("/kit")) && h == "handoff" && s == "save"
+        )
+    })
 }
 
-/// The stamp id in the output of `kit handoff save` (`… stamp 5d0c1f2a9b3e …`).
-pub fn stamp_in_output(text: &str) -> Option<String> {
-    let mut rest = text;
-    while let Some(i) = rest.find("stamp ") {
-        let cand = &rest[i + 6..];
-        let id: String = cand.chars().take(12).collect();
-        if id.len() == 12
-            && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-            && !cand[12..].starts_with(|c: char| c.is_ascii_hexdigit())
-        {
-            return Some(id);
+/// The words of each simple command of a shell line (quotes removed, no expansion).
+fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut cmds: Vec<Vec<String>> = vec![Vec::new()];
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some('"') if c == '\\' => {
+                if let Some(n) = chars.next() {
+                    word.get_or_insert_with(String::new).push(n);
+                }
+            }
+            Some(_) => word.get_or_insert_with(String::new).push(c),
+            None => match c {
+                '\'' | '"' => {
+                    quote = Some(c);
+                    word.get_or_insert_with(String::new);
+                }
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        word.get_or_insert_with(String::new).push(n);
+                    }
+                }
+                c if c.is_whitespace() || ";&|(){}`\n".contains(c) => {
+                    if let Some(w) = word.take() {
+                        cmds.last_mut().expect("never empty").push(w);
+                    }
+                    if !c.is_whitespace() || c == '\n' {
+                        cmds.push(Vec::new());
+                    }
+                }
+                c => word.get_or_insert_with(String::new).push(c),
+            },
         }
-        rest = &rest[i + 6..];
     }
-    None
+    if let Some(w) = word {
+        cmds.last_mut().expect("never empty").push(w);
+    }
+    cmds.retain(|c| !c.is_empty());
+    cmds
+}
+
+/// True for a shell environment assignment word, `NAME=value`.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// The stamp id in the output of `kit handoff save`: only from the exact line [`save`] prints,
+/// `handoff saved: stamp <12 hex> (commit <hex>[, dirty], <N> files fingerprinted) in
+/// longrun/handoff.md`, alone on its line (surrounding whitespace aside). Other mentions of a
+/// stamp (an `echo`, prose) do not count.
+pub fn stamp_in_output(text: &str) -> Option<String> {
+    text.lines().find_map(saved_line_stamp)
+}
+
+fn saved_line_stamp(line: &str) -> Option<String> {
+    let rest = line.trim().strip_prefix("handoff saved: stamp ")?;
+    let (id, rest) = rest.split_at_checked(12)?;
+    let hex = |s: &str| !s.is_empty() && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !hex(id) {
+        return None;
+    }
+    let rest = rest.strip_prefix(" (commit ")?;
+    let (commit, rest) = rest.split_once([',', ')'])?;
+    if !hex(commit) {
+        return None;
+    }
+    let rest = rest.strip_prefix(" dirty,").unwrap_or(rest);
+    let (n, rest) = rest.trim_start().split_once(' ')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    (rest == format!("files fingerprinted) in {}/handoff.md", crate::longrun::DIR))
+        .then(|| id.to_string())
 }
 
 /// Where a transcript proves a save.
@@ -215,8 +283,12 @@ pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
                     let Some(&call_line) = calls.get(id) else { continue };
                     let text = match b.get("content") {
                         Some(Value::String(s)) => s.clone(),
-                        Some(other) => other.to_string(),
-                        None => String::new(),
+                        Some(Value::Array(parts)) => parts
+                            .iter()
+                            .filter_map(|p| p.get("text").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        _ => String::new(),
                     };
                     if stamp_in_output(&text).as_deref() == Some(stamp) {
                         return Ok(Some(Proof {
@@ -641,6 +713,12 @@ mod tests {
             ("kit handoff verify", false),
             ("echo 'kit handoff' save", false),
             ("mykit handoff save", false),
+            ("echo kit handoff save stamp 5d0c1f2a9b3e", false),
+            ("echo \"x; kit handoff save\"", false),
+            ("A=1 B=2 kit handoff save", true),
+            ("cd /r; ./target/debug/kit handoff save", true),
+            ("printf 'Done.' | kit handoff save", true),
+            ("kit handoff saved", false),
         ] {
             assert_eq!(runs_handoff_save(cmd), yes, "{cmd}");
         }
@@ -648,10 +726,13 @@ mod tests {
 
     #[test]
     fn finds_the_stamp_in_output() {
-        assert_eq!(
-            stamp_in_output("handoff saved: stamp 5d0c1f2a9b3e (commit abc)").as_deref(),
-            Some("5d0c1f2a9b3e")
-        );
+        let line = "handoff saved: stamp 5d0c1f2a9b3e (commit 1a2b3c4, dirty, 3 files fingerprinted) in longrun/handoff.md";
+        assert_eq!(stamp_in_output(&format!("x\n{line}\n")).as_deref(), Some("5d0c1f2a9b3e"));
+        let clean = line.replace(", dirty", "");
+        assert_eq!(stamp_in_output(&clean).as_deref(), Some("5d0c1f2a9b3e"));
+        assert_eq!(stamp_in_output("kit handoff save stamp 5d0c1f2a9b3e"), None);
+        assert_eq!(stamp_in_output(&format!("echo {line}")), None);
+        assert_eq!(stamp_in_output("handoff saved: stamp 5d0c1f2a9b3e (commit abc)"), None);
         assert_eq!(stamp_in_output("stamp 5d0c1f2a9b3e0 too long"), None);
         assert_eq!(stamp_in_output("no stamp here"), None);
     }

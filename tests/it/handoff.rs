@@ -31,11 +31,16 @@ pub fn commit_all(dir: &Path) {
 /// Append to a transcript the Bash tool call `kit handoff save` and its result `output`, as
 /// Claude Code writes them (formats §3.1–3.2).
 pub fn append_save_call(transcript: &Path, output: &str) {
+    append_bash_call(transcript, "kit handoff save", output);
+}
+
+/// Append to a transcript a Bash tool call running `command` and its result `output`.
+pub fn append_bash_call(transcript: &Path, command: &str, output: &str) {
     let mut f = fs::OpenOptions::new().append(true).create(true).open(transcript).unwrap();
     let call = json!({"type": "assistant", "isSidechain": false, "timestamp": "2026-10-01T08:58:00Z",
         "message": {"model": "claude-opus-4-6", "id": "msg_save", "role": "assistant",
             "content": [{"type": "tool_use", "id": "toolu_save1", "name": "Bash",
-                         "input": {"command": "kit handoff save", "description": "Save the handoff"}}],
+                         "input": {"command": command, "description": "Save the handoff"}}],
             "usage": {"input_tokens": 3, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": 9}}});
     let result = json!({"type": "user", "isSidechain": false, "timestamp": "2026-10-01T08:58:01Z",
         "message": {"role": "user", "content": [{"tool_use_id": "toolu_save1", "type": "tool_result",
@@ -200,5 +205,30 @@ fn runtime_files_under_longrun_never_break_the_verification() {
     fs::write(d.path().join("longrun/.hook/s.json"), "{}").unwrap();
     fs::write(d.path().join("longrun/PAUSE"), "").unwrap();
     let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn a_forged_save_call_proves_nothing() {
+    // A command that only mentions `kit handoff save`, or output that only mentions the stamp,
+    // is not the save: the proof needs the real invocation and the exact line it prints.
+    let d = repo();
+    let (_, line) = save_with_stdin(d.path(), "Done: f.\n");
+    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    let transcript = d.path().join(".home/t.jsonl");
+    fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    let t = transcript.to_str().unwrap();
+    append_bash_call(
+        &transcript,
+        &format!("echo kit handoff save stamp {id}"),
+        &format!("kit handoff save stamp {id}"),
+    );
+    append_bash_call(&transcript, &format!("echo '{}'", line.trim()), line.trim());
+    append_bash_call(&transcript, "kit handoff save", &format!("stamp {id}"));
+    let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("holds no tool call that ran `kit handoff save`"), "{out}");
+    append_bash_call(&transcript, "cd . && A=1 kit handoff save", &line);
+    let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
     assert_eq!(code, 0, "{out}");
 }

@@ -575,3 +575,30 @@ fn stop_blocks_a_proven_but_out_of_date_handoff() {
     let again = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
     assert_eq!(again.stdout, "", "blocked once, not twice");
 }
+
+#[test]
+fn a_forged_save_call_does_not_let_the_stop_through() {
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("longrun/handoff.md"), "Done: all.\n").unwrap();
+    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
+    let id = kit::handoff::stamp_in_output(&String::from_utf8_lossy(&saved.stdout)).unwrap();
+    let mut s = Session::new(root);
+    let forged = format!("echo kit handoff save stamp {id}");
+    crate::handoff::append_bash_call(
+        &s.transcript,
+        &forged,
+        &format!("kit handoff save stamp {id}"),
+    );
+    s.call_at_pct(90.0, NOW);
+    let post = s.event(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_input": {"command": forged},
+               "tool_response": {"stdout": format!("kit handoff save stamp {id}"), "stderr": ""}}),
+    );
+    assert_eq!(hook(root, &post).code, 0);
+    assert!(!journal_actions(root).contains(&"handoff_seen@null".to_string()));
+    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    assert_eq!(r.json()["decision"], "block", "{}", r.stdout);
+}
