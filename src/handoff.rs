@@ -246,7 +246,7 @@ pub struct Proof {
 ///
 /// Errors: [`Error::Io`] when the file cannot be read.
 pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
-    let f = std::fs::File::open(path).at(path)?;
+    let f = crate::hook::tail::open_regular(path)?;
     let mut r = BufReader::with_capacity(1 << 16, f);
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
     let mut line = Vec::new();

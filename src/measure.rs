@@ -103,14 +103,22 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
         .collect();
     progress.finish();
     let mut sessions = vec![];
+    // Filters apply to the damage report too: a folder outside `--project` is not reported.
+    damage
+        .unreadable
+        .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
     for s in read? {
-        damage.merge(&s.damage);
-        // A session whose files could not be read at all is only a line in the damage report.
+        // A session whose files could not be read at all is only a line in the damage report
+        // (it has no dates, so only `--project` can filter it).
         let nothing_read = s.api_calls == 0 && s.start_ms.is_none();
         if nothing_read && !s.damage.unreadable.is_empty() {
+            if keep(&MeasureOptions { since_ms: None, ..opts.clone() }, &s) {
+                damage.merge(&s.damage);
+            }
             continue;
         }
         if keep(opts, &s) {
+            damage.merge(&s.damage);
             sessions.push(s);
         }
     }
@@ -151,7 +159,8 @@ fn keep(opts: &MeasureOptions, s: &SessionSummary) -> bool {
         }
     }
     if let Some(since) = opts.since_ms {
-        if s.end_ms.is_some_and(|e| e < since) {
+        // A session without a dated line cannot be shown to be recent.
+        if s.end_ms.is_none_or(|e| e < since) {
             return false;
         }
     }

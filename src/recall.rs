@@ -184,9 +184,11 @@ pub fn search(opts: &RecallOptions) -> Result<Found> {
         })
         .collect();
     let mut all = vec![];
-    for (hits, n, d) in per_file? {
+    for ((hits, n, d), (path, _, _, folder)) in per_file?.into_iter().zip(&files) {
         found.total += n;
-        found.damage.merge(&d);
+        if !hits.is_empty() || in_scope(opts, path, folder) {
+            found.damage.merge(&d);
+        }
         all.extend(hits);
     }
     all.sort_by(|a, b| (a.ts_ms, &a.path, a.line).cmp(&(b.ts_ms, &b.path, b.line)));
@@ -271,6 +273,21 @@ fn search_file(
         Ok(Parsed::Known)
     })?;
     Ok((hits, total, damage))
+}
+
+/// Whether a file's damage belongs in the report under `--project` and `--since` (filters
+/// apply to everything shown): its project folder names the project, and it was written at or
+/// after `--since`. A file with a hit is always in scope.
+fn in_scope(opts: &RecallOptions, path: &Path, folder: &str) -> bool {
+    let project_ok = opts.project.as_deref().is_none_or(|p| folder.contains(p));
+    let since_ok = opts.since_ms.is_none_or(|since| {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok())
+            .is_none_or(|t| t.as_millisecond() >= since)
+    });
+    project_ok && since_ok
 }
 
 fn is_meta_line(raw: &[u8]) -> bool {

@@ -93,7 +93,7 @@ impl Tail {
 /// Errors: [`crate::Error::Io`] when the file cannot be opened or read. Malformed, partial and
 /// unknown lines are skipped, never an error.
 pub fn read_tail(path: &Path) -> Result<Tail> {
-    let mut f = File::open(path).at(path)?;
+    let mut f = open_regular(path)?;
     let len = f.metadata().at(path)?.len();
     let mut tail = Tail::default();
     let mut start = len;
@@ -124,15 +124,34 @@ pub fn read_tail(path: &Path) -> Result<Tail> {
     }
 }
 
+/// Open `path` for reading only when it is a regular file: opening a FIFO would block until a
+/// writer comes (the hook would hang the session), and a device or folder is no transcript.
+///
+/// Errors: [`crate::Error::Io`] when it does not exist or cannot be read; [`crate::Error::Input`]
+/// when it is not a regular file.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let meta = std::fs::metadata(path).at(path)?;
+    if !meta.is_file() {
+        return Err(crate::Error::input(
+            path,
+            None,
+            "not a regular file (a FIFO, device or folder); refused",
+        ));
+    }
+    File::open(path).at(path)
+}
+
 /// Look at one complete line; true when it is the last API call (the search is over).
 fn look_at(line: &[u8], tail: &mut Tail) -> bool {
     let finder = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
     if finder(b"compact_boundary") {
-        if tail.compaction_after.is_none() {
-            if let Ok(l) = serde_json::from_slice::<Line>(line) {
-                if l.kind.as_deref() == Some("system")
-                    && l.subtype.as_deref() == Some("compact_boundary")
-                {
+        // Only a real `system` line with subtype compact_boundary counts: the words also occur
+        // in prose and tool inputs (`grep compact_boundary`) of assistant lines.
+        if let Ok(l) = serde_json::from_slice::<Line>(line) {
+            if l.kind.as_deref() == Some("system")
+                && l.subtype.as_deref() == Some("compact_boundary")
+            {
+                if tail.compaction_after.is_none() {
                     let m = l.compact_metadata.unwrap_or_default();
                     tail.compaction_after = Some(Compaction {
                         trigger: m.trigger.unwrap_or_default(),
@@ -141,9 +160,9 @@ fn look_at(line: &[u8], tail: &mut Tail) -> bool {
                         timestamp: l.timestamp.and_then(|t| t.parse().ok()),
                     });
                 }
+                return false;
             }
         }
-        return false;
     }
     if !(finder(b"\"assistant\"") && finder(b"\"usage\"")) {
         return false;
@@ -340,6 +359,36 @@ pub(crate) mod tests {
         assert_eq!(read_tail(&p).unwrap().context(), Some(7));
         std::fs::write(&p, "").unwrap();
         assert_eq!(read_tail(&p).unwrap(), Tail::default());
+    }
+
+    #[test]
+    fn the_words_compact_boundary_in_an_assistant_line_are_not_a_boundary() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        let call = |n: u64, text: &str| {
+            serde_json::json!({"type": "assistant", "message": {"model": "m",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": text}}],
+                "usage": {"input_tokens": n, "cache_read_input_tokens": 0}}})
+            .to_string()
+        };
+        let text = format!(
+            "{}\n{}\n{{\"type\":\"user\",\"message\":{{\"content\":\"the compact_boundary line\"}}}}\n",
+            call(100, "ls"),
+            call(150_000, "grep compact_boundary t.jsonl")
+        );
+        std::fs::write(&p, text).unwrap();
+        let t = read_tail(&p).unwrap();
+        assert_eq!(t.compaction_after, None);
+        assert_eq!(t.context(), Some(150_000));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo.jsonl");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(matches!(read_tail(&p), Err(crate::Error::Input { .. })));
+        assert!(matches!(read_tail(d.path()), Err(crate::Error::Input { .. })));
     }
 
     #[test]

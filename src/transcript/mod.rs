@@ -193,7 +193,8 @@ pub struct ApiCall {
     pub context_tokens: u64,
     /// Seconds since the previous API call of the same agent, None for the first.
     pub gap_s: Option<f64>,
-    /// Whether this call re-wrote the context after the cache TTL in force had expired.
+    /// Whether this call re-wrote the context after the cache TTL in force had expired (a gap
+    /// past the TTL and a cold cache by [`is_rewrite`]).
     pub resume: bool,
     /// The premium of a resume over a warm cache (USD): the re-written tokens at the write
     /// rate minus the same tokens at the read rate. 0 when not a resume or unpriced.
@@ -382,6 +383,20 @@ pub fn format_ts_ms(ms: i64) -> String {
     }
 }
 
+/// Whether a call re-wrote the context rather than reading it from a warm cache: its cache
+/// read is under 90% of the previous call's context (a warm cache serves nearly all of it; a
+/// cold one at most a shared system/tool prefix) and its cache write is at least a quarter of
+/// that context (the rest is written again, not only the new turn's tail).
+///
+/// A gap past the TTL alone is not enough: Claude Code's 1-hour writes, or a cache another
+/// request kept warm, make a call after an 8-minute gap read 150k tokens and write 3.4k — the
+/// cache was warm, nothing was re-written. `prev_context` is the previous call's context
+/// (tokens); 0 (unknown) never makes a resume.
+pub fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
+    let writes = u.cache_write_5m + u.cache_write_1h;
+    prev_context > 0 && u.cache_read < prev_context * 9 / 10 && writes >= prev_context / 4
+}
+
 /// One agent's calls of a session in log order, with the per-call derivations applied by
 /// [`Stream::finish`]: gap, TTL in force, resume and its premium, cost.
 #[derive(Debug, Default)]
@@ -457,6 +472,7 @@ impl<'a> Builder<'a> {
         let mut models = BTreeSet::new();
         let mut peak = 0u64;
         let mut prev_ts: Option<i64> = None;
+        let mut prev_ctx = 0u64;
         let mut ttl_s = TTL_5M_S;
         let (mut resumes, mut resume_tokens, mut resume_cost, mut resume_premium) =
             (0u64, 0u64, 0.0, 0.0);
@@ -488,7 +504,8 @@ impl<'a> Builder<'a> {
                 clock.tick(t);
                 c.gap_s = prev_ts.map(|p| (t - p) as f64 / 1000.0);
                 let writes = c.usage.cache_write_5m + c.usage.cache_write_1h;
-                if prev_ts.is_some_and(|p| t - p > ttl_s * 1000) && writes > 0 {
+                let expired = prev_ts.is_some_and(|p| t - p > ttl_s * 1000);
+                if expired && is_rewrite(&c.usage, prev_ctx) {
                     c.resume = true;
                     resumes += 1;
                     resume_tokens += writes;
@@ -503,6 +520,7 @@ impl<'a> Builder<'a> {
                     }
                 }
                 prev_ts = Some(t);
+                prev_ctx = c.context_tokens;
                 // The TTL in force for the next call: the kind of the latest writes.
                 if writes > 0 {
                     ttl_s = if c.usage.cache_write_1h > c.usage.cache_write_5m {
@@ -621,6 +639,42 @@ mod tests {
         }
         assert_eq!(parse_ts_ms("2026-02-12T20:30:28Z"), Some(1_770_928_228_000));
         assert_eq!(parse_ts_ms("yesterday"), None);
+    }
+
+    #[test]
+    fn a_warm_cache_after_a_gap_is_not_a_resume() {
+        let u = |read, write| Usage { cache_read: read, cache_write_5m: write, ..Usage::default() };
+        // QA's case: 8 minutes after a 153k context, 150k read and 3.4k written.
+        assert!(!is_rewrite(&u(150_000, 3_400), 153_000));
+        // The 4-hour gap of the spotter sample: nothing read, the whole context written.
+        assert!(is_rewrite(&u(0, 82_720), 82_000));
+        // A cold cache still serving the 12k shared prefix of a small context.
+        assert!(is_rewrite(&u(12_000, 6_295), 18_053));
+        // After a compaction the context is small: written, but not a re-write of the old one.
+        assert!(!is_rewrite(&u(0, 30_000), 160_000));
+        assert!(!is_rewrite(&u(0, 30_000), 0));
+        // Through the summary: only the third call, after a cold gap, is a resume.
+        let call = |min: i64, read, write| ApiCall {
+            ts_ms: Some(min * 60_000),
+            model: Arc::from("claude-sonnet-4-5-20250929"),
+            usage: u(read, write),
+            reasoning: 0,
+            context_tokens: read + write,
+            gap_s: None,
+            resume: false,
+            resume_premium_usd: 0.0,
+            cost_usd: None,
+            sidechain: false,
+        };
+        let mut stream = Stream {
+            calls: vec![call(0, 140_000, 13_000), call(8, 150_000, 3_400), call(20, 0, 154_000)],
+        };
+        let opts = EngineOptions::standard();
+        let mut b = Builder::new(opts, Source::Claude, "s".into(), PathBuf::from("s.jsonl"));
+        let s = b.summarise(&mut stream, true);
+        let flags: Vec<bool> = stream.calls.iter().map(|c| c.resume).collect();
+        assert_eq!(flags, [false, false, true]);
+        assert_eq!((s.resumes, s.resume_tokens), (1, 154_000));
     }
 
     #[test]

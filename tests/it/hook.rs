@@ -602,3 +602,17 @@ fn a_forged_save_call_does_not_let_the_stop_through() {
     let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
     assert_eq!(r.json()["decision"], "block", "{}", r.stdout);
 }
+
+#[test]
+fn a_fifo_as_transcript_is_refused_not_waited_on() {
+    let d = project();
+    let s = Session::new(d.path());
+    let fifo = d.path().join(".home/fifo.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let mut ev = s.event("Stop", json!({"stop_hook_active": false}));
+    ev["transcript_path"] = json!(fifo);
+    let r = hook(d.path(), &ev);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+}

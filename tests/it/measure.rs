@@ -663,3 +663,41 @@ fn no_sessions_names_the_paths_given() {
     assert!(text.contains(&format!("looked in: {}\n", empty.display())), "{text}");
     assert!(!text.contains(".codex"), "{text}");
 }
+
+#[test]
+fn project_and_since_filter_the_damage_report_and_undated_sessions() {
+    let mut bad = fasthooks();
+    bad.extend(b"{not json}\n");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("claude");
+    for (proj, name, bytes) in [
+        ("-src-alpha", "a.jsonl", &fasthooks()[..]),
+        ("-src-beta", "b.jsonl", &bad[..]),
+        // Only a summary line: no timestamp anywhere.
+        ("-src-alpha", "undated.jsonl", &b"{\"type\":\"summary\",\"summary\":\"x\"}\n"[..]),
+    ] {
+        let p = root.join("projects").join(proj).join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let r = root.to_str().unwrap();
+    let all = measure_json(d.path(), &[r]);
+    assert_eq!(all["damage"]["malformed"], 1, "{all}");
+    let alpha = measure_json(d.path(), &["--project", "alpha", r]);
+    assert_eq!(alpha["skipped_lines"], 0, "{alpha}");
+    let since = measure_json(d.path(), &["--since", "2020-01-01", "--project", "alpha", r]);
+    let ids: Vec<&str> = since["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a"], "{since}");
+    let out = kit(d.path())
+        .args(["recall", "--project", "alpha", "run a command"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("malformed"), "{text}");
+}
