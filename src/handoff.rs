@@ -98,6 +98,11 @@ pub struct Handoff {
     pub summary: String,
     /// The stamp, when the file has a block.
     pub stamp: Option<Stamp>,
+    /// Text after the stamp block, trimmed (empty for a file `kit handoff save` wrote): the
+    /// stamp must end the file, so [`check`] fails on it.
+    pub trailing: String,
+    /// 1-based line where `trailing` starts (0 when empty).
+    pub trailing_line: usize,
 }
 
 /// Split `text` into summary and stamp block. `path` names the file in errors.
@@ -106,7 +111,12 @@ pub struct Handoff {
 pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
     let lines: Vec<&str> = text.lines().collect();
     let Some(open) = lines.iter().rposition(|l| l.trim_end() == FENCE) else {
-        return Ok(Handoff { summary: text.trim().to_string(), stamp: None });
+        return Ok(Handoff {
+            summary: text.trim().to_string(),
+            stamp: None,
+            trailing: String::new(),
+            trailing_line: 0,
+        });
     };
     let close = lines[open + 1..]
         .iter()
@@ -125,7 +135,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
     if cut > 0 && lines[cut - 1].trim() == MARKER {
         cut -= 1;
     }
-    Ok(Handoff { summary: lines[..cut].join("\n").trim().to_string(), stamp: Some(stamp) })
+    let after = &lines[close + 1..];
+    let (trailing, trailing_line) = match after.iter().position(|l| !l.trim().is_empty()) {
+        Some(i) => (after[i..].join("\n").trim().to_string(), close + 2 + i),
+        None => (String::new(), 0),
+    };
+    Ok(Handoff {
+        summary: lines[..cut].join("\n").trim().to_string(),
+        stamp: Some(stamp),
+        trailing,
+        trailing_line,
+    })
 }
 
 /// The stamp id of the handoff at `path`, if it has a block that parses (cheap; for the hook).
@@ -325,9 +345,15 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
     let piped = opts.piped.as_deref().unwrap_or("");
     let summary = if piped.trim().is_empty() {
         match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                parse(&path, &text).map(|h| h.summary).unwrap_or_else(|_| text.trim().to_string())
-            }
+            Ok(text) => parse(&path, &text)
+                .map(|h| {
+                    if h.trailing.is_empty() {
+                        h.summary
+                    } else {
+                        format!("{}\n\n{}", h.summary, h.trailing)
+                    }
+                })
+                .unwrap_or_else(|_| text.trim().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(Error::io(&path, e)),
         }
@@ -463,14 +489,23 @@ pub struct Report {
     pub problems: Vec<String>,
 }
 
-/// The checks of `kit handoff verify` without the transcript proof (DESIGN §11): the stamp id
+/// The checks of `kit handoff verify` without the transcript proof (DESIGN §11): nothing
+/// follows the stamp block, the stamp id
 /// matches its block and `summary`, HEAD is the stamp's commit, every fingerprint matches, and
 /// no file changed since the base commit lacks a fingerprint. The hook's Stop check uses it too.
 ///
 /// Errors: [`Error::Internal`] when git fails; [`Error::Io`] when a file cannot be read.
-pub fn check(project: &Project, summary: &str, stamp: &Stamp) -> Result<Report> {
+pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Report> {
     let mut r = Report::default();
-    let id = stamp.compute_id(summary);
+    if !handoff.trailing.is_empty() {
+        let first = handoff.trailing.lines().next().unwrap_or("");
+        r.problems.push(format!(
+            "text after the stamp block (line {}: `{}`): the stamp must end the file, so this text is not covered by it",
+            handoff.trailing_line,
+            first.chars().take(60).collect::<String>()
+        ));
+    }
+    let id = stamp.compute_id(&handoff.summary);
     if id == stamp.stamp {
         r.ok.push("stamp id matches the block and the summary".into());
     } else {
@@ -532,10 +567,11 @@ pub fn check(project: &Project, summary: &str, stamp: &Stamp) -> Result<Report> 
 pub fn check_longrun(longrun: &Path) -> Result<Option<Report>> {
     let path = longrun.join("handoff.md");
     let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
-    let Ok(Handoff { summary, stamp: Some(stamp) }) = parse(&path, &text) else { return Ok(None) };
+    let Ok(handoff) = parse(&path, &text) else { return Ok(None) };
+    let Some(stamp) = &handoff.stamp else { return Ok(None) };
     let root = longrun.parent().unwrap_or(longrun).to_path_buf();
     let project = Project { root, dir: longrun.to_path_buf() };
-    check(&project, &summary, &stamp).map(Some)
+    check(&project, &handoff, stamp).map(Some)
 }
 
 /// Where `kit handoff verify` looks for the save in a transcript.
@@ -574,7 +610,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
         Err(e) => return Err(Error::io(&path, e)),
     };
     let handoff = parse(&shown, &text)?;
-    let Some(stamp) = handoff.stamp else {
+    let Some(stamp) = handoff.stamp.clone() else {
         return Err(Error::input(&shown, None, "no stamp block: this handoff was not written by `kit handoff save` (a hand-written handoff proves nothing)")
             .with_hint("kit handoff save"));
     };
@@ -589,7 +625,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
             short(&stamp.commit)
         ),
     )?;
-    let report = check(&project, &handoff.summary, &stamp)?;
+    let report = check(&project, &handoff, &stamp)?;
     for ok in &report.ok {
         w(out, format!("  ok   {ok}"))?;
     }
@@ -651,7 +687,7 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
         .or_else(|| {
             std::fs::read_to_string(longrun.join("progress.md")).ok().and_then(|p| next_action(&p))
         })
-        .unwrap_or_else(|| "see longrun/progress.md".to_string());
+        .unwrap_or_else(|| "none given".to_string());
     let mut summary = h.summary.clone();
     if summary.len() > MAX_SUMMARY {
         let mut cut = MAX_SUMMARY;
@@ -683,6 +719,7 @@ pub fn next_action(text: &str) -> Option<String> {
                 .skip_while(|l| l.trim().is_empty())
                 .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
                 .map(|l| l.trim())
+                .filter(|l| !is_placeholder(l))
                 .collect();
             if !body.is_empty() {
                 return Some(body.join(" "));
@@ -691,13 +728,26 @@ pub fn next_action(text: &str) -> Option<String> {
         for prefix in ["next action:", "next:"] {
             if lower.starts_with(prefix) {
                 let rest = t[prefix.len()..].trim();
-                if !rest.is_empty() {
+                if !rest.is_empty() && !is_placeholder(rest) {
                     return Some(rest.trim_matches('*').trim().to_string());
                 }
             }
         }
     }
     None
+}
+
+/// True for template placeholder text: a line of `kit init`'s progress or handoff template, a
+/// line wholly in parentheses (`(The one concrete step to take next.)`) or an HTML comment.
+fn is_placeholder(line: &str) -> bool {
+    let l = line.trim();
+    (l.starts_with('(') && l.ends_with(')'))
+        || (l.starts_with("<!--") && l.ends_with("-->"))
+        || ["templates/progress.md", "templates/handoff.md"].iter().any(|t| {
+            crate::embedded::kit_file(t).is_some_and(|t| {
+                t.lines().any(|tl| tl.trim() == l && !l.starts_with('#') && !l.is_empty())
+            })
+        })
 }
 
 #[cfg(test)]
@@ -764,6 +814,9 @@ mod tests {
             Some("run the tests")
         );
         assert_eq!(next_action("nothing"), None);
+        let template = crate::embedded::kit_file("templates/progress.md").unwrap();
+        assert_eq!(next_action(template), None, "the template's placeholder is no next action");
+        assert_eq!(next_action("## Next action\n(The one concrete step to take next.)\n"), None);
     }
 
     #[test]

@@ -232,3 +232,21 @@ fn a_forged_save_call_proves_nothing() {
     let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn text_after_the_stamp_block_is_named() {
+    let d = repo();
+    assert_eq!(save_with_stdin(d.path(), "Done: f.\n").0, 0);
+    let path = d.path().join("longrun/handoff.md");
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(f, "extra").unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("FAIL text after the stamp block (line"), "{out}");
+    assert!(out.contains("`extra`"), "{out}");
+    // Saving again takes the trailing text into the summary, and then it verifies.
+    assert_eq!(run(d.path(), &["handoff", "save"]).0, 0);
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(fs::read_to_string(&path).unwrap().starts_with("Done: f.\n\nextra\n\n<!--"));
+}

@@ -616,3 +616,17 @@ fn a_fifo_as_transcript_is_refused_not_waited_on() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
 }
+
+#[test]
+fn session_start_says_none_given_instead_of_the_template_placeholder() {
+    // progress.md is still kit init's template; the summary names no next action.
+    let d = project();
+    let root = d.path();
+    crate::handoff::commit_all(root);
+    fs::write(root.join("longrun/handoff.md"), "Parser done.\n").unwrap();
+    assert!(kit(root).args(["handoff", "save"]).output().unwrap().status.success());
+    let s = Session::new(root);
+    let text = hook(root, &s.event("SessionStart", json!({"source": "compact"}))).context_text();
+    assert!(text.contains("Next action: none given"), "{text}");
+    assert!(!text.contains("(The one concrete step"), "{text}");
+}
