@@ -90,7 +90,9 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
-    let read: Result<Vec<SessionSummary>> = jobs
+    // Collected per job, so that under `--strict` the error reported is the first in path
+    // order, whichever thread met it first.
+    let read: Vec<Result<SessionSummary>> = jobs
         .par_iter()
         .map(|job| {
             let s = match job {
@@ -107,7 +109,8 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     damage
         .unreadable
         .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
-    for s in read? {
+    for s in read {
+        let s = s?;
         // A session whose files could not be read at all is only a line in the damage report
         // (it has no dates, so only `--project` can filter it).
         let nothing_read = s.api_calls == 0 && s.start_ms.is_none();

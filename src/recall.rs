@@ -177,14 +177,17 @@ pub fn search(opts: &RecallOptions) -> Result<Found> {
             })
             .collect();
     let limits = ReadLimits { strict: opts.strict, ..Default::default() };
-    let per_file: Result<Vec<(VecDeque<Hit>, u64, Damage)>> = files
+    // Collected per file, so that under `--strict` the error reported is the first in path
+    // order, whichever thread met it first.
+    let per_file: Vec<Result<(VecDeque<Hit>, u64, Damage)>> = files
         .par_iter()
         .map(|(path, source, sid, folder)| {
             search_file(opts, &m, limits, path, *source, sid, folder)
         })
         .collect();
     let mut all = vec![];
-    for ((hits, n, d), (path, _, _, folder)) in per_file?.into_iter().zip(&files) {
+    for (r, (path, _, _, folder)) in per_file.into_iter().zip(&files) {
+        let (hits, n, d) = r?;
         found.total += n;
         if !hits.is_empty() || in_scope(opts, path, folder) {
             found.damage.merge(&d);

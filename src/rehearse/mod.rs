@@ -116,9 +116,22 @@ fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
 }
 
 fn unknown(name: &str) -> Error {
+    if HOOK_SCENARIOS.contains(&name) {
+        // These drive the context-band hook, not `kit loop`: they have no loop outcome to judge.
+        return Error::usage(format!(
+            "`{name}` is a hook scenario, not a loop scenario; kit rehearse runs: {}",
+            SCENARIOS.join(", ")
+        ))
+        .with_hint(format!(
+            "kit hook rehearse (the bands and the Stop block), or in a repository with longrun/: fake-agent --scenario {name} -p go"
+        ));
+    }
     Error::usage(format!("no fake-agent scenario `{name}`; there are: {}", SCENARIOS.join(", ")))
         .with_hint("kit rehearse --scenario finish")
 }
+
+/// Fake-agent scenarios that exercise the hook (`kit hook claude`) rather than `kit loop`.
+const HOOK_SCENARIOS: [&str; 2] = ["bands", "forged"];
 
 /// The sandbox folder: `--keep DIR` (must be empty or missing; kept), else a temporary folder
 /// removed at the end.

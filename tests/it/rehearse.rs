@@ -63,6 +63,12 @@ fn rehearse_refuses_an_unknown_scenario_and_a_non_empty_keep_folder() {
         err.contains("no fake-agent scenario `teleport`") && err.contains("finish, cheat"),
         "{err}"
     );
+    for hook_scenario in ["bands", "forged"] {
+        let out = kit(d.path()).args(["rehearse", "--scenario", hook_scenario]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is a hook scenario") && err.contains("kit hook rehearse"), "{err}");
+    }
 
     std::fs::create_dir(d.path().join("full")).unwrap();
     std::fs::write(d.path().join("full/mine.txt"), "keep me").unwrap();
