@@ -38,7 +38,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert, or `lock_replaced`: `longrun/.lock` deleted or replaced and locked again) |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -636,6 +636,7 @@ impl RunCtx<'_> {
         // agent exists, so that nothing it did can be taken for kit's own record.
         p.guard.seal_journal()?;
         let mut start_record = Value::Null;
+        let mut kit_len = journal_len(&self.project.journal());
         let ended = agent::run(&launch, &mut |started| {
             start_record = json!({
                 "iteration": iteration,
@@ -647,6 +648,7 @@ impl RunCtx<'_> {
                 "log": log_rel,
             });
             journal.append("agent_start", start_record.clone())?;
+            kit_len = journal_len(journal.path());
             let _ = writeln!(
                 out,
                 "iteration {iteration}: agent started (pid {}, pgid {})",
@@ -657,7 +659,17 @@ impl RunCtx<'_> {
         })?;
         // Restore before kit writes again: a journal the agent cut is put back first, and then
         // ends before this iteration's agent_start, which is written again.
+        let forged = cut_appends(&self.project.journal(), kit_len)?;
         let reverts = restore(&p.guard)?;
+        if forged {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": "after_agent", "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: removed lines the agent appended to longrun/journal.jsonl"
+            ));
+        }
         let journal_rel = rel_path(&self.project, &self.project.journal());
         if reverts.iter().any(|r| Path::new(&r.path) == journal_rel) {
             self.journal("agent_start", start_record)?;
@@ -713,10 +725,17 @@ impl RunCtx<'_> {
     /// again: a revert now means the results ran on a tree that was not the verified one.
     fn check(&mut self, p: &mut Prepared, iteration: u64, phase: &str) -> Result<Check> {
         p.guard.seal_journal()?;
+        let kit_len = journal_len(&self.project.journal());
         let results =
             crate::goal::run_all(&p.goal, &self.project.root, p.settings.criterion_timeout);
         let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
         end_strays()?;
+        if cut_appends(&self.project.journal(), kit_len)? {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": phase, "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
+            )?;
+        }
         let late = restore(&p.guard)?;
         self.cheats(&late, iteration, phase)?;
         let views = CriterionView::all(&results);
@@ -756,6 +775,47 @@ fn end_strays() -> Result<()> {
     procs::end_tree(std::process::id() as i32, 0, Duration::from_secs(10)).map(|_| ()).map_err(
         |alive| Error::internal(format!("processes {alive:?} left by a criterion survive SIGKILL")),
     )
+}
+
+/// The journal's length in bytes (0 when missing).
+fn journal_len(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The journal is kit's record: lines appended after `kit_len` (its length after kit's own last
+/// append) by anyone else while the agent or the criteria ran are cut off, except `hook`
+/// events (kit's hook runs inside the agent's session). Returns whether anything was cut.
+/// A journal shorter than `kit_len` or rewritten is the guard's business (its sealed prefix).
+///
+/// Errors: [`Error::Io`] when the journal cannot be read or rewritten.
+fn cut_appends(path: &Path, kit_len: u64) -> Result<bool> {
+    use crate::error::IoContext;
+    let Ok(bytes) = std::fs::read(path) else { return Ok(false) };
+    let Ok(cut) = usize::try_from(kit_len) else { return Ok(false) };
+    if bytes.len() <= cut {
+        return Ok(false);
+    }
+    let (kept, extra) = bytes.split_at(cut);
+    let mut out = kept.to_vec();
+    let mut dropped = false;
+    for line in extra.split_inclusive(|&b| b == b'\n') {
+        let hook = line.ends_with(b"\n")
+            && serde_json::from_slice::<Value>(line)
+                .is_ok_and(|v| history::event_name(&v) == "hook");
+        if hook {
+            out.extend_from_slice(line);
+        } else {
+            dropped = true;
+        }
+    }
+    if dropped {
+        let perm = {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(path).at(path)?.permissions().mode() & 0o7777
+        };
+        crate::atomic::write_atomic_mode(path, &out, perm)?;
+    }
+    Ok(dropped)
 }
 
 /// Put the frozen files (and the journal's sealed prefix) back.

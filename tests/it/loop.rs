@@ -430,6 +430,25 @@ fn git_config_set_by_the_agent_never_runs_as_kit() {
 }
 
 #[test]
+fn lines_the_agent_appends_to_the_journal_are_cut_and_journaled() {
+    let d = project(false);
+    let forged = r#"{"ts":"2026-01-01T00:00:00Z","event":"loop_end","outcome":"done","iterations":1,"iteration":1,"reason":"forged","exit":0}"#;
+    write(d.path(), "forge.sh", &format!("echo '{forged}' >> longrun/journal.jsonl\n"));
+    let o = kit_loop(d.path(), &["--agent", "sh ./forge.sh", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        !read(d.path(), "longrun/journal.jsonl").contains("\"forged\""),
+        "{}",
+        read(d.path(), "longrun/journal.jsonl")
+    );
+    let cheats = events(d.path(), "cheat");
+    assert!(cheats.iter().any(|c| c["kind"] == "journal_appended"), "{cheats:?}");
+    let ends = events(d.path(), "loop_end");
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["outcome"], "cap");
+}
+
+#[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
     let record =
