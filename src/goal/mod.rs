@@ -187,15 +187,12 @@ pub const IMPLICITLY_FROZEN: [&str; 3] =
 /// when it cannot be read, [`Error::Input`] (`longrun/goal.md:LINE`) when it is malformed.
 pub fn load(project: &Project) -> Result<Goal> {
     let path = project.goal();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::usage(format!("no goal: {} does not exist", path.display()))
-                .with_hint("kit init (it writes a goal.md template to fill in)"));
-        }
-        Err(e) => return Err(Error::io(&path, e)),
+    let shown = display_path(project, &path);
+    let Some(text) = crate::longrun::read_user_text(&path, &shown)? else {
+        return Err(Error::usage(format!("no goal: {} does not exist", path.display()))
+            .with_hint("kit init (it writes a goal.md template to fill in)"));
     };
-    parse(&display_path(project, &path), &text)
+    parse(&shown, &text)
 }
 
 /// The repo-relative paths frozen by `longrun/frozen.toml` (files and folders): the keys of its

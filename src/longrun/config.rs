@@ -199,12 +199,10 @@ impl Config {
     /// Errors: [`Error::Input`] naming `config.toml:LINE` for TOML syntax, unknown keys, wrong
     /// types, a `format_version` newer than this kit, or an invalid duration, size or cap.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        Config::parse(path, &text)
+        match crate::longrun::read_user_text(path, path)? {
+            Some(text) => Config::parse(path, &text),
+            None => Ok(Config::default()),
+        }
     }
 
     /// Parse and validate config text; `path` is used in messages only.

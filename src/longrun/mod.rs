@@ -128,3 +128,43 @@ pub fn git_toplevel(start: &Path) -> Result<PathBuf> {
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
+
+/// Read a user-written text file (goal.md, config.toml). `Ok(None)` when it does not exist.
+///
+/// Errors: [`Error::Input`] naming `shown:LINE` of the first byte that is not UTF-8, with the
+/// next step; [`Error::Io`] when it cannot be read.
+pub fn read_user_text(path: &Path, shown: &Path) -> Result<Option<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::input(shown, Some(line), "not valid UTF-8 text")
+            .with_hint(format!("save {} as UTF-8, then run the command again", shown.display()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_utf8_names_the_line_and_missing_is_none() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("goal.md");
+        assert!(read_user_text(&p, Path::new("longrun/goal.md")).unwrap().is_none());
+        std::fs::write(&p, b"# Goal: x\n\xff\n").unwrap();
+        match read_user_text(&p, Path::new("longrun/goal.md")) {
+            Err(Error::Input { line: Some(2), path, .. }) => {
+                assert_eq!(path, Path::new("longrun/goal.md"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let cfg = d.path().join("config.toml");
+        std::fs::write(&cfg, b"[caps]\nmax_wall = \"\xfe\"\n").unwrap();
+        assert_eq!(crate::longrun::config::Config::load(&cfg).unwrap_err().exit_code(), 2);
+    }
+}
