@@ -97,7 +97,8 @@ impl Error {
             Error::Usage { hint, .. }
             | Error::Input { hint, .. }
             | Error::Internal { hint, .. } => hint.as_deref(),
-            Error::Io { .. } | Error::Locked { .. } => None,
+            Error::Locked { .. } => Some(LOCKED_HINT),
+            Error::Io { .. } => None,
         }
     }
 
@@ -135,3 +136,7 @@ impl fmt::Display for ErrorReport<'_> {
 
 /// The error as the user sees it: `kit: error: …` and, where there is one, `  next: …`.
 pub struct ErrorReport<'a>(pub &'a Error);
+
+/// The next step when another loop owns `longrun/`: a live holder is never displaced.
+const LOCKED_HINT: &str =
+    "kit status shows what that loop is doing; wait for it to end, or stop it (kill the pid above)";
