@@ -57,7 +57,11 @@ pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// Append one whole line (a `\n` is added) to `path` with a single `write` call on an
 /// `O_APPEND` descriptor, then fsync. If the file does not end in a newline (a torn line left by
 /// a killed writer), a newline is written first so the new line stays whole.
-pub fn append_line(path: &Path, line: &str) -> Result<()> {
+///
+/// Returns the byte range the line (with its `\n`, without a repair newline) occupies in the
+/// file, read from this descriptor's offset after the write: exact even when another process
+/// appends at the same instant.
+pub fn append_line(path: &Path, line: &str) -> Result<std::ops::Range<u64>> {
     debug_assert!(!line.contains('\n'));
     let mut f = OpenOptions::new().create(true).append(true).read(true).open(path).at(path)?;
     let len = f.metadata().at(path)?.len();
@@ -68,8 +72,9 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
     buf.extend_from_slice(line.as_bytes());
     buf.push(b'\n');
     f.write_all(&buf).at(path)?;
+    let end = std::io::Seek::stream_position(&mut f).at(path)?;
     f.sync_data().at(path)?;
-    Ok(())
+    Ok(end - (line.len() as u64 + 1)..end)
 }
 
 fn ends_with_newline(f: &mut File, len: u64) -> bool {

@@ -419,7 +419,9 @@ impl Session {
     /// Append one line to the transcript (whole line, fsync).
     fn record(&mut self, line: Map<String, Value>) -> Result<()> {
         match &self.spec.transcript {
-            Some(path) => kit::atomic::append_line(path, &Value::Object(line).to_string()),
+            Some(path) => {
+                kit::atomic::append_line(path, &Value::Object(line).to_string()).map(|_| ())
+            }
             None => Ok(()),
         }
     }

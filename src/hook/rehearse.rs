@@ -236,7 +236,7 @@ fn describe(o: &Outcome) -> String {
 }
 
 fn append(path: &std::path::Path, line: &str) -> Result<()> {
-    crate::atomic::append_line(path, line)
+    crate::atomic::append_line(path, line).map(|_| ())
 }
 
 fn assistant_line(n: u32, context: u64) -> String {

@@ -39,6 +39,12 @@ impl Journal {
     /// Append event `event` with `fields` (a JSON object; other values are stored under `data`).
     /// `ts` is set from the clock. Returns the line written.
     pub fn append(&self, event: &str, fields: Value) -> Result<Value> {
+        self.append_at(event, fields).map(|(v, _)| v)
+    }
+
+    /// [`Journal::append`], also returning the byte range the line occupies in the file (exact
+    /// even when another process appends at the same instant).
+    pub fn append_at(&self, event: &str, fields: Value) -> Result<(Value, std::ops::Range<u64>)> {
         let mut obj = Map::new();
         obj.insert("ts".into(), Value::String(crate::clock::now_rfc3339()));
         obj.insert("event".into(), Value::String(event.into()));
@@ -51,8 +57,8 @@ impl Journal {
         }
         let v = Value::Object(obj);
         let line = serde_json::to_string(&v).map_err(|e| Error::internal(e.to_string()))?;
-        crate::atomic::append_line(&self.path, &line)?;
-        Ok(v)
+        let at = crate::atomic::append_line(&self.path, &line)?;
+        Ok((v, at))
     }
 }
 

@@ -636,7 +636,8 @@ impl RunCtx<'_> {
         // agent exists, so that nothing it did can be taken for kit's own record.
         p.guard.seal_journal()?;
         let mut start_record = Value::Null;
-        let mut kit_len = journal_len(&self.project.journal());
+        let sealed_len = journal_len(&self.project.journal());
+        let mut own = None;
         let ended = agent::run(&launch, &mut |started| {
             start_record = json!({
                 "iteration": iteration,
@@ -647,8 +648,9 @@ impl RunCtx<'_> {
                 "command": started.command,
                 "log": log_rel,
             });
-            journal.append("agent_start", start_record.clone())?;
-            kit_len = journal_len(journal.path());
+            // The agent already runs: its lines may come before or after this one, so kit
+            // keeps the exact range of its own line rather than a length.
+            own = Some(journal.append_at("agent_start", start_record.clone())?.1);
             let _ = writeln!(
                 out,
                 "iteration {iteration}: agent started (pid {}, pgid {})",
@@ -659,7 +661,7 @@ impl RunCtx<'_> {
         })?;
         // Restore before kit writes again: a journal the agent cut is put back first, and then
         // ends before this iteration's agent_start, which is written again.
-        let forged = cut_appends(&self.project.journal(), kit_len)?;
+        let forged = cut_appends(&self.project.journal(), sealed_len, own.as_slice())?;
         let reverts = restore(&p.guard)?;
         if forged {
             self.journal(
@@ -730,7 +732,7 @@ impl RunCtx<'_> {
             crate::goal::run_all(&p.goal, &self.project.root, p.settings.criterion_timeout);
         let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
         end_strays()?;
-        if cut_appends(&self.project.journal(), kit_len)? {
+        if cut_appends(&self.project.journal(), kit_len, &[])? {
             self.journal(
                 "cheat",
                 json!({ "iteration": iteration, "phase": phase, "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
@@ -782,27 +784,33 @@ fn journal_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-/// The journal is kit's record: lines appended after `kit_len` (its length after kit's own last
-/// append) by anyone else while the agent or the criteria ran are cut off, except `hook`
-/// events (kit's hook runs inside the agent's session). Returns whether anything was cut.
-/// A journal shorter than `kit_len` or rewritten is the guard's business (its sealed prefix).
+/// The journal is kit's record: lines appended after `base` (its length when kit last sealed it)
+/// by anyone else while the agent or the criteria ran are cut off, except kit's own lines at the
+/// byte ranges `own` and `hook` events (kit's hook runs inside the agent's session). Returns
+/// whether anything was cut. A journal shorter than `base` or rewritten is the guard's business
+/// (its sealed prefix).
 ///
 /// Errors: [`Error::Io`] when the journal cannot be read or rewritten.
-fn cut_appends(path: &Path, kit_len: u64) -> Result<bool> {
+fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<bool> {
     use crate::error::IoContext;
     let Ok(bytes) = std::fs::read(path) else { return Ok(false) };
-    let Ok(cut) = usize::try_from(kit_len) else { return Ok(false) };
+    let Ok(cut) = usize::try_from(base) else { return Ok(false) };
     if bytes.len() <= cut {
         return Ok(false);
     }
     let (kept, extra) = bytes.split_at(cut);
     let mut out = kept.to_vec();
     let mut dropped = false;
+    let mut at = base;
     for line in extra.split_inclusive(|&b| b == b'\n') {
-        let hook = line.ends_with(b"\n")
-            && serde_json::from_slice::<Value>(line)
-                .is_ok_and(|v| history::event_name(&v) == "hook");
-        if hook {
+        let range = at..at + line.len() as u64;
+        at = range.end;
+        let whole = line.ends_with(b"\n");
+        let keep = whole
+            && (own.contains(&range)
+                || serde_json::from_slice::<Value>(line)
+                    .is_ok_and(|v| history::event_name(&v) == "hook"));
+        if keep {
             out.extend_from_slice(line);
         } else {
             dropped = true;
@@ -931,6 +939,34 @@ fn tree_state(root: &Path) -> Option<String> {
 mod tests {
     use super::*;
     use crate::goal::Budget;
+
+    #[test]
+    fn agent_lines_are_cut_whether_they_land_before_or_after_kits_own_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let j = Journal::new(&path);
+        j.append("loop_start", json!({})).unwrap();
+        let base = journal_len(&path);
+        let forged = "{\"ts\":\"x\",\"event\":\"loop_end\",\"outcome\":\"done\"}";
+        crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
+        let own = j.append_at("agent_start", json!({"iteration": 1})).unwrap().1;
+        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
+        crate::atomic::append_line(&path, forged).unwrap(); // and after
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"torn"))
+            .unwrap();
+        assert!(cut_appends(&path, base, &[own]).unwrap());
+        let events: Vec<String> = crate::longrun::journal::read(&path)
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(events, ["loop_start", "agent_start", "hook"]);
+        assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
+    }
 
     #[test]
     fn flags_override_config_and_the_goal_budget_wins_when_stricter() {
