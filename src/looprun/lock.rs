@@ -136,7 +136,7 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
     // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
     // than this crate's minimum Rust version.
     if !FileExt::try_lock_exclusive(&file).at(path)? {
-        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
+        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(&mut file) });
     }
     let mut text = String::new();
     file.read_to_string(&mut text).at(path)?;
@@ -197,7 +197,7 @@ fn repair(path: &Path, files: &Mutex<Vec<File>>, holder: &Holder) -> Result<bool
         .open(path)
         .at(path)?;
     if !FileExt::try_lock_exclusive(&file).at(path)? {
-        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
+        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(&mut file) });
     }
     write_record(&mut file, path, holder)?;
     files.push(file);
@@ -273,17 +273,9 @@ impl Drop for LoopLock {
 }
 
 /// The holder record in the lock file at `path`, if there is a readable one. A record being
-/// written at this instant is retried for up to half a second.
+/// written at this instant is read again for up to [`RECORD_PATIENCE`].
 pub fn read_holder(path: &Path) -> Option<Holder> {
-    for _ in 0..25 {
-        if let Ok(t) = std::fs::read_to_string(path) {
-            if let Ok(h) = serde_json::from_str::<Holder>(t.trim()) {
-                return Some(h);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
+    holder_of(&mut File::open(path).ok()?)
 }
 
 /// The live holder of the lock at `path`, if a loop holds it now. Never takes the lock (taking
@@ -313,8 +305,34 @@ pub fn live_holder(path: &Path) -> Option<Holder> {
     })
 }
 
-fn holder_text(path: &Path) -> String {
-    match read_holder(path) {
+/// How long a holder record that is empty or partial is read again before giving up: a holder
+/// writes its record right after taking the flock, but a loaded machine may deschedule it
+/// between the two for longer than a moment.
+const RECORD_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The holder record in `file`, the very inode whose flock another process holds. It is read
+/// through the open file, not the path: the path may have been deleted or replaced since it was
+/// opened (an agent deleting `longrun/.lock` in a loop), and the record on the locked inode is
+/// the one that names the holder. An empty or partial record is read again for up to
+/// [`RECORD_PATIENCE`].
+fn holder_of(file: &mut File) -> Option<Holder> {
+    let deadline = std::time::Instant::now() + RECORD_PATIENCE;
+    loop {
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(0)).is_ok() && file.read_to_string(&mut text).is_ok() {
+            if let Ok(h) = serde_json::from_str::<Holder>(text.trim()) {
+                return Some(h);
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn holder_text(file: &mut File) -> String {
+    match holder_of(file) {
         Some(h) => h.describe(),
         None => "a loop whose holder record is not readable yet".into(),
     }
@@ -398,5 +416,37 @@ mod tests {
         std::fs::remove_file(&p).unwrap();
         let (_other, _) = acquire(&p, &Holder { pid: me.pid + 1, ..me.clone() }).unwrap();
         assert!(lock.verify().is_err());
+    }
+
+    #[test]
+    fn the_holder_is_named_through_the_locked_file_even_after_its_path_was_deleted() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let me = Holder::current();
+        let (_lock, _) = acquire(&p, &me).unwrap();
+        // A second loop opened the file, then the agent deleted the path before it read.
+        let mut opened = File::open(&p).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(holder_of(&mut opened), Some(me));
+    }
+
+    #[test]
+    fn a_record_written_late_by_a_descheduled_holder_is_still_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        std::fs::write(&p, "").unwrap();
+        let mut opened = File::open(&p).unwrap();
+        let me = Holder::current();
+        let record = serde_json::to_string(&me).unwrap();
+        let late = {
+            let p = p.clone();
+            // Longer than the half second a reader used to wait.
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(1500));
+                std::fs::write(p, record).unwrap();
+            })
+        };
+        assert_eq!(holder_of(&mut opened), Some(me));
+        late.join().unwrap();
     }
 }

@@ -98,6 +98,17 @@ fn group_alive(pgid: i64) -> Vec<i32> {
         .collect()
 }
 
+/// A shell agent that works until the test creates `name` in the repository root (at most about
+/// a minute, so that a failed test leaves nothing running), for tests that must act while the
+/// agent runs however slowly a loaded machine starts things.
+fn gated_agent(root: &Path, script: &str, name: &str) {
+    write(
+        root,
+        script,
+        &format!("for i in $(seq 600); do [ -e {name} ] && exit 0; sleep 0.1; done\n"),
+    );
+}
+
 fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
@@ -235,10 +246,12 @@ fn loop_kills_a_hanging_agent_and_its_whole_group_at_the_timeout() {
         &["--agent", "sleep 1000 & sleep 1000", "--timeout", "2s", "--max-iterations", "1"],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(started.elapsed() < Duration::from_secs(30));
+    // The sleeps would last 1000 s; the bounds leave room for a loaded machine.
+    assert!(started.elapsed() < Duration::from_secs(120), "{:?}", started.elapsed());
     let end = events(d.path(), "agent_end").pop().unwrap();
     assert_eq!(end["timed_out"], true);
-    assert!(end["duration_ms"].as_u64().unwrap() >= 2000);
+    let ms = end["duration_ms"].as_u64().unwrap();
+    assert!((2000..2000 + 1000 + 30_000).contains(&ms), "ended {ms} ms after the start: {end}");
     let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
     assert_eq!(group_alive(pgid), Vec::<i32>::new(), "no process of the agent's group survives");
     assert!(text(&o).contains("iteration 1: agent killed at the timeout"), "{}", text(&o));
@@ -250,33 +263,46 @@ fn loop_ends_a_detached_child_that_would_edit_a_frozen_test_later() {
     write(
         d.path(),
         "agent.sh",
-        "setsid sh -c 'sleep 2; echo x >> tests/test_calc.py; echo late > late.txt' </dev/null >/dev/null 2>&1 &\nsed -i 's/a - b/a + b/' calc.py\n",
+        "setsid sh -c 'sleep 29.3; echo x >> tests/test_calc.py; echo late > late.txt' </dev/null >/dev/null 2>&1 &\nsed -i 's/a - b/a + b/' calc.py\n",
     );
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        processes_running(d.path(), "sleep 29.3"),
+        0,
+        "the detached child was killed, not left to run"
+    );
     assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
-    assert!(!d.path().join("late.txt").exists(), "the detached child was killed, not left to run");
+    assert!(!d.path().join("late.txt").exists());
     let end = events(d.path(), "agent_end").pop().unwrap();
     assert!(!end["leftovers_killed"].as_array().unwrap().is_empty(), "{end}");
 }
 
-/// An agent whose calc.py, when imported by a criterion, starts a detached process running `sh`.
-fn stray_agent(root: &Path, sh: &str) {
+/// An agent whose calc.py, when imported by a criterion, starts a detached process running `sh`
+/// and, given `until`, waits (at most a minute) until the file `until` exists before it goes on.
+fn stray_agent(root: &Path, sh: &str, until: Option<&str>) {
+    let wait = until.map_or(String::new(), |f| {
+        format!("import os, time\nfor _ in range(6000):\n    if os.path.exists('{f}'):\n        break\n    time.sleep(0.01)\n")
+    });
     write(
         root,
         "agent.sh",
-        &format!("cat > calc.py <<'PY'\nimport subprocess\nsubprocess.Popen(['sh', '-c', '{sh}'], start_new_session=True)\n\ndef add(a, b):\n    return a + b\nPY\n"),
+        &format!("cat > calc.py <<'PY'\nimport subprocess\nsubprocess.Popen(['sh', '-c', '{sh}'], start_new_session=True)\n{wait}\ndef add(a, b):\n    return a + b\nPY\n"),
     );
 }
 
-fn processes_running(marker: &str) -> usize {
+/// Live processes working in `root` (their cwd is in it) whose command line contains `marker`.
+/// The cwd tells them from the same test's processes in another checkout's run on this machine.
+fn processes_running(root: &Path, marker: &str) -> usize {
+    let root = root.canonicalize().unwrap();
     kit::looprun::procs::snapshot()
         .iter()
         .filter(|p| !p.is_zombie())
         .filter(|p| {
-            std::fs::read(format!("/proc/{}/cmdline", p.pid))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+            std::fs::read_link(format!("/proc/{}/cwd", p.pid))
+                .is_ok_and(|cwd| cwd.starts_with(&root))
+                && std::fs::read(format!("/proc/{}/cmdline", p.pid))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
         })
         .count()
 }
@@ -284,16 +310,21 @@ fn processes_running(marker: &str) -> usize {
 #[test]
 fn loop_ends_a_process_the_code_under_test_leaves_running() {
     let d = project(false);
-    stray_agent(d.path(), "sleep 31.7; echo late > late.txt");
+    stray_agent(d.path(), "sleep 31.7; echo late > late.txt", None);
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(processes_running("sleep 31.7"), 0, "the criteria's stray processes were ended");
+    assert_eq!(
+        processes_running(d.path(), "sleep 31.7"),
+        0,
+        "the criteria's stray processes were ended"
+    );
 }
 
 #[test]
 fn loop_does_not_trust_criteria_while_a_stray_edits_a_frozen_test() {
     let d = project(false);
-    stray_agent(d.path(), "echo x >> tests/test_calc.py");
+    // The criterion waits for the stray's edit, so it lands while the criteria run.
+    stray_agent(d.path(), "echo x >> tests/test_calc.py; touch edited", Some("edited"));
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
@@ -308,7 +339,7 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     write(
         d.path(),
         "hog.py",
-        "import time\nheld = []\nfor i in range(10):\n    held.append(b'x' * (50 << 20))\n    time.sleep(0.3)\ntime.sleep(30)\n",
+        "import time\nheld = []\nfor i in range(10):\n    held.append(b'x' * (50 << 20))\n    time.sleep(0.3)\ntime.sleep(600)\n",
     );
     let o = kit(d.path())
         .env("KIT_MEMORY_ENFORCER", "watchdog")
@@ -318,6 +349,8 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
             "python3 hog.py",
             "--memory-max",
             "100M",
+            "--timeout",
+            "300s",
             "--max-iterations",
             "1",
         ])
@@ -328,8 +361,9 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
     assert_eq!(end["memory_killed"], true, "{end}");
     assert_eq!(end["enforcer"], "watchdog");
     assert!(end["peak_rss_bytes"].as_u64().unwrap() > 100 << 20, "{end}");
+    // The hog would hold its memory for 600 s; the bound leaves room for a loaded machine.
     assert!(
-        end["duration_ms"].as_u64().unwrap() < 20_000,
+        end["duration_ms"].as_u64().unwrap() < 60_000,
         "killed long before the hog finished: {end}"
     );
     assert_eq!(events(d.path(), "memory_cap")[0]["enforcer"], "watchdog");
@@ -339,15 +373,17 @@ fn loop_kills_a_memory_hog_at_the_cap_and_names_the_enforcer() {
 #[test]
 fn a_second_loop_exits_4_naming_the_holder() {
     let d = project(false);
-    let mut first = spawn_loop(d.path(), &["--agent", "sleep 3", "--max-iterations", "1"]);
-    wait_for("the first loop's agent", Duration::from_secs(20), || {
+    gated_agent(d.path(), "slow.sh", "go");
+    let mut first = spawn_loop(d.path(), &["--agent", "sh slow.sh", "--max-iterations", "1"]);
+    wait_for("the first loop's agent", Duration::from_secs(60), || {
         !events(d.path(), "agent_start").is_empty()
     });
     let o = kit_loop(d.path(), &["--agent", "true"]);
+    write(d.path(), "go", "");
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let err = text(&o);
     assert!(err.contains(&format!("pid {} on ", first.id())), "{err}");
-    assert!(err.contains("kit loop --agent sleep 3"), "{err}");
+    assert!(err.contains("kit loop --agent sh slow.sh"), "{err}");
     assert_eq!(first.wait().unwrap().code(), Some(3));
     assert_eq!(events(d.path(), "loop_start").len(), 1, "the second loop wrote nothing");
 }
@@ -355,21 +391,22 @@ fn a_second_loop_exits_4_naming_the_holder() {
 #[test]
 fn an_agent_that_deletes_the_lock_file_never_lets_a_second_loop_displace_the_first() {
     let d = project(false);
-    // The agent keeps deleting longrun/.lock for 3 s: whatever instant the second loop starts,
-    // it must find the first loop alive and leave its agent alone.
-    let agent = "for i in $(seq 150); do rm -f longrun/.lock; sleep 0.02; done";
+    // The agent keeps deleting longrun/.lock until the test says stop (at most about a minute):
+    // whatever instant the second loop starts, it must find the first loop alive and leave its
+    // agent alone.
+    let agent = "rm -f longrun/.lock; touch deleting; for i in $(seq 3000); do [ -e stop ] && exit 0; rm -f longrun/.lock; sleep 0.02; done";
     let first = spawn_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
-    wait_for("the first loop's agent", Duration::from_secs(20), || {
-        !events(d.path(), "agent_start").is_empty()
+    wait_for("the agent deleting the lock", Duration::from_secs(60), || {
+        d.path().join("deleting").exists() && !events(d.path(), "agent_start").is_empty()
     });
     let pgid = events(d.path(), "agent_start")[0]["pgid"].as_i64().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
     for _ in 0..3 {
         let o = kit_loop(d.path(), &["--agent", "true"]);
         assert_eq!(o.status.code(), Some(4), "{}", text(&o));
         assert!(text(&o).contains(&format!("pid {} on ", first.id())), "{}", text(&o));
         assert!(!group_alive(pgid).is_empty(), "the live loop's agent was killed");
     }
+    write(d.path(), "stop", "");
     let out = first.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert_eq!(events(d.path(), "recovered").len(), 0);
@@ -464,10 +501,18 @@ fn a_dead_holders_lock_is_taken_over_and_journaled() {
 #[test]
 fn two_loops_started_at_the_same_instant_exactly_one_runs() {
     let d = project(false);
+    // The winner's agent works until one loop has exited: however late a loaded machine starts
+    // the second loop, the first cannot have ended before it.
+    gated_agent(d.path(), "slow.sh", "go");
     for round in 0..20 {
-        let args = ["--agent", "sleep 0.3", "--max-iterations", "1"];
+        let _ = std::fs::remove_file(d.path().join("go"));
+        let args = ["--agent", "sh slow.sh", "--max-iterations", "1"];
         let mut a = spawn_loop(d.path(), &args);
         let mut b = spawn_loop(d.path(), &args);
+        wait_for("one of the two loops to exit", Duration::from_secs(60), || {
+            a.try_wait().unwrap().is_some() || b.try_wait().unwrap().is_some()
+        });
+        write(d.path(), "go", "");
         let mut codes = [a.wait().unwrap().code(), b.wait().unwrap().code()];
         codes.sort();
         assert_eq!(codes, [Some(3), Some(4)], "round {round}");
@@ -480,10 +525,10 @@ fn two_loops_started_at_the_same_instant_exactly_one_runs() {
 fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
     let d = project(false);
     let mut first = spawn_loop(d.path(), &["--agent", "sleep 1000 & sleep 1000"]);
-    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
     let start = events(d.path(), "agent_start").pop().unwrap();
     let pgid = start["pgid"].as_i64().unwrap();
-    wait_for("both sleeps", Duration::from_secs(5), || group_alive(pgid).len() >= 3);
+    wait_for("both sleeps", Duration::from_secs(60), || group_alive(pgid).len() >= 3);
     first.kill().unwrap();
     first.wait().unwrap();
     assert!(!group_alive(pgid).is_empty(), "SIGKILL of kit leaves the agent running");
@@ -514,9 +559,9 @@ fn ctrl_c_ends_the_agent_restores_frozen_files_and_exits_130() {
     let d = project(false);
     write(d.path(), "agent.sh", "echo x >> tests/test_calc.py\nsleep 1000 & sleep 1000\n");
     let child = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
-    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
     let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
-    wait_for("the agent's edit", Duration::from_secs(5), || {
+    wait_for("the agent's edit", Duration::from_secs(60), || {
         read(d.path(), "tests/test_calc.py") != TEST_CALC
     });
     let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
@@ -685,11 +730,12 @@ fn status_reports_criteria_reverts_caps_and_outcome_from_the_journal() {
 #[test]
 fn status_names_the_live_owner_while_a_loop_runs() {
     let d = project(false);
-    let mut child = spawn_loop(d.path(), &["--agent", "sleep 2", "--max-iterations", "1"]);
-    wait_for("the agent", Duration::from_secs(20), || !events(d.path(), "agent_start").is_empty());
-    let s: Value =
-        serde_json::from_slice(&kit(d.path()).args(["status", "--json"]).output().unwrap().stdout)
-            .unwrap();
+    gated_agent(d.path(), "slow.sh", "go");
+    let mut child = spawn_loop(d.path(), &["--agent", "sh slow.sh", "--max-iterations", "1"]);
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let status = kit(d.path()).args(["status", "--json"]).output().unwrap();
+    write(d.path(), "go", "");
+    let s: Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(s["owner"]["pid"], child.id());
     assert_eq!(s["outcome"], Value::Null);
     assert_eq!(child.wait().unwrap().code(), Some(3), "status never took the lock from the loop");
