@@ -99,17 +99,19 @@ pub struct LoopArgs {
     /// Agent: claude, codex, fake:SCENARIO, or any command line (overrides config.toml).
     #[arg(long, value_name = "SPEC")]
     pub agent: Option<String>,
-    /// Cap on agent iterations.
-    #[arg(long, value_name = "N")]
+    // The values below take a leading `-` so that `--max-wall -1` is reported as a bad value
+    // of that flag (exit 2, naming it), not as an unknown argument.
+    /// Cap on agent iterations (at least 1).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_iterations: Option<u32>,
     /// Timeout of one iteration, e.g. 30m.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Memory cap of the agent's process tree, e.g. 4G.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub memory_max: Option<String>,
     /// Cap on the loop's wall time, e.g. 4h.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_wall: Option<String>,
 }
 
@@ -154,6 +156,8 @@ pub struct MeasureArgs {
 
 /// `kit recall …`
 #[derive(Debug, Args)]
+#[command(after_help = "JSON: match_start and match_end are UTF-8 byte offsets into \
+snippet (end exclusive), not character offsets.")]
 pub struct RecallArgs {
     /// What to look for (a fixed string unless --regex).
     pub query: String,
@@ -162,6 +166,9 @@ pub struct RecallArgs {
     /// Treat QUERY as a regular expression.
     #[arg(long)]
     pub regex: bool,
+    /// Match ignoring case (fixed string or --regex).
+    #[arg(long, short = 'i')]
+    pub ignore_case: bool,
     /// Only this role: user, assistant, tool.
     #[arg(long, value_name = "ROLE")]
     pub role: Option<String>,
@@ -171,7 +178,7 @@ pub struct RecallArgs {
     /// Only messages since this date or time.
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
-    /// Print JSON.
+    /// Print JSON (schema kit.recall/1; match offsets are bytes, see below).
     #[arg(long)]
     pub json: bool,
     /// At most this many matches.
