@@ -323,6 +323,17 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     }
 }
 
+/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
+/// (see [`lock::live_holder`]; never takes the lock), or else the journal's last run not ended
+/// when its process is still alive here (the lock file may have been deleted under it a moment
+/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
+/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
+pub fn running_loop(project: &Project) -> Option<lock::Holder> {
+    lock::live_holder(&project.lock()).or_else(|| {
+        History::read(&project.journal()).ok()?.open_run.filter(lock::Holder::is_alive_here)
+    })
+}
+
 /// The state of one run while it goes.
 struct RunCtx<'a> {
     project: Project,

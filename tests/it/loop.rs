@@ -800,3 +800,30 @@ fn the_wall_cap_cutting_an_iteration_short_is_reported_as_the_wall_cap() {
     let loop_end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((loop_end["outcome"].as_str(), loop_end["exit"].as_u64()), (Some("cap"), Some(3)));
 }
+
+#[test]
+fn freeze_and_restore_are_refused_while_a_loop_runs_and_check_is_not() {
+    let d = project(false);
+    let frozen = read(d.path(), "longrun/frozen.toml");
+    // The agent waits (at most 60 s) for the test to let it go.
+    let agent = "for i in $(seq 600); do [ -e release ] && break; sleep 0.1; done";
+    let mut first = spawn_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
+    wait_for("the loop's agent", Duration::from_secs(30), || {
+        !events(d.path(), "agent_start").is_empty()
+    });
+    write(d.path(), "calc.py", CALC_FIXED);
+    for args in [&["freeze", "calc.py"][..], &["freeze", "--restore"]] {
+        let o = kit(d.path()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {}", text(&o));
+        let t = text(&o);
+        assert!(t.contains(&format!("longrun/.lock: pid {} on ", first.id())), "{args:?}: {t}");
+        assert!(t.contains("next: kit status"), "{args:?}: {t}");
+    }
+    assert_eq!(read(d.path(), "longrun/frozen.toml"), frozen, "the manifest is untouched");
+    let o = kit(d.path()).args(["freeze", "--check"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "--check only reads: {}", text(&o));
+    write(d.path(), "release", "");
+    assert_eq!(first.wait().unwrap().code(), Some(0), "the loop went on undisturbed");
+    // With the loop ended, freezing works again.
+    kit_ok(d.path(), &["freeze", "calc.py"]);
+}
