@@ -99,17 +99,19 @@ pub struct LoopArgs {
     /// Agent: claude, codex, fake:SCENARIO, or any command line (overrides config.toml).
     #[arg(long, value_name = "SPEC")]
     pub agent: Option<String>,
-    /// Cap on agent iterations.
-    #[arg(long, value_name = "N")]
+    // The values below take a leading `-` so that `--max-wall -1` is reported as a bad value
+    // of that flag (exit 2, naming it), not as an unknown argument.
+    /// Cap on agent iterations (at least 1).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_iterations: Option<u32>,
     /// Timeout of one iteration, e.g. 30m.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Memory cap of the agent's process tree, e.g. 4G.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub memory_max: Option<String>,
     /// Cap on the loop's wall time, e.g. 4h.
-    #[arg(long, value_name = "DUR")]
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_wall: Option<String>,
 }
 

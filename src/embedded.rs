@@ -12,6 +12,19 @@ pub static LESSONS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/lessons");
 pub static EXERCISES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/exercises");
 /// `fake-agent/scenarios/`.
 pub static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/fake-agent/scenarios");
+/// Names of the embedded fake-agent scenarios (`fake-agent/scenarios/NAME.toml`), sorted.
+pub fn scenario_names() -> Vec<String> {
+    let mut v: Vec<String> = SCENARIOS
+        .files()
+        .filter_map(|f| {
+            let p = f.path();
+            (p.extension()? == "toml").then(|| p.file_stem().map(|s| s.to_string_lossy().into()))?
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// `tests/cases/`: the kit test catalogue.
 pub static CASES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/tests/cases");
 

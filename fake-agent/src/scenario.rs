@@ -234,15 +234,7 @@ fn parse_when(when: &str) -> Option<(u64, u64)> {
 
 /// Names of the embedded scenarios, sorted.
 pub fn names() -> Vec<String> {
-    let mut v: Vec<String> = kit::embedded::SCENARIOS
-        .files()
-        .filter_map(|f| {
-            let p = f.path();
-            (p.extension()? == "toml").then(|| p.file_stem().map(|s| s.to_string_lossy().into()))?
-        })
-        .collect();
-    v.sort();
-    v
+    kit::embedded::scenario_names()
 }
 
 #[cfg(test)]

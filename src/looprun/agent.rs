@@ -123,11 +123,17 @@ impl AgentSpec {
 }
 
 impl AgentSpec {
-    /// Check that the agent's program can be started: `claude`, `codex` and `fake-agent` must be
-    /// found (`sh` for a command line always is).
+    /// Check that the agent can be started: `claude`, `codex` and `fake-agent` must be found
+    /// (`sh` for a command line always is), and a fake agent's scenario must exist — an embedded
+    /// one by name, or a scenario file (a name with a `/` or ending in `.toml`, relative to the
+    /// repository `root`, where the agent runs).
     ///
-    /// Errors: [`Error::Usage`] naming the program and the next step (exit 2, before anything ran).
-    pub fn check_installed(&self) -> Result<()> {
+    /// Errors: [`Error::Usage`] naming the program or the scenario (with the embedded scenario
+    /// names) and the next step (exit 2, before anything ran).
+    pub fn check_installed(&self, root: &Path) -> Result<()> {
+        if let AgentSpec::Fake(scenario) = self {
+            check_scenario(scenario, root)?;
+        }
         let argv = self.argv();
         let program = Path::new(&argv[0]);
         let found = if program.components().count() > 1 {
@@ -141,6 +147,31 @@ impl AgentSpec {
         Err(Error::usage(format!("the agent program `{}` is not installed (not on PATH)", argv[0]))
             .with_hint(AGENT_NOT_FOUND_HINT))
     }
+}
+
+/// A fake agent's scenario exists: embedded (`fake-agent/scenarios/NAME.toml`) or, for a name
+/// the fake agent reads as a file, that file under `root`.
+fn check_scenario(scenario: &str, root: &Path) -> Result<()> {
+    if scenario.ends_with(".toml") || scenario.contains('/') {
+        let path = root.join(scenario);
+        if path.is_file() {
+            return Ok(());
+        }
+        return Err(Error::usage(format!(
+            "the fake-agent scenario file `{}` does not exist",
+            path.display()
+        ))
+        .with_hint(FAKE_SCENARIO_HINT));
+    }
+    let names = crate::embedded::scenario_names();
+    if names.iter().any(|n| n == scenario) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "no fake-agent scenario `{scenario}`; the scenarios are: {}",
+        names.join(", ")
+    ))
+    .with_hint(FAKE_SCENARIO_HINT))
 }
 
 /// The `fake-agent` binary: beside the running `kit`, else the name alone (found on PATH).
@@ -469,6 +500,9 @@ fn codex_turn(v: &Value) -> AgentUsage {
         ..AgentUsage::default()
     }
 }
+
+const FAKE_SCENARIO_HINT: &str =
+    "kit loop --agent fake:finish (fake-agent --list describes each scenario)";
 
 const AGENT_NOT_FOUND_HINT: &str =
     "kit doctor (shows which agents this machine has), or kit loop --agent 'COMMAND'";

@@ -3,6 +3,8 @@
 //! runs the goal's criteria and decides whether the work is done.
 //!
 //! One run, in order:
+//! 0. check the flags and the `--agent` (see [`LoopOptions::check`]): a cap turned off, a bad
+//!    value or an agent that cannot start exits 2 before anything is locked or written.
 //! 1. take `longrun/.lock` (flock, non-blocking, holder record; see [`lock`]). Held → exit 4.
 //!    End whatever a killed earlier loop left of its agent's process group (the journal names
 //!    it). kit becomes a child subreaper so no descendant of the agent can escape its tree.
@@ -92,6 +94,37 @@ pub struct LoopOptions {
     pub max_wall: Option<Duration>,
 }
 
+impl LoopOptions {
+    /// Check the flags on their own, before the lock is taken and before anything runs: caps
+    /// may not be off (`--max-iterations` at least 1, `--max-wall`, `--timeout` and
+    /// `--memory-max` above 0), and an `--agent` must be startable (its program installed, a
+    /// fake agent's scenario existing; see [`AgentSpec::check_installed`]). `root` is the
+    /// repository root, where the agent runs.
+    ///
+    /// Errors: [`Error::Usage`] naming the flag and its value, with the next step (exit 2).
+    pub fn check(&self, root: &Path) -> Result<()> {
+        let off = |flag: &str, value: String| {
+            Error::usage(format!("{flag} {value}: caps may not be off; give a value above 0"))
+                .with_hint("kit loop --help")
+        };
+        if self.max_iterations == Some(0) {
+            return Err(off("--max-iterations", "0".into()));
+        }
+        for (flag, d) in [("--timeout", self.timeout), ("--max-wall", self.max_wall)] {
+            if d.is_some_and(|d| d.is_zero()) {
+                return Err(off(flag, "0s".into()));
+            }
+        }
+        if self.memory_max == Some(0) {
+            return Err(off("--memory-max", "0".into()));
+        }
+        if let Some(agent) = &self.agent {
+            AgentSpec::parse(agent)?.check_installed(root)?;
+        }
+        Ok(())
+    }
+}
+
 /// The settings of one run, after config, flags and goal budget were combined.
 #[derive(Clone, Debug)]
 struct Settings {
@@ -111,17 +144,16 @@ impl Settings {
     fn resolve(cfg: &Config, opts: &LoopOptions, budget: &crate::goal::Budget) -> Result<Settings> {
         let agent = opts.agent.clone().unwrap_or_else(|| cfg.agent.command.clone());
         let spec = AgentSpec::parse(&agent)?;
+        // Flags were checked by `LoopOptions::check`, config.toml by `Config::load`.
         let max_iterations = opts.max_iterations.unwrap_or(cfg.caps.max_iterations);
-        if max_iterations == 0 {
-            return Err(Error::usage("--max-iterations must be at least 1 (caps may not be off)"));
-        }
         let stricter_u32 = |a: u32, b: Option<u32>| b.map_or(a, |b| a.min(b));
         let stricter_dur = |a: Duration, b: Option<Duration>| b.map_or(a, |b| a.min(b));
         let max_cost_usd =
             budget.cost_usd.map_or(cfg.caps.max_cost_usd, |b| b.min(cfg.caps.max_cost_usd));
         let timeout = opts.timeout.unwrap_or_else(|| cfg.iteration_timeout());
         if timeout.is_zero() {
-            return Err(Error::usage("--timeout must be longer than 0s"));
+            return Err(Error::usage("the iteration timeout must be longer than 0s")
+                .with_hint("set [timeouts] iteration in longrun/config.toml, e.g. \"30m\""));
         }
         Ok(Settings {
             spec,
@@ -211,6 +243,9 @@ impl Check {
 /// is also journaled as `loop_end`.
 pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
+    // Bad flags and an agent that cannot start are refused before the lock, the journal and
+    // the baseline: nothing is written and no iteration is spent on them.
+    opts.check(&project.root)?;
     crate::atomic::create_dir_all(&project.runs())?;
     let stop = signals::Stop::install();
     let me = lock::Holder::current();
@@ -376,7 +411,7 @@ impl RunCtx<'_> {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
-        settings.spec.check_installed()?;
+        settings.spec.check_installed(&self.project.root)?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -969,6 +1004,39 @@ mod tests {
     }
 
     #[test]
+    fn flags_that_turn_a_cap_off_or_name_a_missing_scenario_are_refused() {
+        let root = Path::new(".");
+        let s = |secs| Some(Duration::from_secs(secs));
+        let cases = [
+            (LoopOptions { max_iterations: Some(0), ..Default::default() }, "--max-iterations 0"),
+            (LoopOptions { timeout: s(0), ..Default::default() }, "--timeout 0s"),
+            (LoopOptions { max_wall: s(0), ..Default::default() }, "--max-wall 0s"),
+            (LoopOptions { memory_max: Some(0), ..Default::default() }, "--memory-max 0"),
+            (
+                LoopOptions { agent: Some("fake:bogus".into()), ..Default::default() },
+                "no fake-agent scenario `bogus`; the scenarios are: bands, cheat, finish",
+            ),
+            (
+                LoopOptions { agent: Some("fake:nowhere/s.toml".into()), ..Default::default() },
+                "scenario file `./nowhere/s.toml` does not exist",
+            ),
+        ];
+        for (opts, want) in cases {
+            let e = opts.check(root).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{opts:?}");
+            assert!(e.to_string().contains(want), "{opts:?}: {e}");
+        }
+        let fine = LoopOptions {
+            max_iterations: Some(1),
+            timeout: s(1),
+            max_wall: s(1),
+            memory_max: Some(1),
+            agent: Some("sh ./agent.sh".into()),
+        };
+        fine.check(root).unwrap();
+    }
+
+    #[test]
     fn flags_override_config_and_the_goal_budget_wins_when_stricter() {
         let cfg = Config::parse(
             Path::new("config.toml"),
@@ -1003,8 +1071,6 @@ mod tests {
             let s = Settings::resolve(&cfg, &opts, &budget).unwrap();
             assert_eq!((s.max_iterations, s.max_wall, s.max_cost_usd), want, "{opts:?} {budget:?}");
         }
-        let zero = LoopOptions { max_iterations: Some(0), ..LoopOptions::default() };
-        assert!(Settings::resolve(&cfg, &zero, &Budget::default()).is_err());
         let agent = LoopOptions { agent: Some("fake:".into()), ..LoopOptions::default() };
         assert!(Settings::resolve(&cfg, &agent, &Budget::default()).is_err());
     }

@@ -706,3 +706,50 @@ fn doctor_names_the_memory_enforcer_and_the_programs() {
     assert!(t.lines().any(|l| l.trim_start().starts_with("git ") && l.contains("/git")), "{t}");
     assert!(t.lines().any(|l| l.trim_start().starts_with("fake-agent ")), "{t}");
 }
+
+/// The journal and the lock file as they are, to show a refused run wrote nothing.
+fn state(root: &Path) -> (String, String, bool) {
+    (
+        read(root, "longrun/journal.jsonl"),
+        read(root, "longrun/.lock"),
+        root.join("longrun/.runs").exists(),
+    )
+}
+
+#[test]
+fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
+    let d = project(false);
+    let before = state(d.path());
+    let o = kit_loop(d.path(), &["--agent", "fake:bogus", "--max-iterations", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("no fake-agent scenario `bogus`; the scenarios are: bands, cheat, finish"),
+        "{t}"
+    );
+    assert!(t.contains("next: kit loop --agent fake:finish"), "{t}");
+    assert!(!t.contains("took longrun/.lock"), "{t}");
+    assert_eq!(state(d.path()), before, "no lock record, journal line or run file");
+}
+
+#[test]
+fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
+    let d = project(false);
+    let before = state(d.path());
+    let cases: [(&[&str], &str); 7] = [
+        (&["--timeout", "abc"], "--timeout: `abc` is not a duration"),
+        (&["--memory-max", "5X"], "--memory-max: `5X` is not a memory size"),
+        (&["--max-wall", "-1"], "--max-wall: `-1` is not a duration"),
+        (&["--max-iterations", "0"], "--max-iterations 0: caps may not be off"),
+        (&["--max-iterations", "-3"], "'-3' for '--max-iterations <N>'"),
+        (&["--timeout", "0s"], "--timeout 0s: caps may not be off"),
+        (&["--max-wall", "0s"], "--max-wall 0s: caps may not be off"),
+    ];
+    for (args, want) in cases {
+        let o = kit_loop(d.path(), &[&["--agent", "sh -c 'echo ran > ran'"], args].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+        assert_eq!(state(d.path()), before, "{args:?} wrote nothing");
+        assert!(!d.path().join("ran").exists());
+    }
+}
