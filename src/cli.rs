@@ -156,6 +156,8 @@ pub struct MeasureArgs {
 
 /// `kit recall …`
 #[derive(Debug, Args)]
+#[command(after_help = "JSON: match_start and match_end are UTF-8 byte offsets into \
+snippet (end exclusive), not character offsets.")]
 pub struct RecallArgs {
     /// What to look for (a fixed string unless --regex).
     pub query: String,
@@ -164,6 +166,9 @@ pub struct RecallArgs {
     /// Treat QUERY as a regular expression.
     #[arg(long)]
     pub regex: bool,
+    /// Match ignoring case (fixed string or --regex).
+    #[arg(long, short = 'i')]
+    pub ignore_case: bool,
     /// Only this role: user, assistant, tool.
     #[arg(long, value_name = "ROLE")]
     pub role: Option<String>,
@@ -173,7 +178,7 @@ pub struct RecallArgs {
     /// Only messages since this date or time.
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
-    /// Print JSON.
+    /// Print JSON (schema kit.recall/1; match offsets are bytes, see below).
     #[arg(long)]
     pub json: bool,
     /// At most this many matches.

@@ -6,7 +6,13 @@
 //! Speed: a fixed query is first looked for in the raw bytes of each line (`memchr::memmem`);
 //! only lines that contain it are parsed. That is sound because JSON writers used by both agents
 //! escape only `"`, `\` and control characters, so a query without those appears verbatim in
-//! the line when it appears in a decoded string. Files are searched in parallel.
+//! the line when it appears in a decoded string. With `-i` the same holds for the query
+//! matched ignoring case (a case-insensitive regex over the raw bytes, then over the text).
+//! Files are searched in parallel.
+//!
+//! JSON output (`kit.recall/1`): each match has `snippet` and `match_start`/`match_end`, which
+//! are UTF-8 **byte** offsets into `snippet` (end exclusive), not character offsets: they
+//! differ as soon as the snippet holds a non-ASCII character (`…`, accents, CJK).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -65,6 +71,8 @@ pub struct RecallOptions {
     pub paths: Vec<PathBuf>,
     /// QUERY is a regular expression.
     pub regex: bool,
+    /// Match ignoring case (Unicode simple case folding), for a fixed string or a regex.
+    pub ignore_case: bool,
     /// Only this role.
     pub role: Option<Role>,
     /// Only projects whose name or folder contains this.
@@ -92,11 +100,13 @@ pub struct Hit {
     pub time: Option<String>,
     /// Who.
     pub role: Role,
-    /// Text around the match, on one line.
+    /// Text around the match, on one line (newlines and tabs become spaces).
     pub snippet: String,
-    /// Byte range of the match inside `snippet`.
+    /// Where the match starts in `snippet`: a UTF-8 **byte** offset, not a character count
+    /// (`snippet.as_bytes()[match_start..match_end]` is the match; in JavaScript, encode the
+    /// snippet with `TextEncoder` before slicing; in Python, slice `snippet.encode()`).
     pub match_start: usize,
-    /// End of that range.
+    /// Where the match ends in `snippet` (UTF-8 byte offset, exclusive).
     pub match_end: usize,
     /// The transcript.
     pub path: PathBuf,
@@ -107,23 +117,44 @@ pub struct Hit {
 }
 
 enum Matcher {
+    /// A fixed string, found with memchr's memmem; `raw_safe` says the raw-line prefilter is
+    /// sound for it.
     Fixed { finder: Box<memchr::memmem::Finder<'static>>, raw_safe: bool },
-    Regex(regex::Regex),
+    /// A regular expression, or a fixed string matched ignoring case. `raw` is the same
+    /// pattern over a line's raw bytes, present only where that prefilter is sound (a fixed
+    /// string without `"`, `\` or control characters).
+    Regex { re: regex::Regex, raw: Option<regex::bytes::Regex> },
 }
 
 impl Matcher {
-    fn new(q: &str, regex: bool) -> Result<Matcher> {
+    /// Errors: an empty query, or an invalid regular expression under `--regex`.
+    fn new(q: &str, regex: bool, ignore_case: bool) -> Result<Matcher> {
         if q.is_empty() {
             return Err(Error::usage("the query is empty").with_hint("kit recall \"some words\""));
         }
-        if regex {
-            let r = regex::Regex::new(q).map_err(|e| {
-                Error::usage(format!("bad regular expression: {e}"))
-                    .with_hint("drop --regex to search for the text as it is")
-            })?;
-            return Ok(Matcher::Regex(r));
-        }
         let raw_safe = !q.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        if regex {
+            let re =
+                regex::RegexBuilder::new(q).case_insensitive(ignore_case).build().map_err(|e| {
+                    Error::usage(format!("bad regular expression: {e}"))
+                        .with_hint("drop --regex to search for the text as it is")
+                })?;
+            return Ok(Matcher::Regex { re, raw: None });
+        }
+        if ignore_case {
+            // An escaped literal compiles unless it passes the regex size limit.
+            let pattern = regex::escape(q);
+            let re =
+                regex::RegexBuilder::new(&pattern).case_insensitive(true).build().map_err(|e| {
+                    Error::usage(format!("cannot match this query ignoring case: {e}"))
+                        .with_hint("drop -i, or search for a shorter part of the text")
+                })?;
+            // Without the raw prefilter the search is still right, only slower.
+            let raw = raw_safe
+                .then(|| regex::bytes::RegexBuilder::new(&pattern).case_insensitive(true).build())
+                .and_then(|r| r.ok());
+            return Ok(Matcher::Regex { re, raw });
+        }
         let finder = Box::new(memchr::memmem::Finder::new(q.as_bytes()).into_owned());
         Ok(Matcher::Fixed { finder, raw_safe })
     }
@@ -132,16 +163,18 @@ impl Matcher {
     fn may_match(&self, raw: &[u8]) -> bool {
         match self {
             Matcher::Fixed { finder, raw_safe: true } => finder.find(raw).is_some(),
+            Matcher::Regex { raw: Some(r), .. } => r.is_match(raw),
             _ => true,
         }
     }
 
+    /// The byte range of the first match in `text`.
     fn find(&self, text: &str) -> Option<(usize, usize)> {
         match self {
             Matcher::Fixed { finder, .. } => {
                 finder.find(text.as_bytes()).map(|i| (i, i + finder.needle().len()))
             }
-            Matcher::Regex(r) => r.find(text).map(|m| (m.start(), m.end())),
+            Matcher::Regex { re, .. } => re.find(text).map(|m| (m.start(), m.end())),
         }
     }
 }
@@ -159,7 +192,7 @@ pub struct Found {
 
 /// Search. Errors: a bad query, a missing PATH, I/O, or damage under `--strict`.
 pub fn search(opts: &RecallOptions) -> Result<Found> {
-    let m = Matcher::new(&opts.query, opts.regex)?;
+    let m = Matcher::new(&opts.query, opts.regex, opts.ignore_case)?;
     let mut found = Found::default();
     let files: Vec<(PathBuf, Source, String, String)> =
         discover::discover(&opts.paths, &mut found.damage)?
@@ -481,13 +514,41 @@ mod tests {
 
     #[test]
     fn raw_prefilter_is_used_only_where_it_is_sound() {
-        let m = Matcher::new("cache miss", false).unwrap();
+        let m = Matcher::new("cache miss", false, false).unwrap();
         assert!(m.may_match(br#"{"text":"a cache miss"}"#));
         assert!(!m.may_match(br#"{"text":"a cache hit"}"#));
-        let q = Matcher::new("say \"hi\"", false).unwrap();
+        let q = Matcher::new("say \"hi\"", false, false).unwrap();
         assert!(q.may_match(br#"{"text":"say \"hi\""}"#));
-        assert!(Matcher::new("", false).is_err());
-        assert!(Matcher::new("(", true).is_err());
+        assert!(Matcher::new("", false, false).is_err());
+        assert!(Matcher::new("(", true, false).is_err());
+    }
+
+    #[test]
+    fn ignore_case_matches_fixed_strings_and_regexes_and_keeps_the_prefilter() {
+        let m = Matcher::new("Cache MISS", false, true).unwrap();
+        // The raw prefilter still rules lines out, ignoring case.
+        assert!(m.may_match(br#"{"text":"a cache miss"}"#));
+        assert!(m.may_match(br#"{"text":"A CACHE MISS"}"#));
+        assert!(!m.may_match(br#"{"text":"a cache hit"}"#));
+        assert_eq!(m.find("after a CaChE mIsS here"), Some((8, 18)));
+        // Regex metacharacters in a fixed query are literal.
+        let dot = Matcher::new("a.b", false, true).unwrap();
+        assert_eq!(dot.find("axb A.B"), Some((4, 7)));
+        assert!(!dot.may_match(br#"{"text":"AXB"}"#));
+        // Unicode case folding; the range is in bytes (É is two bytes).
+        let e = Matcher::new("été", false, true).unwrap();
+        assert!(e.may_match("{\"text\":\"ÉTÉ\"}".as_bytes()));
+        assert_eq!(e.find("l'ÉTÉ"), Some((2, 7)));
+        // A regex, with and without -i.
+        let r = Matcher::new("ls -la$", true, true).unwrap();
+        assert_eq!(r.find("run LS -LA"), Some((4, 10)));
+        assert_eq!(Matcher::new("ls -la$", true, false).unwrap().find("run LS -LA"), None);
+        // Without -i nothing changes: case matters.
+        assert_eq!(Matcher::new("Cache", false, false).unwrap().find("cache"), None);
+        // A query the raw line may hold escaped is searched without the prefilter.
+        let q = Matcher::new("Say \"HI\"", false, true).unwrap();
+        assert!(q.may_match(br#"{"text":"say \"hi\""}"#));
+        assert_eq!(q.find(r#"say "hi""#), Some((0, 8)));
     }
 
     #[test]

@@ -136,6 +136,7 @@ fn recall_options(a: crate::cli::RecallArgs) -> Result<crate::recall::RecallOpti
         query: a.query,
         paths: a.paths,
         regex: a.regex,
+        ignore_case: a.ignore_case,
         role: a.role.as_deref().map(crate::recall::Role::parse).transpose()?,
         project: a.project,
         since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,

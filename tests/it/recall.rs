@@ -98,3 +98,44 @@ fn regex_since_and_project_filter() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad regular expression"));
 }
+
+#[test]
+fn ignore_case_finds_what_the_exact_query_finds_and_marks_the_text_as_written() {
+    let (d, root) = tree();
+    let exact = recall_json(d.path(), &["run a command", root.to_str().unwrap()]);
+    assert_eq!(exact["total_matches"], 2);
+    for args in [&["-i", "RUN A Command"][..], &["--ignore-case", "--regex", "RUN A (COMMAND)"]] {
+        let mut a = args.to_vec();
+        a.push(root.to_str().unwrap());
+        let doc = recall_json(d.path(), &a);
+        assert_eq!(doc["total_matches"], exact["total_matches"], "{args:?}");
+        assert_eq!(doc["matches"], exact["matches"], "{args:?}");
+    }
+    // Without -i the case matters.
+    let none = recall_json(d.path(), &["RUN A Command", root.to_str().unwrap()]);
+    assert_eq!(none["total_matches"], 0);
+    let out = kit(d.path()).args(["recall", "-i", "RUN A COMMAND"]).arg(&root).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("user      can you «run a command» ls -la"), "{text}");
+}
+
+#[test]
+fn json_match_offsets_are_bytes_into_the_snippet() {
+    let (d, root) = tree();
+    let doc = recall_json(d.path(), &["run a command", root.to_str().unwrap()]);
+    let summary = &doc["matches"][1];
+    let s = summary["snippet"].as_str().unwrap();
+    let (a, b) = (
+        summary["match_start"].as_u64().unwrap() as usize,
+        summary["match_end"].as_u64().unwrap() as usize,
+    );
+    // The snippet opens with `…` (3 bytes, 1 character): byte and character offsets differ.
+    assert!(s.starts_with('…'), "{s}");
+    assert_eq!(&s.as_bytes()[a..b], b"run a command");
+    let chars_before = s[..a].chars().count();
+    assert_eq!(chars_before + 2, a);
+    let help = kit(d.path()).args(["recall", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(help.contains("-i, --ignore-case"), "{help}");
+    assert!(help.contains("UTF-8 byte offsets"), "{help}");
+}
