@@ -6,12 +6,16 @@
 //! expectation is met, before the timeout.
 
 use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -30,6 +34,11 @@ const TAIL_CAP: usize = 1 << 20;
 /// How long to wait for the output pipe to close after the process group is gone (a process
 /// that left the group with `setsid` may still hold it).
 const DRAIN_WAIT: Duration = Duration::from_secs(2);
+
+/// After [`DRAIN_WAIT`], what is still in the pipe is read (it was written before the group
+/// ended), but at most this much more: a process outside the group may go on writing. 1 MiB is
+/// Linux's largest pipe buffer by default (`/proc/sys/fs/pipe-max-size`).
+const AFTER_STOP_CAP: usize = 1 << 20;
 
 /// The outcome of one criterion run, as the loop journals it and `kit status` shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -171,8 +180,44 @@ impl Capture {
     }
 }
 
+/// Read the non-blocking pipe `reader` into `capture` until end of file or, once `stop` is set,
+/// until the pipe is empty (at most [`AFTER_STOP_CAP`] more bytes). What was written before
+/// `stop` was set is always read: `stop` is loaded before each read, so "empty" is seen by a
+/// read that started after the stop.
+fn drain(mut reader: std::io::PipeReader, capture: &Mutex<Capture>, stop: &AtomicBool) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut after_stop = 0;
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                capture.lock().unwrap_or_else(|p| p.into_inner()).push(&buf[..n]);
+                if stopping {
+                    after_stop += n;
+                    if after_stop >= AFTER_STOP_CAP {
+                        return;
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if stopping {
+                    return;
+                }
+                let mut fds = [PollFd::new(reader.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, 50u8);
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String> {
-    let (mut reader, writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
+    // Non-blocking, so that the reader can be told to stop once the pipe is empty (see drain).
+    fcntl(reader.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
+        .map_err(|e| format!("pipe: {e}"))?;
     let writer2 = writer.try_clone().map_err(|e| format!("pipe: {e}"))?;
     // The Command (holding our copies of the pipe's write end) is dropped at the end of this
     // statement, so the pipe closes when the group's last process exits.
@@ -189,22 +234,15 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
     let pgid = Pid::from_raw(child.id() as i32);
 
     let capture = Arc::new(Mutex::new(Capture::default()));
+    let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel();
-    {
-        let capture = Arc::clone(&capture);
+    let drainer = {
+        let (capture, stop) = (Arc::clone(&capture), Arc::clone(&stop));
         std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => capture.lock().unwrap_or_else(|p| p.into_inner()).push(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
+            drain(reader, &capture, &stop);
             let _ = done_tx.send(());
-        });
-    }
+        })
+    };
 
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
@@ -229,7 +267,11 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
     // End the whole group: at the timeout, and any background process left after the shell.
     let _ = killpg(pgid, Signal::SIGKILL);
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    // Without end of file by then, a process outside the group holds the pipe: take what the
+    // group wrote (still in the pipe if the reader was not scheduled meanwhile) and stop.
     let _ = done_rx.recv_timeout(DRAIN_WAIT);
+    stop.store(true, Ordering::Release);
+    let _ = drainer.join();
     let output = capture.lock().unwrap_or_else(|p| p.into_inner()).text();
     use std::os::unix::process::ExitStatusExt;
     Ok(Run { exit: status.code(), signal: status.signal(), timed_out, output })
@@ -264,6 +306,46 @@ mod tests {
         assert!(t.starts_with("line 11\n"));
         assert!(t.ends_with("line 30"));
         assert_eq!(tail("", 20), "");
+    }
+
+    #[test]
+    fn output_still_in_the_pipe_when_the_reader_stops_is_kept() {
+        // A process outside the group keeps the write end open, and the reader was not
+        // scheduled before the drain wait ran out: what the group wrote is still in the pipe.
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        fcntl(reader.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).unwrap();
+        std::io::Write::write_all(&mut writer, b"Ran 3 tests\n\nOK\n").unwrap();
+        let capture = Mutex::new(Capture::default());
+        drain(reader, &capture, &AtomicBool::new(true));
+        assert_eq!(capture.lock().unwrap().text(), "Ran 3 tests\n\nOK\n");
+        drop(writer);
+    }
+
+    #[test]
+    fn a_criterion_whose_stray_holds_the_pipe_still_passes_on_what_it_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Criterion {
+            line: 1,
+            kind: Kind::Function,
+            command: "setsid sh -c 'echo $$ > stray; exec sleep 300' & echo OK".into(),
+            expectations: vec![super::super::Expectation::Substring("OK".into())],
+            exit: 0,
+        };
+        let start = Instant::now();
+        let r = run_criterion(&c, dir.path(), Duration::from_secs(60));
+        // End the stray (the loop's end_strays would): wait for its pid, then SIGKILL it.
+        let stray = dir.path().join("stray");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&stray).is_ok_and(|t| t.ends_with('\n'))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Ok(pid) = std::fs::read_to_string(&stray).unwrap_or_default().trim().parse() {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        assert!(r.passed, "{r:#?}");
+        assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
     }
 
     #[test]

@@ -273,15 +273,38 @@ fn blocked(what: &str, r: &Ran) -> Option<Verdict> {
 
 /// `race`: a first loop in the background; once its agent runs, a second loop must meet the
 /// lock (exit 4) and name the first one's pid; the first then ends done.
+///
+/// The first loop's agent (its whole process group) is stopped with SIGSTOP while the second
+/// loop runs and continued after: the scenario's agent works only 5 s, and a loaded machine may
+/// take longer than that to start the second loop, which would then find no loop to meet.
 fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Result<Verdict> {
+    use nix::sys::signal::{killpg, Signal};
     let first = Running::start(sb.kit_command(args))?;
     let pid = first.pid();
     n.note(&format!("started in the background (pid {pid}); waiting for its agent to start"))?;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !sb.journal().iter().any(|e| event(e) == "agent_start") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
+    let mut started = None;
+    while started.is_none() && Instant::now() < deadline {
+        started = sb.journal().into_iter().find(|e| event(e) == "agent_start");
+        if started.is_none() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    let second = sb.kit(args)?;
+    // The group, while its leader is still the agent that was journaled (same start time).
+    let agent_group = started
+        .and_then(|e| Some((i32::try_from(e["pgid"].as_i64()?).ok()?, e["starttime"].as_u64()?)))
+        .filter(|&(g, start)| {
+            g > 1 && crate::looprun::procs::get(g).is_some_and(|p| p.starttime == start)
+        })
+        .map(|(g, _)| nix::unistd::Pid::from_raw(g));
+    if let Some(g) = agent_group {
+        let _ = killpg(g, Signal::SIGSTOP);
+    }
+    let second = sb.kit(args);
+    if let Some(g) = agent_group {
+        let _ = killpg(g, Signal::SIGCONT);
+    }
+    let second = second?;
     n.ran(&format!("{shown}    # a second loop, while the first runs"), &second)?;
     let first = first.wait(COMMAND_LIMIT)?;
     n.ran(&format!("{shown}    # the first loop, when it ends"), &first)?;
