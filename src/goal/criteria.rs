@@ -327,7 +327,8 @@ mod tests {
         let c = Criterion {
             line: 1,
             kind: Kind::Function,
-            command: "setsid sh -c 'echo $$ > stray; exec sleep 300' & echo OK".into(),
+            // The shell waits until the stray has left its group, then prints and exits.
+            command: "setsid sh -c 'echo $$ > stray; exec sleep 300' & until [ -s stray ]; do sleep 0.01; done; echo OK".into(),
             expectations: vec![super::super::Expectation::Substring("OK".into())],
             exit: 0,
         };

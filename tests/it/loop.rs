@@ -834,9 +834,10 @@ fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
 #[test]
 fn the_wall_cap_cutting_an_iteration_short_is_reported_as_the_wall_cap() {
     let d = project(false);
-    // The wall cap (15 s) is far below the iteration timeout: the remaining wall time ends the
-    // agent, and the run stops there, without running the criteria past the cap.
-    let o = kit_loop(d.path(), &["--agent", "sleep 1000", "--max-wall", "15s", "--timeout", "10m"]);
+    // The wall cap (60 s) is far below the iteration timeout: the remaining wall time ends the
+    // agent, and the run stops there, without running the criteria past the cap. The cap counts
+    // from the baseline, so it leaves a loaded machine time to run the baseline's criteria.
+    let o = kit_loop(d.path(), &["--agent", "sleep 1000", "--max-wall", "60s", "--timeout", "10m"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("iteration 1: agent stopped at the wall-time cap"), "{}", text(&o));
     assert!(!text(&o).contains("timeout"), "{}", text(&o));
