@@ -433,8 +433,13 @@ fn install_and_uninstall_round_trip_keeps_other_hooks() {
     fs::write(&settings, serde_json::to_string_pretty(&original).unwrap()).unwrap();
     let dry = kit(root).args(["hook", "install", "--dry-run"]).output().unwrap();
     assert!(dry.status.success());
-    let shown: Value = serde_json::from_slice(&dry.stdout).unwrap();
-    assert_eq!(shown["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    let shown = String::from_utf8_lossy(&dry.stdout);
+    // A unified diff: only additions, five of them kit's command.
+    assert!(shown.starts_with("--- ") && shown.contains("\n+++ "), "{shown}");
+    assert!(!shown.lines().any(|l| l.starts_with('-') && !l.starts_with("---")), "{shown}");
+    let added: Vec<&str> = shown.lines().filter(|l| l.contains("\"kit hook claude\"")).collect();
+    assert_eq!(added.len(), 5, "{shown}");
+    assert!(added.iter().all(|l| l.starts_with('+')), "{shown}");
     assert_eq!(
         serde_json::from_str::<Value>(&fs::read_to_string(&settings).unwrap()).unwrap(),
         original,
@@ -460,17 +465,59 @@ fn install_and_uninstall_round_trip_keeps_other_hooks() {
     assert_eq!(installed["permissions"], original["permissions"]);
     assert_eq!(installed["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
 
+    let text = fs::read_to_string(&settings).unwrap();
     let again = kit(root).args(["hook", "install"]).output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing changed"));
-    assert_eq!(
-        fs::read_to_string(&settings).unwrap(),
-        serde_json::to_string_pretty(&installed).unwrap() + "\n"
-    );
+    assert_eq!(fs::read_to_string(&settings).unwrap(), text);
 
     let un = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
     assert!(un.status.success());
     let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(back, original);
+}
+
+#[test]
+fn install_keeps_key_order_mode_and_links() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let d = git_repo();
+    let root = d.path();
+    // Keys out of alphabetical order, a duplicate-free nested object, 2-space indentation.
+    let text = "{\n  \"permissions\": {\n    \"deny\": [],\n    \"allow\": [\n      \"Bash(ls)\"\n    ]\n  },\n  \"model\": \"opus\",\n  \"cleanupPeriodDays\": 30\n}\n";
+    let real = root.join("dotfiles/settings.json");
+    fs::create_dir_all(real.parent().unwrap()).unwrap();
+    fs::write(&real, text).unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
+    fs::create_dir_all(root.join(".claude")).unwrap();
+    let link = root.join(".claude/settings.json");
+    symlink(&real, &link).unwrap();
+
+    let o = kit(root).args(["hook", "install"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("the link kept"), "{out}");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
+    let now = fs::read_to_string(&real).unwrap();
+    let at = |k: &str| now.find(&format!("\n  \"{k}\"")).unwrap_or_else(|| panic!("{k}: {now}"));
+    assert!(at("permissions") < at("model") && at("model") < at("cleanupPeriodDays"));
+    assert!(at("cleanupPeriodDays") < at("hooks"), "kit's key comes last: {now}");
+    assert!(now.find("\"deny\"").unwrap() < now.find("\"allow\"").unwrap());
+
+    let o = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(fs::read_to_string(&real).unwrap(), text, "uninstall gives back the same bytes");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+
+    // A link to a file that does not exist yet: the file is created where the link points.
+    fs::remove_file(&link).unwrap();
+    symlink("../elsewhere/new.json", &link).unwrap();
+    let o = kit(root).args(["hook", "install"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(root.join("elsewhere/new.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "kit hook claude");
 }
 
 #[test]
