@@ -353,6 +353,30 @@ fn a_prompt_after_an_idle_gap_warns_with_both_costs() {
 }
 
 #[test]
+fn a_long_idle_gap_reads_in_days_and_openai_models_write_no_cache() {
+    // Idle 3 days 4 hours (the golden clock is 2026-10-01T09:00:00Z) on an OpenAI model, which
+    // bills no cache writes: the warning speaks of uncached input, in days.
+    let d = project();
+    let s = Session::new(d.path());
+    s.append(&json!({
+        "type": "assistant", "isSidechain": false, "sessionId": s.id, "timestamp": "2026-09-28T05:00:00Z",
+        "message": {"model": "gpt-5-codex", "id": "msg_gpt", "role": "assistant",
+            "content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": 2000, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 148_000,
+                      "output_tokens": 50}}
+    }));
+    let r = hook(d.path(), &s.event("UserPromptSubmit", json!({"prompt": "back"})));
+    let msg = r.json()["systemMessage"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("idle 3d 4h, longer than the 5m cache TTL"), "{msg}");
+    assert!(msg.contains("sends 150,000 tokens of context again as uncached input"), "{msg}");
+    // 150,000 and 25,000 tokens at gpt-5-codex's $1.25/M input.
+    assert!(msg.contains("$0.1875") && msg.contains("$0.0313"), "{msg}");
+    assert!(!msg.contains("write"), "{msg}");
+    let j = fs::read_to_string(d.path().join("longrun/journal.jsonl")).unwrap();
+    assert!(j.contains("\"why\":\"idle 3d 4h > 5m TTL\""), "{j}");
+}
+
+#[test]
 fn the_hook_reads_real_transcripts() {
     // spotter 4d5611e5 L641–L801: 164,831 tokens right before its automatic compaction.
     let src = fs::read_to_string(
