@@ -724,7 +724,10 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(
-        t.contains("no fake-agent scenario `bogus`; the scenarios are: bands, cheat, finish"),
+        t.contains(&format!(
+            "no fake-agent scenario `bogus`; the scenarios are: {}\n",
+            kit::embedded::scenario_names().join(", ")
+        )),
         "{t}"
     );
     assert!(t.contains("next: kit loop --agent fake:finish"), "{t}");
