@@ -412,7 +412,8 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
     } else if let Some(dir) = real.parent() {
         crate::atomic::create_dir_all(dir)?;
     }
-    crate::atomic::write_atomic_mode(&real, text.as_bytes(), mode.unwrap_or(0o644))?;
+    // An existing file keeps its permission bits; a new one gets the umask's.
+    crate::atomic::write_atomic(&real, text.as_bytes())?;
     let what = if opts.uninstall {
         "kit's hook entries removed from"
     } else {
