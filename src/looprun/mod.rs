@@ -19,6 +19,9 @@
 //!    process may have edited meanwhile).
 //!    Done only when every criterion passes and the second restore found nothing. What the
 //!    agent says counts for nothing.
+//!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
+//!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
+//!    the iteration's log written again from kit's open handle.
 //! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
 //!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
 //!    names the outcome; the journal's `loop_end` holds why.
@@ -40,7 +43,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off) |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -727,6 +730,8 @@ impl RunCtx<'_> {
             failures: &tally.failures,
             reverts: &tally.reverts,
         });
+        // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
+        crate::atomic::create_dir_all(&self.project.runs())?;
         crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
         self.journal(
             "iteration_start",
@@ -840,6 +845,15 @@ impl RunCtx<'_> {
         self.cheats(&reverts, iteration, "after_agent")?;
         if !reverts.is_empty() {
             self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
+        }
+        if ended.log_recovered {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": "after_agent", "path": log_rel, "kind": "run_log_deleted" }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
+            ));
         }
         Ok(AgentRun { reverts, ended, wall_cut, log: log_rel })
     }

@@ -830,3 +830,31 @@ fn freeze_and_restore_are_refused_while_a_loop_runs_and_check_is_not() {
     // With the loop ended, freezing works again.
     kit_ok(d.path(), &["freeze", "calc.py"]);
 }
+
+#[test]
+fn an_agent_that_wipes_untracked_files_or_longrun_does_not_stop_the_loop() {
+    for wipe in ["git clean -fdxq", "rm -rf longrun"] {
+        let d = project(false);
+        // Iteration 1 prints, wipes, weakens a frozen test and prints again; iteration 2 works.
+        let agent = format!(
+            "if [ \"$KIT_ITERATION\" = 1 ]; then echo before-the-wipe; {wipe}; \
+             echo '# weakened' >> tests/test_calc.py; echo after-the-wipe; \
+             else sed -i 's/a - b/a + b/' calc.py; fi"
+        );
+        let o = kit_loop(d.path(), &["--agent", &agent, "--max-iterations", "3"]);
+        assert_eq!(o.status.code(), Some(0), "{wipe}: {}", text(&o));
+        assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 2", "{wipe}");
+        let log = read(d.path(), "longrun/.runs/001.log");
+        assert!(log.contains("before-the-wipe") && log.contains("after-the-wipe"), "{wipe}: {log:?}");
+        assert!(text(&o).contains("iteration 1: the agent deleted longrun/.runs/001.log"), "{wipe}: {}", text(&o));
+        assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC, "{wipe}");
+        assert_eq!(read(d.path(), "longrun/goal.md"), GOAL, "{wipe}");
+        let cheats = events(d.path(), "cheat");
+        let has = |path: &str, kind: &str| {
+            cheats.iter().any(|c| c["path"] == path && c["kind"] == kind && c["iteration"] == 1)
+        };
+        assert!(has("longrun/.runs/001.log", "run_log_deleted"), "{wipe}: {cheats:?}");
+        assert!(has("tests/test_calc.py", "modified"), "{wipe}: {cheats:?}");
+        assert!(d.path().join("longrun/.runs/002.prompt.md").is_file(), "{wipe}");
+    }
+}
