@@ -55,6 +55,9 @@ pub struct CriterionResult {
     pub missing: Vec<String>,
     /// The last [`OUTPUT_TAIL_LINES`] lines of stdout and stderr together.
     pub output_tail: String,
+    /// kit was asked to stop (Ctrl-C, SIGTERM) while it ran: its process group was killed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 mod millis {
@@ -70,17 +73,43 @@ mod millis {
     }
 }
 
-/// Run every criterion of `goal` in order, each with `timeout`.
-pub fn run_all(goal: &Goal, root: &Path, timeout: Duration) -> Vec<CriterionResult> {
-    goal.criteria.iter().map(|c| run_criterion(c, root, timeout)).collect()
+/// Run every criterion of `goal` in order, each with `timeout`, until `stop` says kit was asked
+/// to stop (polled while each runs): the running criterion's process group is then SIGKILLed,
+/// its result marked `interrupted`, and the criteria after it are not run.
+pub fn run_all(
+    goal: &Goal,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Vec<CriterionResult> {
+    let mut results = Vec::new();
+    for c in &goal.criteria {
+        let r = run_until(c, root, timeout, stop);
+        let interrupted = r.interrupted;
+        results.push(r);
+        if interrupted || stop() {
+            break;
+        }
+    }
+    results
 }
 
 /// Run one criterion: `sh -c COMMAND` in `root`, stdin from /dev/null, stdout and stderr into one
 /// pipe, in a new process group that is SIGKILLed as a whole at `timeout` and when the shell
 /// exits. Never fails: a command that cannot start is a failed result saying why.
 pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> CriterionResult {
+    run_until(c, root, timeout, &|| false)
+}
+
+/// [`run_criterion`], also ending the process group as soon as `stop` returns true.
+fn run_until(
+    c: &Criterion,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> CriterionResult {
     let start = Instant::now();
-    let run = execute(&c.command, root, timeout);
+    let run = execute(&c.command, root, timeout, stop);
     let duration = start.elapsed();
     let mut result = CriterionResult {
         line: c.line,
@@ -92,6 +121,7 @@ pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> Criterion
         duration,
         missing: Vec::new(),
         output_tail: String::new(),
+        interrupted: false,
     };
     let run = match run {
         Ok(r) => r,
@@ -102,8 +132,11 @@ pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> Criterion
     };
     result.exit = run.exit;
     result.timed_out = run.timed_out;
+    result.interrupted = run.interrupted;
     result.output_tail = tail(&run.output, OUTPUT_TAIL_LINES);
-    if run.timed_out {
+    if run.interrupted {
+        result.missing.push("stopped by hand; the process group was killed".into());
+    } else if run.timed_out {
         result.missing.push(format!(
             "timed out after {}; the process group was killed",
             crate::duration::format_duration(timeout)
@@ -132,6 +165,7 @@ struct Run {
     exit: Option<i32>,
     signal: Option<i32>,
     timed_out: bool,
+    interrupted: bool,
     output: String,
 }
 
@@ -171,7 +205,12 @@ impl Capture {
     }
 }
 
-fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String> {
+fn execute(
+    command: &str,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<Run, String> {
     let (mut reader, writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
     let writer2 = writer.try_clone().map_err(|e| format!("pipe: {e}"))?;
     // The Command (holding our copies of the pipe's write end) is dropped at the end of this
@@ -208,6 +247,7 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
 
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
+    let mut interrupted = false;
     let timed_out = loop {
         // WNOWAIT leaves the shell a zombie, so its pid (the group id) cannot be reused before
         // the group is killed below.
@@ -223,16 +263,21 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
         if start.elapsed() >= timeout {
             break true;
         }
+        if stop() {
+            interrupted = true;
+            break false;
+        }
         std::thread::sleep(pause.min(timeout.saturating_sub(start.elapsed())));
         pause = (pause * 2).min(Duration::from_millis(25));
     };
-    // End the whole group: at the timeout, and any background process left after the shell.
+    // End the whole group: at the timeout, on a stop, and any background process left after the
+    // shell.
     let _ = killpg(pgid, Signal::SIGKILL);
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
     let _ = done_rx.recv_timeout(DRAIN_WAIT);
     let output = capture.lock().unwrap_or_else(|p| p.into_inner()).text();
     use std::os::unix::process::ExitStatusExt;
-    Ok(Run { exit: status.code(), signal: status.signal(), timed_out, output })
+    Ok(Run { exit: status.code(), signal: status.signal(), timed_out, interrupted, output })
 }
 
 /// The last `n` lines of `text`, each cut to 400 characters.

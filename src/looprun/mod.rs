@@ -502,6 +502,9 @@ impl RunCtx<'_> {
     /// Step 3: the criteria once, before any agent. All pass on a verified tree → done.
     fn baseline(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
         let c = self.check(p, 0, "baseline")?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
         let (commit, dirty) = git_head(&self.project.root);
         self.journal(
             "baseline",
@@ -665,6 +668,9 @@ impl RunCtx<'_> {
         }
 
         let c = self.check(p, iteration, "after_criteria")?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
         if !c.late.is_empty() {
             self.say(format!(
                 "iteration {iteration}: reverted {} (changed while the criteria ran)",
@@ -863,8 +869,20 @@ impl RunCtx<'_> {
     fn check(&mut self, p: &mut Prepared, iteration: u64, phase: &str) -> Result<Check> {
         p.guard.seal_journal()?;
         let kit_len = journal_len(&self.project.journal());
-        let results =
-            crate::goal::run_all(&p.goal, &self.project.root, p.settings.criterion_timeout);
+        let stop = self.stop;
+        let results = crate::goal::run_all(
+            &p.goal,
+            &self.project.root,
+            p.settings.criterion_timeout,
+            &|| stop.requested().is_some(),
+        );
+        if let (Some(sig), Some(r)) = (stop.requested(), results.iter().find(|r| r.interrupted)) {
+            self.say(format!(
+                "loop: stopped by {}; ended the running criterion (goal.md:{}) and its process group",
+                sig.as_str(),
+                r.line
+            ));
+        }
         let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
         end_strays()?;
         if cut_appends(&self.project.journal(), kit_len, &[])? {
