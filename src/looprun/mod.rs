@@ -514,6 +514,9 @@ impl RunCtx<'_> {
             }),
         )?;
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
+        if let Some(e) = commands_not_found(&self.project, &c.views) {
+            return Err(e);
+        }
         tally.total = c.views.len();
         tally.best = c.passed;
         tally.baseline_tree = tree_state(&self.project.root);
@@ -905,7 +908,7 @@ impl RunCtx<'_> {
             name: "interrupted",
             code: signals::EXIT_INTERRUPTED,
             reason: format!(
-                "stopped by {}; the agent's processes were ended and the frozen files restored; kit loop goes on from iteration {}",
+                "stopped by {}; the running processes were ended and the frozen files restored; kit loop goes on from iteration {}",
                 sig.as_str(),
                 self.last_iteration + 1
             ),
@@ -922,6 +925,40 @@ impl RunCtx<'_> {
         }
         Ok(())
     }
+}
+
+/// When every criterion exited 127 (`sh`: command not found) at the baseline, no agent can make
+/// one pass: the error (exit 2) names each criterion's goal.md line and the missing program, read
+/// from the shell's `…: NAME: not found` line (else the command's first word).
+fn commands_not_found(project: &Project, views: &[CriterionView]) -> Option<Error> {
+    if views.is_empty() || views.iter().any(|v| v.exit != Some(127)) {
+        return None;
+    }
+    let re = regex::Regex::new(r"(?m)^[^:\n]*sh: (?:\d+: |line \d+: )?(.+?): (?:command )?not found\s*$")
+        .expect("a valid regex");
+    let goal = rel(project, &project.goal());
+    let mut msg = String::from(
+        "every criterion exited 127 (command not found) at the baseline; no agent can make one pass",
+    );
+    let mut programs: Vec<String> = Vec::new();
+    for v in views {
+        let program = re
+            .captures(&v.output_tail)
+            .map(|c| c[1].to_string())
+            .or_else(|| v.command.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default();
+        msg.push_str(&format!("\n  {goal}:{}: `{program}` is not on PATH", v.line));
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+    }
+    let first = views[0].line as usize;
+    Some(
+        Error::input(rel_path(project, &project.goal()), Some(first), msg).with_hint(format!(
+            "install {} or put it on PATH (try the criterion by hand in the repository root), then kit loop",
+            programs.join(", ")
+        )),
+    )
 }
 
 /// End any process a criterion left running in the background (kit being a subreaper, it was

@@ -886,3 +886,32 @@ fn ctrl_c_while_a_criterion_runs_ends_its_group_and_exits_130() {
     assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
     assert_eq!(read(d.path(), "longrun/.lock"), "", "the lock was released cleanly");
 }
+
+#[test]
+fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2() {
+    let d = project(false);
+    // A PATH with the programs kit and sh need, but no python3.
+    let bin = d.path().join(".home/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for prog in ["sh", "git", "true"] {
+        let found = ["/usr/bin", "/bin", "/usr/local/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(prog))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{prog} not found"));
+        std::os::unix::fs::symlink(found, bin.join(prog)).unwrap();
+    }
+    let o = kit(d.path())
+        .env("PATH", &bin)
+        .args(["loop", "--agent", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("goal.md:7: every criterion exited 127 (command not found)"), "{t}");
+    assert!(t.contains("longrun/goal.md:8: `python3` is not on PATH"), "{t}");
+    assert!(t.contains("next: install python3 or put it on PATH"), "{t}");
+    assert!(events(d.path(), "agent_start").is_empty(), "the agent never started");
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("refused"), Some(2)));
+}
