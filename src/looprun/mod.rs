@@ -934,8 +934,10 @@ fn commands_not_found(project: &Project, views: &[CriterionView]) -> Option<Erro
     if views.is_empty() || views.iter().any(|v| v.exit != Some(127)) {
         return None;
     }
-    let re = regex::Regex::new(r"(?m)^[^:\n]*sh: (?:\d+: |line \d+: )?(.+?): (?:command )?not found\s*$")
-        .expect("a valid regex");
+    let re = regex::Regex::new(
+        r"(?m)^[^:\n]*sh: (?:\d+: |line \d+: )?(.+?): (?:command )?not found\s*$",
+    )
+    .expect("a valid regex");
     let goal = rel(project, &project.goal());
     let mut msg = String::from(
         "every criterion exited 127 (command not found) at the baseline; no agent can make one pass",

@@ -845,8 +845,15 @@ fn an_agent_that_wipes_untracked_files_or_longrun_does_not_stop_the_loop() {
         assert_eq!(o.status.code(), Some(0), "{wipe}: {}", text(&o));
         assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 2", "{wipe}");
         let log = read(d.path(), "longrun/.runs/001.log");
-        assert!(log.contains("before-the-wipe") && log.contains("after-the-wipe"), "{wipe}: {log:?}");
-        assert!(text(&o).contains("iteration 1: the agent deleted longrun/.runs/001.log"), "{wipe}: {}", text(&o));
+        assert!(
+            log.contains("before-the-wipe") && log.contains("after-the-wipe"),
+            "{wipe}: {log:?}"
+        );
+        assert!(
+            text(&o).contains("iteration 1: the agent deleted longrun/.runs/001.log"),
+            "{wipe}: {}",
+            text(&o)
+        );
         assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC, "{wipe}");
         assert_eq!(read(d.path(), "longrun/goal.md"), GOAL, "{wipe}");
         let cheats = events(d.path(), "cheat");
@@ -868,7 +875,11 @@ fn ctrl_c_while_a_criterion_runs_ends_its_group_and_exits_130() {
         "`mkdir -p .home && touch .home/criterion-started && sleep 60.25 && python3 -m unittest tests.test_calc -v`",
     );
     write(d.path(), "longrun/goal.md", &goal);
-    write(d.path(), "longrun/config.toml", &CONFIG.replace("required_level = 3", "required_level = 1"));
+    write(
+        d.path(),
+        "longrun/config.toml",
+        &CONFIG.replace("required_level = 3", "required_level = 1"),
+    );
     let started = Instant::now();
     let child = spawn_loop(d.path(), &["--agent", "true"]);
     wait_for("the criterion", Duration::from_secs(30), || {
@@ -877,7 +888,12 @@ fn ctrl_c_while_a_criterion_runs_ends_its_group_and_exits_130() {
     let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let o = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}: {}", started.elapsed(), text(&o));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}: {}",
+        started.elapsed(),
+        text(&o)
+    );
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
     assert!(text(&o).contains("ended the running criterion (goal.md:7)"), "{}", text(&o));
     assert!(last_line(&o).starts_with("interrupted: stopped by SIGINT"), "{}", text(&o));
@@ -901,11 +917,7 @@ fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2(
             .unwrap_or_else(|| panic!("{prog} not found"));
         std::os::unix::fs::symlink(found, bin.join(prog)).unwrap();
     }
-    let o = kit(d.path())
-        .env("PATH", &bin)
-        .args(["loop", "--agent", "true"])
-        .output()
-        .unwrap();
+    let o = kit(d.path()).env("PATH", &bin).args(["loop", "--agent", "true"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("goal.md:7: every criterion exited 127 (command not found)"), "{t}");
