@@ -5,6 +5,7 @@
 //! and writes a Claude Code transcript. Same seed and fake clock, same bytes.
 
 mod args;
+mod hooks;
 mod scenario;
 mod session;
 mod steps;

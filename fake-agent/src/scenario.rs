@@ -85,15 +85,18 @@ pub enum Step {
         #[serde(default)]
         if_hook_said: Option<String>,
     },
-    /// Run a Claude Code command hook as Claude Code would (formats/claude-code.md §5): the
-    /// event JSON (`session_id`, `transcript_path`, `cwd`, `hook_event_name`, and
-    /// `stop_hook_active` for `Stop`) on the stdin of `sh -c command`. A reply carrying
-    /// `additionalContext` or a Stop `reason` is recorded as Claude Code records hook context (an
+    /// A Claude Code hook event (formats/claude-code.md §5): the handlers configured for it in
+    /// the settings files (`kit hook install` puts `kit hook claude` there; see `hooks.rs`), or
+    /// only `command` when the step names one, each run as `sh -c` with the event JSON
+    /// (`session_id`, `transcript_path`, `cwd`, `hook_event_name`, `permission_mode`; for
+    /// `PostToolUse` the last tool call's `tool_name`, `tool_input`, `tool_response`,
+    /// `tool_use_id`; for `Stop` `stop_hook_active`) on stdin. The context they give Claude
+    /// (`additionalContext`, a Stop's block reason) is recorded as Claude Code records it (an
     /// `isMeta` `<system-reminder>` user line) and kept for `if_hook_said`.
     Hook {
         event: String,
-        #[serde(default = "default_hook_command")]
-        command: String,
+        #[serde(default)]
+        command: Option<String>,
         #[serde(default)]
         stop_hook_active: bool,
     },
@@ -135,9 +138,6 @@ pub enum Step {
     Exit { code: u8 },
 }
 
-fn default_hook_command() -> String {
-    "kit hook claude".into()
-}
 fn default_step_mb() -> u64 {
     50
 }

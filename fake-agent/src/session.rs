@@ -98,6 +98,8 @@ pub struct Session {
     cost_usd: f64,
     api_calls: u32,
     api_ms: u64,
+    /// The last tool result: (tool_use id, its `toolUseResult`), for a `PostToolUse` hook.
+    last_result: Option<(String, Value)>,
     out: std::io::Stdout,
 }
 
@@ -132,6 +134,7 @@ impl Session {
             cost_usd: 0.0,
             api_calls: 0,
             api_ms: 0,
+            last_result: None,
             out: std::io::stdout(),
             spec,
         };
@@ -176,6 +179,16 @@ impl Session {
     /// The session id (a UUID).
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The permission mode it reports (`--permission-mode`, default `default`).
+    pub fn permission_mode(&self) -> &str {
+        &self.spec.permission_mode
+    }
+
+    /// The `toolUseResult` of tool call `id`, if it was the last result recorded.
+    pub fn last_tool_result(&self, id: &str) -> Option<&Value> {
+        self.last_result.as_ref().filter(|(i, _)| i == id).map(|(_, v)| v)
     }
 
     /// The transcript file, if one is written.
@@ -307,6 +320,7 @@ impl Session {
         line.insert("toolUseResult".into(), tool_use_result.clone());
         let uuid = line["uuid"].clone();
         self.record(line)?;
+        self.last_result = Some((tool_use_id.to_string(), tool_use_result.clone()));
         self.emit(&json!({
             "type": "user",
             "message": message,
@@ -472,11 +486,16 @@ impl Session {
 /// `-` (formats §1). Claude Code shortens names over 200 characters with an undocumented hash;
 /// the fake keeps 200 characters and appends `-` and 8 hex digits of sha256 of the path.
 pub fn transcript_path(cwd: &Path, session_id: &str) -> PathBuf {
-    let root = match std::env::var("CLAUDE_CONFIG_DIR").ok().filter(|s| !s.trim().is_empty()) {
+    config_root().join("projects").join(encode_project(cwd)).join(format!("{session_id}.jsonl"))
+}
+
+/// Claude Code's configuration folder: the first entry of `$CLAUDE_CONFIG_DIR` (a comma list),
+/// else `$HOME/.claude`.
+pub fn config_root() -> PathBuf {
+    match std::env::var("CLAUDE_CONFIG_DIR").ok().filter(|s| !s.trim().is_empty()) {
         Some(list) => PathBuf::from(list.split(',').next().unwrap_or("").trim()),
         None => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".claude"),
-    };
-    root.join("projects").join(encode_project(cwd)).join(format!("{session_id}.jsonl"))
+    }
 }
 
 /// Claude Code's project folder name for `cwd` (see [`transcript_path`]).

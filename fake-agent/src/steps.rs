@@ -1,7 +1,7 @@
 //! Performing a scenario's steps on the working tree, each recorded as the API call and tool
 //! call Claude Code would have made for it (`Write`, `Edit`, `Read`, `Bash`).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use kit::error::{Error, Result};
 
+use super::hooks;
 use super::scenario::Step;
 use super::session::Session;
 
@@ -30,8 +31,10 @@ pub struct Runner<'a> {
     said: Vec<String>,
     /// Memory held until the process exits (`allocate`).
     held: Vec<Vec<u8>>,
-    /// What the last `hook` step's command printed (for `if_hook_said`).
+    /// What the last `hook` step's handlers printed and gave Claude (for `if_hook_said`).
     hook_reply: String,
+    /// The last tool call: (tool_use id, tool name, tool input), for `PostToolUse`.
+    last_tool: Option<(String, String, Value)>,
 }
 
 impl<'a> Runner<'a> {
@@ -44,6 +47,7 @@ impl<'a> Runner<'a> {
             said: Vec::new(),
             held: Vec::new(),
             hook_reply: String::new(),
+            last_tool: None,
         }
     }
 
@@ -109,7 +113,8 @@ impl<'a> Runner<'a> {
                 self.bash(&command, "Run the command", |cwd| run_shell(cwd, &command))
             }
             Step::Hook { event, command, stop_hook_active } => {
-                self.hook(event, &self.fill(command), *stop_hook_active)
+                let command = command.as_ref().map(|c| self.fill(c));
+                self.hook(event, command.as_deref(), *stop_hook_active)
             }
             Step::Sleep { seconds } => {
                 let d = Duration::from_secs_f64(seconds.max(0.0));
@@ -140,6 +145,7 @@ impl<'a> Runner<'a> {
             self.said.drain(..).map(|t| json!({"type": "text", "text": t})).collect();
         blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
         self.session.api_call(&blocks, "tool_use")?;
+        self.last_tool = Some((id.clone(), name.to_string(), input));
         Ok(id)
     }
 
@@ -229,45 +235,68 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Run a command hook with the event JSON on stdin; record the context it gives Claude.
-    fn hook(&mut self, event: &str, command: &str, stop_hook_active: bool) -> Result<()> {
+    /// A hook event: run the handlers configured for it (or `command`) with the event JSON on
+    /// stdin, as Claude Code does (see `hooks.rs`); record the context they give Claude.
+    fn hook(&mut self, event: &str, command: Option<&str>, stop_hook_active: bool) -> Result<()> {
         let mut input = json!({
             "session_id": self.session.session_id(),
             "transcript_path": self.session.transcript(),
             "cwd": self.session.cwd_str(),
             "hook_event_name": event,
-            "permission_mode": "bypassPermissions",
+            "permission_mode": self.session.permission_mode(),
         });
-        if event == "Stop" {
-            input["stop_hook_active"] = json!(stop_hook_active);
-        }
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(&self.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .and_then(|mut child| {
-                if let Some(mut stdin) = child.stdin.take() {
-                    std::io::Write::write_all(&mut stdin, input.to_string().as_bytes())?;
+        let mut subject = None;
+        if matches!(event, "PreToolUse" | "PostToolUse") {
+            if let Some((id, name, tool_input)) = &self.last_tool {
+                input["tool_name"] = json!(name);
+                input["tool_input"] = tool_input.clone();
+                input["tool_use_id"] = json!(id);
+                if event == "PostToolUse" {
+                    input["tool_response"] =
+                        self.session.last_tool_result(id).cloned().unwrap_or(Value::Null);
                 }
-                child.wait_with_output()
-            })
-            .map_err(|e| {
-                Error::internal(format!("cannot run the {event} hook `{command}`: {e}"))
-            })?;
-        self.hook_reply = String::from_utf8_lossy(&out.stdout).into_owned();
-        let reply: Value = serde_json::from_str(self.hook_reply.trim()).unwrap_or(Value::Null);
-        let context = reply
-            .pointer("/hookSpecificOutput/additionalContext")
-            .or_else(|| reply.get("reason"))
-            .and_then(Value::as_str);
-        match context {
-            Some(text) => self.session.hook_context(event, text),
-            None => Ok(()),
+                subject = Some(name.clone());
+            }
         }
+        match event {
+            "Stop" | "SubagentStop" => input["stop_hook_active"] = json!(stop_hook_active),
+            "SessionStart" => {
+                input["source"] = json!("startup");
+                subject = Some("startup".into());
+            }
+            "PreCompact" => {
+                input["trigger"] = json!("auto");
+                input["custom_instructions"] = json!("");
+                subject = Some("auto".into());
+            }
+            "UserPromptSubmit" => input["prompt"] = json!(""),
+            _ => {}
+        }
+        let handlers = match command {
+            Some(c) => vec![hooks::Handler {
+                command: c.to_string(),
+                timeout: std::time::Duration::from_secs(600),
+            }],
+            None => {
+                let files = hooks::settings_files(&self.cwd);
+                let (handlers, notes) = hooks::configured(&files, event, subject.as_deref());
+                for n in notes {
+                    eprintln_note(&n);
+                }
+                handlers
+            }
+        };
+        let reply = hooks::run(&handlers, event, &input, &self.cwd);
+        for e in &reply.errors {
+            eprintln_note(e);
+        }
+        self.hook_reply = reply.stdout.clone();
+        for text in &reply.context {
+            self.hook_reply.push('\n');
+            self.hook_reply.push_str(text);
+            self.session.hook_context(event, text)?;
+        }
+        Ok(())
     }
 
     fn allocate(&mut self, mb: u64, step_mb: u64, pause_ms: u64, hold: f64) -> Result<()> {
@@ -334,6 +363,11 @@ impl<'a> Runner<'a> {
         }
         Ok(())
     }
+}
+
+/// A note on stderr, as Claude Code reports a hook error or a broken settings file and goes on.
+fn eprintln_note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "fake-agent: {msg}");
 }
 
 /// Run `sh -c command` in `cwd`: (its output, the error text if it failed).

@@ -6,11 +6,13 @@
 //! Nothing touches the user's real files: the sandbox has its own `HOME` and `CLAUDE_CONFIG_DIR`
 //! (so the fake agent's transcripts land inside it) and its own git identity.
 //!
-//! `--all` runs every scenario in its own sandbox and prints, scenario by scenario, the expected
-//! outcome next to the actual one, judged from exit statuses, the journal
-//! (`longrun/journal.jsonl`, whose events `kit loop` documents), the files and `/proc`; it exits 1
-//! if any differs.
+//! The hook scenarios (`bands`, `forged`) rehearse `kit hook claude` instead of the loop
+//! ([`hooked`]). `--all` runs every scenario in its own sandbox and prints, scenario by scenario,
+//! the expected outcome next to the actual one, judged from exit statuses, the journal
+//! (`longrun/journal.jsonl`, whose events `kit loop` and `kit hook claude` document), the files
+//! and `/proc`; it exits 1 if any differs.
 
+mod hooked;
 pub mod sample;
 mod scenarios;
 
@@ -55,7 +57,8 @@ pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     } else {
         let plan = scenarios::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
         n.line(&format!(
-            "kit rehearse: a real loop on a sample project, with the fake agent `{}`",
+            "kit rehearse: {} on a sample project, with the fake agent `{}`",
+            if plan.hook { "the context-band hook" } else { "a real loop" },
             plan.name
         ))?;
         n.line(&format!("sandbox: {}", root.display()))?;
@@ -116,22 +119,9 @@ fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
 }
 
 fn unknown(name: &str) -> Error {
-    if HOOK_SCENARIOS.contains(&name) {
-        // These drive the context-band hook, not `kit loop`: they have no loop outcome to judge.
-        return Error::usage(format!(
-            "`{name}` is a hook scenario, not a loop scenario; kit rehearse runs: {}",
-            SCENARIOS.join(", ")
-        ))
-        .with_hint(format!(
-            "kit hook rehearse (the bands and the Stop block), or in a repository with longrun/: fake-agent --scenario {name} -p go"
-        ));
-    }
     Error::usage(format!("no fake-agent scenario `{name}`; there are: {}", SCENARIOS.join(", ")))
         .with_hint("kit rehearse --scenario finish")
 }
-
-/// Fake-agent scenarios that exercise the hook (`kit hook claude`) rather than `kit loop`.
-const HOOK_SCENARIOS: [&str; 2] = ["bands", "forged"];
 
 /// The sandbox folder: `--keep DIR` (must be empty or missing; kept), else a temporary folder
 /// removed at the end.
@@ -249,6 +239,8 @@ pub(crate) struct Sandbox {
     pub env: Vec<(String, String)>,
     /// The kit binary.
     pub exe: PathBuf,
+    /// The fake agent: the `fake-agent` binary beside `exe`, else a link to `exe` under that name.
+    pub fake_agent: PathBuf,
 }
 
 /// Longest a single command of the rehearsal may run before it is killed.
@@ -262,7 +254,12 @@ impl Sandbox {
         crate::atomic::create_dir_all(&project)?;
         crate::atomic::create_dir_all(&home)?;
         let s = |p: &Path| p.to_string_lossy().into_owned();
-        let mut path_dirs: Vec<PathBuf> = fake_agent_link(exe, root)?.into_iter().collect();
+        let link_dir = fake_agent_link(exe, root)?;
+        let fake_agent = link_dir
+            .as_deref()
+            .or_else(|| exe.parent())
+            .map_or_else(|| PathBuf::from(FAKE_AGENT), |d| d.join(FAKE_AGENT));
+        let mut path_dirs: Vec<PathBuf> = link_dir.into_iter().collect();
         path_dirs.extend(exe.parent().map(Path::to_path_buf));
         path_dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
         let path =
@@ -286,12 +283,25 @@ impl Sandbox {
             env.push(("GIT_AUTHOR_DATE".into(), date.clone()));
             env.push(("GIT_COMMITTER_DATE".into(), date));
         }
-        Ok(Sandbox { project, home, env, exe: exe.to_path_buf() })
+        Ok(Sandbox { project, home, env, exe: exe.to_path_buf(), fake_agent })
     }
 
     /// A `kit ARGS` command in the project with the sandbox environment.
     pub(crate) fn kit_command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.exe);
+        c.args(args)
+            .current_dir(&self.project)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("KIT_FAKE_SCENARIO")
+            .env_remove("KIT_ITERATION")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// A `fake-agent ARGS` command in the project with the sandbox environment (its invocation
+    /// number from its own counter, not from a loop).
+    pub(crate) fn fake_agent_command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.fake_agent);
         c.args(args)
             .current_dir(&self.project)
             .envs(self.env.iter().map(|(k, v)| (k, v)))

@@ -9,8 +9,10 @@ use serde_json::Value;
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
 use crate::error::Result;
 
-/// Every scenario `kit rehearse --all` runs, in order.
-pub const SCENARIOS: [&str; 7] = ["finish", "cheat", "race", "hang", "hog", "lie", "stall"];
+/// Every scenario `kit rehearse --all` runs, in order: the loop scenarios, then the two that
+/// drive the context-band hook (`bands`, `forged`; see [`super::hooked`]).
+pub const SCENARIOS: [&str; 9] =
+    ["finish", "cheat", "race", "hang", "hog", "lie", "stall", "bands", "forged"];
 
 /// Number of narrated steps in one rehearsal.
 const STEPS: usize = 7;
@@ -25,8 +27,10 @@ pub(crate) struct Plan {
     loop_args: &'static [&'static str],
     /// `config.toml` values to set before the loop: (key, TOML value).
     config: &'static [(&'static str, &'static str)],
-    /// What the loop step proves, for the narration.
-    proves: &'static str,
+    /// What the loop step (the agent step, for a hook scenario) proves, for the narration.
+    pub proves: &'static str,
+    /// True for a scenario that drives the hook (`kit hook claude`) rather than `kit loop`.
+    pub hook: bool,
 }
 
 /// What actually happened, and whether it is what was expected.
@@ -45,6 +49,7 @@ pub(crate) fn plan(name: &str) -> Option<Plan> {
         loop_args,
         config,
         proves,
+        hook: false,
     };
     Some(match name {
         "finish" => p(
@@ -96,6 +101,26 @@ pub(crate) fn plan(name: &str) -> Option<Plan> {
             &[("max_no_progress", "3")],
             "Busy but going nowhere: consecutive iterations without progress stop the loop.",
         ),
+        "bands" => Plan {
+            hook: true,
+            ..p(
+                "bands",
+                "checkpoint 50 %, handoff 70 %, wrap-up 85 % once each; Stop let through (handoff saved with `kit handoff save`); handoff verifies",
+                &[],
+                &[],
+                "At each band the agent's PostToolUse runs the real `kit hook claude`; the agent does what it asks, saving the handoff with `kit handoff save`, so its Stop is let through.",
+            )
+        },
+        "forged" => Plan {
+            hook: true,
+            ..p(
+                "forged",
+                "checkpoint 50 %, handoff 70 % once each; handoff.md typed by hand: Stop blocked once, then let through (stop_hook_active); verify rejects it",
+                &[],
+                &[],
+                "The agent types longrun/handoff.md itself instead of running `kit handoff save`: the hook blocks its Stop once, and verify rejects the forged stamp.",
+            )
+        },
         _ => return None,
     })
 }
@@ -107,6 +132,9 @@ pub(crate) fn rehearse(
     plan: &Plan,
     n: &mut Narrator<'_>,
 ) -> Result<Verdict> {
+    if plan.hook {
+        return super::hooked::rehearse(exe, root, plan, n);
+    }
     let sb = Sandbox::new(exe, root)?;
 
     n.step(
@@ -511,6 +539,7 @@ mod tests {
             let p = plan(s).unwrap();
             assert_eq!(p.name, s);
             assert!(!p.expected.is_empty());
+            assert_eq!(p.hook, ["bands", "forged"].contains(&s), "{s}");
         }
         assert!(plan("nope").is_none());
     }

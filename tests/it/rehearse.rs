@@ -47,9 +47,12 @@ fn rehearse_all_gets_every_expected_outcome() {
     let out = kit(d.path()).args(["rehearse", "--all"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("7 of 7 scenarios as expected"), "{text}");
+    assert!(text.contains("9 of 9 scenarios as expected"), "{text}");
     let ticks = text.lines().filter(|l| l.trim_start().starts_with("✓ ")).count();
-    assert_eq!(ticks, 7, "{text}");
+    assert_eq!(ticks, 9, "{text}");
+    for hook_scenario in ["bands  ", "forged "] {
+        assert!(text.contains(&format!("{hook_scenario} ok (")), "{hook_scenario}: {text}");
+    }
     assert!(!text.contains('✗'), "{text}");
 }
 
@@ -60,15 +63,11 @@ fn rehearse_refuses_an_unknown_scenario_and_a_non_empty_keep_folder() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("no fake-agent scenario `teleport`") && err.contains("finish, cheat"),
+        err.contains("no fake-agent scenario `teleport`")
+            && err.contains("finish, cheat")
+            && err.contains("bands, forged"),
         "{err}"
     );
-    for hook_scenario in ["bands", "forged"] {
-        let out = kit(d.path()).args(["rehearse", "--scenario", hook_scenario]).output().unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("is a hook scenario") && err.contains("kit hook rehearse"), "{err}");
-    }
 
     std::fs::create_dir(d.path().join("full")).unwrap();
     std::fs::write(d.path().join("full/mine.txt"), "keep me").unwrap();
@@ -100,4 +99,69 @@ fn rehearse_works_with_kit_alone_as_after_cargo_run() {
     assert!(text.contains("outcome: done at iteration 1 (as expected)"), "{text}");
     let link = std::fs::read_link(work.join("sb/bin/fake-agent")).unwrap();
     assert_eq!(link, lone);
+}
+
+#[test]
+fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
+    // The hook scenarios are real rehearsals: kit's hook installed in the sandbox's settings, the
+    // fake agent starting `kit hook claude` from there. Without the installed entries the same
+    // agent runs no hook at all, so the journal's `hook` events come from that process.
+    let d = tempfile::tempdir().unwrap();
+    let out =
+        kit(d.path()).args(["rehearse", "--scenario", "bands", "--keep", "sb"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let settings = std::fs::read_to_string(d.path().join("sb/home/.claude/settings.json")).unwrap();
+    assert_eq!(settings.matches("\"kit hook claude\"").count(), 5, "{settings}");
+    let project = d.path().join("sb/project");
+    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let actions: Vec<&str> = journal
+        .events
+        .iter()
+        .filter(|e| e["event"] == "hook")
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert_eq!(actions, ["checkpoint", "handoff", "wrap_up", "stop_allowed"]);
+
+    // Uninstalled, a second session of the same agent makes no hook fire.
+    let mut uninstall = kit(&project);
+    uninstall
+        .args(["hook", "install", "--user", "--uninstall"])
+        .env("CLAUDE_CONFIG_DIR", d.path().join("sb/home/.claude"));
+    assert!(uninstall.output().unwrap().status.success());
+    let before = journal.events.len();
+    let again = std::process::Command::new(crate::util::fake_agent_bin())
+        .args(["--scenario", "bands", "-p", "again"])
+        .current_dir(&project)
+        .env("CLAUDE_CONFIG_DIR", d.path().join("sb/home/.claude"))
+        .env("PATH", path_with(&crate::util::kit_bin()))
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    assert!(
+        journal.events[before..].iter().all(|e| e["event"] != "hook"),
+        "{:?}",
+        &journal.events[before..]
+    );
+}
+
+#[test]
+fn rehearse_forged_catches_the_hand_written_handoff() {
+    let d = tempfile::tempdir().unwrap();
+    let out = kit(d.path()).args(["rehearse", "--scenario", "forged"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("Stop blocked once, then let through once")
+            && text.contains("handoff rejected by verify (exit 2) (as expected)"),
+        "{text}"
+    );
+}
+
+/// `$PATH` with the folder of `bin` first.
+fn path_with(bin: &std::path::Path) -> std::ffi::OsString {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = bin.parent().map(std::path::Path::to_path_buf).into_iter();
+    std::env::join_paths(dirs.chain(std::env::split_paths(&old))).unwrap()
 }
