@@ -34,7 +34,8 @@ pub enum Command {
     ///
     /// Records each file's sha256, size and mode in longrun/frozen.toml and stores a copy in
     /// longrun/.frozen/objects/. A frozen folder also forbids new files under it.
-    /// Exit status of --check: 0 clean, 1 drift found, 2 bad input.
+    /// Exit status of --check: 0 clean, 1 drift found, 2 bad input. Freezing and --restore are
+    /// refused (exit 4) while a loop runs; --check is not.
     Freeze {
         /// Files or folders to freeze.
         #[arg(required_unless_present_any = ["check", "restore"])]

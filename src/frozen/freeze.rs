@@ -9,6 +9,11 @@
 //!
 //! Exit status of `--check`: 0 when the tree matches, 1 when drift was found (each path is
 //! named with its kind), 2 for bad input.
+//!
+//! While a loop runs (it holds `longrun/.lock`), freezing and `--restore` refuse with exit 4
+//! naming the holder: the loop protects the manifest it loaded at its start, and a manifest
+//! changed under it — by the agent, or by hand — would turn the agent's edits into the frozen
+//! truth for the next run. `--check` only reads, so it stays allowed.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -43,9 +48,15 @@ pub enum FreezeAction {
 ///
 /// Errors: [`Error::Usage`] for a path that is missing, a link, outside the repository or inside
 /// `longrun/`/`.git`, or when `longrun/` does not exist; [`Error::Input`] for a malformed
-/// `frozen.toml`; [`Error::Io`] naming the file that could not be read or written.
+/// `frozen.toml`; [`Error::Io`] naming the file that could not be read or written;
+/// [`Error::Locked`] (exit 4) when freezing or restoring while a loop runs.
 pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
+    if !matches!(action, FreezeAction::Check) {
+        if let Some(holder) = crate::looprun::running_loop(&project) {
+            return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
+        }
+    }
     match action {
         FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, theme, out),
         FreezeAction::Check => check(&project, theme, out),

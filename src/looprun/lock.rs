@@ -126,18 +126,7 @@ pub struct LoopLock {
 /// Errors: [`Error::Locked`] with the holder's description when another loop holds it (exit 4);
 /// [`Error::Io`] when the file cannot be opened or written.
 pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .at(path)?;
-    // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
-    // than this crate's minimum Rust version.
-    if !FileExt::try_lock_exclusive(&file).at(path)? {
-        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
-    }
+    let mut file = open_locked(path)?;
     let mut text = String::new();
     file.read_to_string(&mut text).at(path)?;
     let previous = match text.trim() {
@@ -162,6 +151,26 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
         keeper: None,
     };
     Ok((lock, previous))
+}
+
+/// Open (creating it, never truncating) the lock file at `path` and take its flock without
+/// waiting.
+///
+/// Errors: [`Error::Locked`] naming the holder when another process holds it; [`Error::Io`].
+fn open_locked(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .at(path)?;
+    // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
+    // than this crate's minimum Rust version.
+    if !FileExt::try_lock_exclusive(&file).at(path)? {
+        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
+    }
+    Ok(file)
 }
 
 fn write_record(file: &mut File, p: &Path, holder: &Holder) -> Result<()> {
@@ -189,16 +198,7 @@ fn repair(path: &Path, files: &Mutex<Vec<File>>, holder: &Holder) -> Result<bool
     if files.iter().any(ours) {
         return Ok(false);
     }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .at(path)?;
-    if !FileExt::try_lock_exclusive(&file).at(path)? {
-        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(path) });
-    }
+    let mut file = open_locked(path)?;
     write_record(&mut file, path, holder)?;
     files.push(file);
     Ok(true)

@@ -44,12 +44,17 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out`, `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
+//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
+//!
+//! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
+//! 126 not executable, 127 command not found) and nothing changed; the run stops at once rather
+//! than spend its iterations on the same failure. `cap` `wall` may also come straight after an
+//! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
 pub mod history;
@@ -67,7 +72,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::duration::{format_duration, format_size};
-use crate::error::{Error, Result, EXIT_CAP, EXIT_OK, EXIT_PAUSED};
+use crate::error::{Error, Result, EXIT_BAD_INPUT, EXIT_CAP, EXIT_OK, EXIT_PAUSED};
 use crate::frozen::guard::{Guard, Revert};
 use crate::goal::Goal;
 use crate::longrun::config::Config;
@@ -202,6 +207,8 @@ struct Tally {
     best: usize,
     /// Working-tree ids this run has had (see the module doc: progress).
     seen_trees: HashSet<String>,
+    /// The working-tree id at the baseline (None when git could not say).
+    baseline_tree: Option<String>,
     /// Consecutive iterations without progress.
     no_progress: u32,
     /// USD spent in this run.
@@ -231,6 +238,18 @@ impl Check {
     fn failures(&self) -> Vec<String> {
         self.views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect()
     }
+}
+
+/// What one agent run left for its iteration to decide on.
+struct AgentRun {
+    /// Frozen files restored after the agent.
+    reverts: Vec<Revert>,
+    ended: agent::Ended,
+    /// The agent was stopped because the run's remaining wall time, shorter than the iteration
+    /// timeout, ran out: the wall cap, not the timeout, ended it.
+    wall_cut: bool,
+    /// The iteration's log, relative to the root.
+    log: String,
 }
 
 /// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.
@@ -302,6 +321,17 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
             Err(e)
         }
     }
+}
+
+/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
+/// (see [`lock::live_holder`]; never takes the lock), or else the journal's last run not ended
+/// when its process is still alive here (the lock file may have been deleted under it a moment
+/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
+/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
+pub fn running_loop(project: &Project) -> Option<lock::Holder> {
+    lock::live_holder(&project.lock()).or_else(|| {
+        History::read(&project.journal()).ok()?.open_run.filter(lock::Holder::is_alive_here)
+    })
 }
 
 /// The state of one run while it goes.
@@ -480,7 +510,8 @@ impl RunCtx<'_> {
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
         tally.total = c.views.len();
         tally.best = c.passed;
-        tally.seen_trees.extend(tree_state(&self.project.root));
+        tally.baseline_tree = tree_state(&self.project.root);
+        tally.seen_trees.extend(tally.baseline_tree.clone());
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
         Ok(c.all_pass().then(|| Outcome {
@@ -520,9 +551,18 @@ impl RunCtx<'_> {
                 ),
             }));
         }
+        let caps = self.caps(p, tally);
+        let Some((which, used, limit, words)) = caps.into_iter().find(|c| c.1 >= c.2) else {
+            return Ok(None);
+        };
+        self.cap_reached(which, used, limit, &words, tally).map(Some)
+    }
+
+    /// Each cap as (`which`, used, limit, words), in the order they are checked.
+    fn caps(&self, p: &Prepared, tally: &Tally) -> [(&'static str, f64, f64, String); 4] {
         let s = &p.settings;
         let elapsed = p.started.elapsed();
-        let caps: [(&str, f64, f64, String); 4] = [
+        [
             (
                 "iterations",
                 self.iterations_run as f64,
@@ -551,19 +591,54 @@ impl RunCtx<'_> {
                 f64::from(s.max_no_progress),
                 format!("{} iterations in a row without progress", tally.no_progress),
             ),
-        ];
-        let Some((which, used, limit, words)) = caps.iter().find(|c| c.1 >= c.2) else {
-            return Ok(None);
-        };
+        ]
+    }
+
+    /// Journal the `cap` event and say how the run ends.
+    fn cap_reached(
+        &mut self,
+        which: &str,
+        used: f64,
+        limit: f64,
+        words: &str,
+        tally: &Tally,
+    ) -> Result<Outcome> {
         self.journal("cap", json!({ "which": which, "used": used, "limit": limit }))?;
-        Ok(Some(Outcome {
+        Ok(Outcome {
             name: "cap",
             code: EXIT_CAP,
             reason: format!(
                 "{which} cap reached ({words}); {} of {} criteria pass at best",
                 tally.best, tally.total
             ),
-        }))
+        })
+    }
+
+    /// The run's first agent could not be started by `sh`: exit 126 (found but not executable)
+    /// or 127 (command not found), with no frozen file touched and the tree as the baseline
+    /// left it. Every later iteration would fail the same way, so the run ends at once.
+    fn agent_failed(&self, p: &Prepared, tally: &Tally, run: &AgentRun) -> Option<Outcome> {
+        let e = &run.ended;
+        let code = e.exit.filter(|c| *c == 126 || *c == 127)?;
+        if self.iterations_run != 1
+            || e.timed_out
+            || e.interrupted
+            || e.memory_killed
+            || !run.reverts.is_empty()
+            || tally.baseline_tree.is_none()
+            || tree_state(&self.project.root) != tally.baseline_tree
+        {
+            return None;
+        }
+        let what = if code == 127 { "command not found" } else { "found but not executable" };
+        Some(Outcome {
+            name: "agent_failed",
+            code: EXIT_BAD_INPUT,
+            reason: format!(
+                "the agent `{}` exited {code} ({what}) in iteration {} without changing anything; its output is in {}; {AGENT_FAILED_NEXT}",
+                p.settings.agent, self.last_iteration, run.log
+            ),
+        })
     }
 
     /// Step 4, once: prompt, agent, restore, criteria on a verified tree, progress.
@@ -571,10 +646,18 @@ impl RunCtx<'_> {
         let iteration = self.last_iteration + 1;
         self.last_iteration = iteration;
         self.iterations_run += 1;
-        let reverts = self.run_agent(p, tally, iteration)?;
+        let run = self.run_agent(p, tally, iteration)?;
         tally.reverts.clear();
-        tally.reverts.extend(reverts.iter().map(describe_revert));
+        tally.reverts.extend(run.reverts.iter().map(describe_revert));
         if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
+        if run.wall_cut {
+            // The wall cap ended the agent; the criteria would only run past it.
+            let [_, (which, used, limit, words), ..] = self.caps(p, tally);
+            return self.cap_reached(which, used, limit, &words, tally).map(Some);
+        }
+        if let Some(o) = self.agent_failed(p, tally, &run) {
             return Ok(Some(o));
         }
 
@@ -625,13 +708,13 @@ impl RunCtx<'_> {
 
     /// Write the prompt, run the agent under its timeout and memory cap, end its leftovers,
     /// restore the frozen files, journal `agent_end` (with usage and cost) and the cheats.
-    /// Returns the reverts.
+    /// Returns the reverts and how the agent ended.
     fn run_agent(
         &mut self,
         p: &mut Prepared,
         tally: &mut Tally,
         iteration: u64,
-    ) -> Result<Vec<Revert>> {
+    ) -> Result<AgentRun> {
         let nnn = format!("{iteration:03}");
         let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
         let log = self.project.runs().join(format!("{nnn}.log"));
@@ -651,13 +734,14 @@ impl RunCtx<'_> {
         )?;
         let s = &p.settings;
         let remaining = s.max_wall.saturating_sub(p.started.elapsed());
+        let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
         let launch = Launch {
             spec: &s.spec,
             root: &self.project.root,
             prompt_file: &prompt_file,
             iteration,
             log: &log,
-            timeout: s.timeout.min(remaining).max(Duration::from_secs(1)),
+            timeout,
             grace: s.grace,
             memory_max: s.memory_max,
             enforcer: p.enforcer,
@@ -711,6 +795,7 @@ impl RunCtx<'_> {
         if reverts.iter().any(|r| Path::new(&r.path) == journal_rel) {
             self.journal("agent_start", start_record)?;
         }
+        let wall_cut = ended.timed_out && timeout < p.settings.timeout;
         let usage = agent::read_usage(&log, p.settings.spec.format());
         let priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
         if !priced.unpriced.is_empty() {
@@ -730,7 +815,8 @@ impl RunCtx<'_> {
                 "iteration": iteration,
                 "exit": ended.exit,
                 "signal": ended.signal,
-                "timed_out": ended.timed_out,
+                "timed_out": ended.timed_out && !wall_cut,
+                "wall_cut": wall_cut,
                 "interrupted": ended.interrupted,
                 "memory_killed": ended.memory_killed,
                 "enforcer": p.enforcer.name(),
@@ -748,14 +834,14 @@ impl RunCtx<'_> {
         };
         self.say(format!(
             "iteration {iteration}: agent {} after {}{cost}",
-            describe_end(&ended, p.enforcer),
+            describe_end(&ended, wall_cut, p.enforcer),
             format_duration(Duration::from_millis(ended.duration_ms)),
         ));
         self.cheats(&reverts, iteration, "after_agent")?;
         if !reverts.is_empty() {
             self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
         }
-        Ok(reverts)
+        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel })
     }
 
     /// Run every criterion on a sealed journal, end what the criteria left running, and restore
@@ -905,11 +991,13 @@ fn list_reverts(rs: &[Revert]) -> String {
     rs.iter().map(|r| format!("{} ({})", r.path, r.kind.describe())).collect::<Vec<_>>().join(", ")
 }
 
-fn describe_end(e: &agent::Ended, enforcer: Enforcer) -> String {
+fn describe_end(e: &agent::Ended, wall_cut: bool, enforcer: Enforcer) -> String {
     if e.interrupted {
         "stopped by hand".into()
     } else if e.memory_killed {
         format!("killed at the memory cap by the {}", enforcer.name())
+    } else if wall_cut {
+        "stopped at the wall-time cap".into()
     } else if e.timed_out {
         "killed at the timeout".into()
     } else if let Some(code) = e.exit {
@@ -977,6 +1065,9 @@ fn tree_state(root: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// The next step after an agent that `sh` could not start (outcome `agent_failed`).
+const AGENT_FAILED_NEXT: &str = "next: fix the agent command (kit loop --agent 'COMMAND', or [agent] command in longrun/config.toml), try it by hand in the repository root, then kit loop";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1016,6 +1107,10 @@ mod tests {
     fn flags_that_turn_a_cap_off_or_name_a_missing_scenario_are_refused() {
         let root = Path::new(".");
         let s = |secs| Some(Duration::from_secs(secs));
+        let unknown = format!(
+            "no fake-agent scenario `bogus`; the scenarios are: {}",
+            crate::embedded::scenario_names().join(", ")
+        );
         let cases = [
             (LoopOptions { max_iterations: Some(0), ..Default::default() }, "--max-iterations 0"),
             (LoopOptions { timeout: s(0), ..Default::default() }, "--timeout 0s"),
@@ -1023,7 +1118,7 @@ mod tests {
             (LoopOptions { memory_max: Some(0), ..Default::default() }, "--memory-max 0"),
             (
                 LoopOptions { agent: Some("fake:bogus".into()), ..Default::default() },
-                "no fake-agent scenario `bogus`; the scenarios are: bands, cheat, finish",
+                unknown.as_str(),
             ),
             (
                 LoopOptions { agent: Some("fake:nowhere/s.toml".into()), ..Default::default() },

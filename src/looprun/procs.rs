@@ -166,29 +166,12 @@ pub fn signal_tree(me: i32, pgid: i32, sig: Signal) -> Vec<i32> {
 ///
 /// Errors: the pids still alive after `patience` (a process in uninterruptible sleep).
 pub fn end_tree(me: i32, pgid: i32, patience: Duration) -> Result<Vec<i32>, Vec<i32>> {
-    let deadline = Instant::now() + patience;
-    let mut killed: Vec<i32> = Vec::new();
-    loop {
+    let group = (pgid > 1).then_some(pgid);
+    kill_until_gone(patience, group, || {
         let all = snapshot();
         reap_children(&all, me);
-        let alive = tree(&all, me, pgid);
-        if alive.is_empty() {
-            killed.sort_unstable();
-            killed.dedup();
-            return Ok(killed);
-        }
-        if Instant::now() > deadline {
-            return Err(alive);
-        }
-        if pgid > 1 {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
-        for &p in &alive {
-            let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
-        }
-        killed.extend(&alive);
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        tree(&all, me, pgid)
+    })
 }
 
 /// End what is left of a process group journaled by an earlier, killed loop: SIGKILL every live
@@ -197,26 +180,44 @@ pub fn end_tree(me: i32, pgid: i32, patience: Duration) -> Result<Vec<i32>, Vec<
 ///
 /// Errors: the pids still alive after `patience`.
 pub fn end_group(pgid: i32, starttime: u64, patience: Duration) -> Result<Vec<i32>, Vec<i32>> {
-    let deadline = Instant::now() + patience;
-    let mut killed = Vec::new();
-    loop {
-        let alive: Vec<i32> = snapshot()
+    // No killpg here: it would reach the older processes of a reused group number too.
+    kill_until_gone(patience, None, || {
+        snapshot()
             .into_iter()
             .filter(|p| p.pgid == pgid && !p.is_zombie() && p.starttime >= starttime)
             .map(|p| p.pid)
-            .collect();
-        if alive.is_empty() {
+            .collect()
+    })
+}
+
+/// SIGKILL whatever `alive` finds (and the process `group`, when given), every 20 ms, until it
+/// finds nothing. Returns every pid killed, sorted, once.
+///
+/// Errors: the pids still alive after `patience`.
+fn kill_until_gone(
+    patience: Duration,
+    group: Option<i32>,
+    mut alive: impl FnMut() -> Vec<i32>,
+) -> Result<Vec<i32>, Vec<i32>> {
+    let deadline = Instant::now() + patience;
+    let mut killed: Vec<i32> = Vec::new();
+    loop {
+        let left = alive();
+        if left.is_empty() {
             killed.sort_unstable();
             killed.dedup();
             return Ok(killed);
         }
         if Instant::now() > deadline {
-            return Err(alive);
+            return Err(left);
         }
-        for &p in &alive {
+        if let Some(g) = group {
+            let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+        }
+        for &p in &left {
             let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
         }
-        killed.extend(&alive);
+        killed.extend(&left);
         std::thread::sleep(Duration::from_millis(20));
     }
 }

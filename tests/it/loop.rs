@@ -724,7 +724,10 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(
-        t.contains("no fake-agent scenario `bogus`; the scenarios are: bands, cheat, finish"),
+        t.contains(&format!(
+            "no fake-agent scenario `bogus`; the scenarios are: {}\n",
+            kit::embedded::scenario_names().join(", ")
+        )),
         "{t}"
     );
     assert!(t.contains("next: kit loop --agent fake:finish"), "{t}");
@@ -773,4 +776,78 @@ fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
     let o = kit(d.path()).args(["handoff", "verify"]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("ok   the journal records this save"), "{}", text(&o));
+}
+
+#[test]
+fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
+    let d = project(false);
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n"); // not executable
+    let cases = [
+        ("./agent.sh", "exited 126 (found but not executable) in iteration 1"),
+        ("no-such-agent-for-kit --go", "exited 127 (command not found) in iteration 2"),
+    ];
+    for (i, (agent, want)) in cases.into_iter().enumerate() {
+        let o = kit_loop(d.path(), &["--agent", agent, "--max-iterations", "5"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let last = last_line(&o);
+        assert!(last.starts_with(&format!("agent_failed: the agent `{agent}` {want}")), "{last}");
+        assert!(last.contains("next: fix the agent command"), "{last}");
+        assert_eq!(events(d.path(), "agent_start").len(), i + 1, "one iteration per run");
+        assert!(events(d.path(), "criteria").is_empty(), "the criteria never ran after it");
+        let end = events(d.path(), "loop_end").pop().unwrap();
+        assert_eq!(
+            (end["outcome"].as_str(), end["exit"].as_u64()),
+            (Some("agent_failed"), Some(2))
+        );
+    }
+    // An agent that changed the tree before a missing command is not a failed start.
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh; no-such-tool-for-kit"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 3");
+}
+
+#[test]
+fn the_wall_cap_cutting_an_iteration_short_is_reported_as_the_wall_cap() {
+    let d = project(false);
+    // The wall cap (15 s) is far below the iteration timeout: the remaining wall time ends the
+    // agent, and the run stops there, without running the criteria past the cap.
+    let o = kit_loop(d.path(), &["--agent", "sleep 1000", "--max-wall", "15s", "--timeout", "10m"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("iteration 1: agent stopped at the wall-time cap"), "{}", text(&o));
+    assert!(!text(&o).contains("timeout"), "{}", text(&o));
+    assert!(last_line(&o).starts_with("cap: wall cap reached (wall time "), "{}", text(&o));
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert_eq!((end["wall_cut"].as_bool(), end["timed_out"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(events(d.path(), "cap").pop().unwrap()["which"], "wall");
+    assert!(events(d.path(), "criteria").is_empty());
+    assert_eq!(events(d.path(), "agent_start").len(), 1);
+    let loop_end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((loop_end["outcome"].as_str(), loop_end["exit"].as_u64()), (Some("cap"), Some(3)));
+}
+
+#[test]
+fn freeze_and_restore_are_refused_while_a_loop_runs_and_check_is_not() {
+    let d = project(false);
+    let frozen = read(d.path(), "longrun/frozen.toml");
+    // The agent waits (at most 60 s) for the test to let it go.
+    let agent = "for i in $(seq 600); do [ -e release ] && break; sleep 0.1; done";
+    let mut first = spawn_loop(d.path(), &["--agent", agent, "--max-iterations", "1"]);
+    wait_for("the loop's agent", Duration::from_secs(30), || {
+        !events(d.path(), "agent_start").is_empty()
+    });
+    write(d.path(), "calc.py", CALC_FIXED);
+    for args in [&["freeze", "calc.py"][..], &["freeze", "--restore"]] {
+        let o = kit(d.path()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {}", text(&o));
+        let t = text(&o);
+        assert!(t.contains(&format!("longrun/.lock: pid {} on ", first.id())), "{args:?}: {t}");
+        assert!(t.contains("next: kit status"), "{args:?}: {t}");
+    }
+    assert_eq!(read(d.path(), "longrun/frozen.toml"), frozen, "the manifest is untouched");
+    let o = kit(d.path()).args(["freeze", "--check"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "--check only reads: {}", text(&o));
+    write(d.path(), "release", "");
+    assert_eq!(first.wait().unwrap().code(), Some(0), "the loop went on undisturbed");
+    // With the loop ended, freezing works again.
+    kit_ok(d.path(), &["freeze", "calc.py"]);
 }
