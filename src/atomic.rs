@@ -9,16 +9,39 @@ use std::path::Path;
 
 use crate::error::{IoContext, Result};
 
+/// A temporary file in `path`'s folder holding `bytes`, fsynced, created with mode 0o666 less the
+/// umask (what `open(2)` would give a new file), ready to be renamed over `path`.
+fn temp_with(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = folder(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".kit-tmp-")
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .at(path)?;
+    tmp.write_all(bytes).at(path)?;
+    Ok(tmp)
+}
+
+fn folder(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
 /// Write `bytes` to `path` atomically (temp file in the same folder, fsync, rename, fsync dir).
+/// An existing file keeps its permission bits; a new one gets 0o666 less the umask, as with any
+/// program that creates a file. A symbolic link at `path` is replaced, not followed.
 ///
 /// Errors: [`crate::Error::Io`] naming `path` if any step fails; the target is then unchanged.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
-    tmp.write_all(bytes).at(path)?;
+    let tmp = temp_with(path, bytes)?;
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.is_file() {
+            tmp.as_file().set_permissions(meta.permissions()).at(path)?;
+        }
+    }
     tmp.as_file().sync_all().at(path)?;
     tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
-    sync_dir(dir);
+    sync_dir(folder(path));
     Ok(())
 }
 
@@ -27,26 +50,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// A symbolic link at `path` is replaced, not followed.
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
-    tmp.write_all(bytes).at(path)?;
+    let tmp = temp_with(path, bytes)?;
     tmp.as_file().set_permissions(fs::Permissions::from_mode(perm)).at(path)?;
     tmp.as_file().sync_all().at(path)?;
     tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
-    sync_dir(dir);
+    sync_dir(folder(path));
     Ok(())
 }
 
-/// Write `bytes` atomically, but only if `path` does not exist yet (never overwrites).
-/// Returns `Ok(false)` when the file already existed and was left alone.
+/// Write `bytes` atomically, but only if `path` does not exist yet (never overwrites); the new
+/// file gets 0o666 less the umask. Returns `Ok(false)` when the file already existed and was
+/// left alone.
 pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
-    tmp.write_all(bytes).at(path)?;
+    let tmp = temp_with(path, bytes)?;
     tmp.as_file().sync_all().at(path)?;
     match tmp.persist_noclobber(path) {
         Ok(_) => {
-            sync_dir(dir);
+            sync_dir(folder(path));
             Ok(true)
         }
         Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
@@ -98,6 +118,28 @@ pub fn create_dir_all(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_keep_an_existing_mode_and_give_new_files_what_open_would() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("plain");
+        fs::write(&plain, "x").unwrap(); // what the umask gives a new file here
+        let fresh = d.path().join("fresh");
+        write_atomic(&fresh, b"x").unwrap();
+        assert_eq!(mode(&fresh), mode(&plain));
+        let created = d.path().join("created");
+        assert!(create_new_atomic(&created, b"x").unwrap());
+        assert_eq!(mode(&created), mode(&plain));
+        for kept in [0o664, 0o600, 0o755] {
+            let p = d.path().join(format!("kept{kept:o}"));
+            fs::write(&p, "old").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(kept)).unwrap();
+            write_atomic(&p, b"new").unwrap();
+            assert_eq!((mode(&p), fs::read(&p).unwrap()), (kept, b"new".to_vec()));
+        }
+    }
 
     #[test]
     fn append_repairs_a_torn_last_line() {

@@ -3,6 +3,8 @@
 //! message after a longer idle gap re-writes the whole context at the cache-write rate. The
 //! alternative is a clean start from the handoff, which writes only the handoff-sized context.
 //! This module prices both with the embedded price table (DESIGN §9) and says which is cheaper.
+//! For a provider that bills no cache writes (OpenAI, `cache_writes = false` in the table) the
+//! cold message sends the context again as uncached input, and the messages say so.
 //!
 //! The clean start is [`DEFAULT_HANDOFF_TOKENS`] unless `--handoff` says otherwise: a fresh
 //! Claude Code session re-reads its system prompt and tool definitions (about 20,000 tokens,
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::duration::format_duration;
+use crate::duration::{format_duration, format_idle};
 use crate::error::{Error, Result};
 use crate::measure::thousands;
 use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
@@ -104,14 +106,41 @@ pub fn compare(
     idle: Duration,
 ) -> Comparison {
     let warm = idle <= ttl.duration();
+    let send = |tokens: u64| {
+        if price.cache_writes {
+            ttl.write(tokens)
+        } else {
+            Usage { input: tokens, ..Usage::default() }
+        }
+    };
     let resend =
-        if warm { Usage { cache_read: context, ..Usage::default() } } else { ttl.write(context) };
+        if warm { Usage { cache_read: context, ..Usage::default() } } else { send(context) };
     Comparison {
         warm,
         resend_usd: price.cost(&resend),
-        clean_usd: price.cost(&ttl.write(handoff_tokens)),
+        clean_usd: price.cost(&send(handoff_tokens)),
         handoff_tokens,
         resend,
+    }
+}
+
+/// How the cold message's tokens are billed, as the messages name it: `5m cache write`, or
+/// `uncached input` for a provider that bills no cache writes.
+pub fn cold_billing(price: &ModelPrice, ttl: Ttl) -> String {
+    if price.cache_writes {
+        format!("{} cache write", ttl.label())
+    } else {
+        "uncached input".to_string()
+    }
+}
+
+/// What the cold message does to the context, in words: `re-writes` it to the cache, or, for a
+/// provider that bills no cache writes, `sends … again as uncached input`.
+fn cold_verb(price: &ModelPrice) -> (&'static str, &'static str) {
+    if price.cache_writes {
+        ("re-writes", "")
+    } else {
+        ("sends", " again as uncached input")
     }
 }
 
@@ -269,8 +298,9 @@ fn print_report(
     origin: Option<&str>,
     default_handoff: bool,
 ) -> std::io::Result<()> {
-    let idle_s = format_duration(idle);
+    let idle_s = format_idle(idle);
     let ttl_s = ttl.label();
+    let (verb, how) = cold_verb(price);
     writeln!(
         out,
         "{model} · {} tokens of context · idle {idle_s} · cache TTL {}",
@@ -297,7 +327,7 @@ fn print_report(
             out,
             ttl_s,
             "…",
-            format!("cold: after {ttl_s} the next message re-writes the whole context"),
+            format!("cold: after {ttl_s} the next message {verb} the whole context{how}"),
         )?;
     } else {
         row(
@@ -311,18 +341,25 @@ fn print_report(
             ttl_s,
             &idle_s,
             format!(
-                "cold: the cache expired at {ttl_s}; the next message re-writes the whole context"
+                "cold: the cache expired at {ttl_s}; the next message {verb} the whole context{how}"
             ),
         )?;
     }
     writeln!(out)?;
-    let write_rate = price.rates_for(&ttl.write(context));
+    let cold_rate = |tokens: u64| {
+        let rates = price.rates_for(&ttl.write(tokens));
+        if price.cache_writes {
+            rate_of(rates, ttl)
+        } else {
+            rates.input
+        }
+    };
     let (resend_what, resend_rate) = if c.warm {
         ("cache read".to_string(), price.rates_for(&c.resend).cache_read)
     } else {
-        (format!("{} cache write", ttl.label()), rate_of(write_rate, ttl))
+        (cold_billing(price, ttl), cold_rate(context))
     };
-    let clean_rate = rate_of(price.rates_for(&ttl.write(c.handoff_tokens)), ttl);
+    let clean_rate = cold_rate(c.handoff_tokens);
     writeln!(out, "next message after {idle_s} idle")?;
     writeln!(
         out,
@@ -333,10 +370,10 @@ fn print_report(
     )?;
     writeln!(
         out,
-        "  clean start from handoff  {:>9} tokens × ${}/M ({} cache write)  {}",
+        "  clean start from handoff  {:>9} tokens × ${}/M ({})  {}",
         thousands(c.handoff_tokens),
         fmt_rate(clean_rate),
-        ttl.label(),
+        cold_billing(price, ttl),
         fmt_usd(c.clean_usd)
     )?;
     if default_handoff {
@@ -418,6 +455,41 @@ mod tests {
         // 2026-11-29): 250k tokens re-written cost the standard 5-minute write rate.
         let c = compare(opus(), 250_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(7200));
         assert!((c.resend_usd - 250_000.0 * 6.25 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn openai_models_resend_as_uncached_input() {
+        let codex = match PriceTable::embedded().lookup("gpt-5-codex") {
+            Lookup::Priced(p) => p,
+            _ => panic!("gpt-5-codex is priced"),
+        };
+        assert!(!codex.cache_writes && opus().cache_writes);
+        let c = compare(codex, 150_000, Ttl::FiveMinutes, 25_000, Duration::from_secs(7200));
+        assert_eq!(c.resend, Usage { input: 150_000, ..Usage::default() });
+        assert!((c.resend_usd - 150_000.0 * 1.25 / 1e6).abs() < 1e-12);
+        assert!((c.clean_usd - 25_000.0 * 1.25 / 1e6).abs() < 1e-12);
+        assert_eq!(cold_billing(codex, Ttl::FiveMinutes), "uncached input");
+        assert_eq!(cold_billing(opus(), Ttl::OneHour), "1h cache write");
+        let mut text = Vec::new();
+        print_report(
+            &mut text,
+            codex,
+            "gpt-5-codex",
+            150_000,
+            Duration::from_secs(3 * 86_400 + 4 * 3600),
+            Ttl::FiveMinutes,
+            &c,
+            None,
+            true,
+        )
+        .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains("write"), "{text}");
+        assert!(text.contains("idle 3d 4h") && text.contains("(uncached input)"), "{text}");
+        assert!(
+            text.contains("the next message sends the whole context again as uncached input"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -33,6 +33,18 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// An idle time as the cache messages print it: [`format_duration`] below 48 hours, whole days
+/// and hours from 48 hours on (`3d 4h`, minutes dropped), so that a week away reads as `7d 0h`
+/// rather than `168h00m`.
+pub fn format_idle(d: Duration) -> String {
+    const HOUR: u64 = 3600;
+    let s = d.as_secs();
+    if s < 48 * HOUR {
+        return format_duration(d);
+    }
+    format!("{}d {}h", s / (24 * HOUR), s % (24 * HOUR) / HOUR)
+}
+
 /// Parse a memory size in systemd's syntax: `1073741824`, `512K`, `512M`, `4G`, `1T`
 /// (suffixes are powers of 1024; an optional trailing `B`/`iB` is accepted). Returns bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -78,6 +90,22 @@ mod tests {
         assert_eq!(format_duration(Duration::from_millis(850)), "850ms");
         assert_eq!(format_duration(Duration::from_secs(245)), "4m05s");
         assert_eq!(format_duration(Duration::from_secs(7800)), "2h10m");
+    }
+
+    #[test]
+    fn idle_times_turn_to_days_from_48_hours() {
+        let h = |n: u64| Duration::from_secs(n * 3600);
+        for (d, shown) in [
+            (Duration::from_secs(245), "4m05s"),
+            (h(2), "2h00m"),
+            (h(47) + Duration::from_secs(59 * 60), "47h59m"),
+            (h(48), "2d 0h"),
+            (h(76) + Duration::from_secs(59 * 60), "3d 4h"),
+            (h(168), "7d 0h"),
+            (h(24 * 400 + 5), "400d 5h"),
+        ] {
+            assert_eq!(format_idle(d), shown, "{d:?}");
+        }
     }
 
     #[test]

@@ -51,6 +51,16 @@ pub struct ModelPrice {
     /// Long-context tier, if the model has one.
     #[serde(default)]
     pub long_context: Option<LongContext>,
+    /// False for a provider that bills no cache writes (OpenAI: a prompt is billed as uncached
+    /// input, and what it finds cached at the cache-read rate; `kit/prices.toml` then repeats
+    /// the input rate in the two write fields). Messages then speak of uncached input, not of
+    /// cache writes. Default true (Anthropic).
+    #[serde(default = "bills_cache_writes")]
+    pub cache_writes: bool,
+}
+
+fn bills_cache_writes() -> bool {
+    true
 }
 
 /// Token counts of one API request (or a sum of requests, when no tier applies).
@@ -155,10 +165,12 @@ impl PriceTable {
                             cache_read: r,
                         },
                         long_context: None,
+                        cache_writes: o.cache_writes.unwrap_or(true),
                     });
                     continue;
                 }
             };
+            m.cache_writes = o.cache_writes.unwrap_or(m.cache_writes);
             let r = &mut m.rates;
             r.input = o.input.unwrap_or(r.input);
             r.output = o.output.unwrap_or(r.output);

@@ -519,14 +519,21 @@ impl Run<'_> {
             return None;
         }
         let table = PriceTable::embedded().with_overrides(&self.config.prices);
+        let idle_s = crate::duration::format_idle(idle);
         let text = match table.lookup(&call.model) {
             Lookup::Priced(price) => {
                 let c = cache::compare(price, m.context, ttl, cache::DEFAULT_HANDOFF_TOKENS, idle);
+                let resends = if price.cache_writes {
+                    format!("re-writes {} tokens of context", crate::measure::thousands(m.context))
+                } else {
+                    format!(
+                        "sends {} tokens of context again as uncached input",
+                        crate::measure::thousands(m.context)
+                    )
+                };
                 format!(
-                    "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
-                    crate::duration::format_duration(idle),
+                    "kit: idle {idle_s}, longer than the {} cache TTL: this message {resends} ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
                     ttl.label(),
-                    crate::measure::thousands(m.context),
                     cache::fmt_usd(c.resend_usd),
                     call.model,
                     crate::measure::thousands(c.handoff_tokens),
@@ -534,20 +541,14 @@ impl Run<'_> {
                 )
             }
             _ => format!(
-                "kit: idle {}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
-                crate::duration::format_duration(idle),
+                "kit: idle {idle_s}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
                 ttl.label(),
                 crate::measure::thousands(m.context),
                 call.model,
                 crate::measure::thousands(cache::DEFAULT_HANDOFF_TOKENS)
             ),
         };
-        self.fire(
-            Action::IdleWarning,
-            None,
-            format!("idle {} > {} TTL", crate::duration::format_duration(idle), ttl.label()),
-            m,
-        );
+        self.fire(Action::IdleWarning, None, format!("idle {idle_s} > {} TTL", ttl.label()), m);
         Some(text)
     }
 

@@ -140,6 +140,8 @@ pub struct PriceOverride {
     pub cache_write_1h: Option<f64>,
     /// Cache read.
     pub cache_read: Option<f64>,
+    /// `false` for a provider that bills no cache writes (OpenAI); see `prices::ModelPrice`.
+    pub cache_writes: Option<bool>,
 }
 
 impl Default for Config {

@@ -142,7 +142,10 @@ fn init_twice_loses_nothing_and_lists_what_exists() {
     let d = git_repo();
     let root = d.path();
     fs::write(root.join(".gitignore"), "target/\n/longrun/.lock").unwrap();
+    fs::set_permissions(root.join(".gitignore"), fs::Permissions::from_mode(0o664)).unwrap();
     assert_eq!(run_kit(root, &["init"]).0, 0);
+    let mode = fs::metadata(root.join(".gitignore")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o664, "a shared checkout's .gitignore keeps its mode");
     let ignore = fs::read_to_string(root.join(".gitignore")).unwrap();
     assert!(ignore.starts_with("target/\n/longrun/.lock\n# kit"), "{ignore}");
     assert!(!ignore.contains("\nlongrun/.lock"), "an entry with a leading / counts: {ignore}");

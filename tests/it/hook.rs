@@ -353,6 +353,30 @@ fn a_prompt_after_an_idle_gap_warns_with_both_costs() {
 }
 
 #[test]
+fn a_long_idle_gap_reads_in_days_and_openai_models_write_no_cache() {
+    // Idle 3 days 4 hours (the golden clock is 2026-10-01T09:00:00Z) on an OpenAI model, which
+    // bills no cache writes: the warning speaks of uncached input, in days.
+    let d = project();
+    let s = Session::new(d.path());
+    s.append(&json!({
+        "type": "assistant", "isSidechain": false, "sessionId": s.id, "timestamp": "2026-09-28T05:00:00Z",
+        "message": {"model": "gpt-5-codex", "id": "msg_gpt", "role": "assistant",
+            "content": [{"type": "text", "text": "ok"}],
+            "usage": {"input_tokens": 2000, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 148_000,
+                      "output_tokens": 50}}
+    }));
+    let r = hook(d.path(), &s.event("UserPromptSubmit", json!({"prompt": "back"})));
+    let msg = r.json()["systemMessage"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("idle 3d 4h, longer than the 5m cache TTL"), "{msg}");
+    assert!(msg.contains("sends 150,000 tokens of context again as uncached input"), "{msg}");
+    // 150,000 and 25,000 tokens at gpt-5-codex's $1.25/M input.
+    assert!(msg.contains("$0.1875") && msg.contains("$0.0313"), "{msg}");
+    assert!(!msg.contains("write"), "{msg}");
+    let j = fs::read_to_string(d.path().join("longrun/journal.jsonl")).unwrap();
+    assert!(j.contains("\"why\":\"idle 3d 4h > 5m TTL\""), "{j}");
+}
+
+#[test]
 fn the_hook_reads_real_transcripts() {
     // spotter 4d5611e5 L641–L801: 164,831 tokens right before its automatic compaction.
     let src = fs::read_to_string(
@@ -433,8 +457,13 @@ fn install_and_uninstall_round_trip_keeps_other_hooks() {
     fs::write(&settings, serde_json::to_string_pretty(&original).unwrap()).unwrap();
     let dry = kit(root).args(["hook", "install", "--dry-run"]).output().unwrap();
     assert!(dry.status.success());
-    let shown: Value = serde_json::from_slice(&dry.stdout).unwrap();
-    assert_eq!(shown["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    let shown = String::from_utf8_lossy(&dry.stdout);
+    // A unified diff: only additions, five of them kit's command.
+    assert!(shown.starts_with("--- ") && shown.contains("\n+++ "), "{shown}");
+    assert!(!shown.lines().any(|l| l.starts_with('-') && !l.starts_with("---")), "{shown}");
+    let added: Vec<&str> = shown.lines().filter(|l| l.contains("\"kit hook claude\"")).collect();
+    assert_eq!(added.len(), 5, "{shown}");
+    assert!(added.iter().all(|l| l.starts_with('+')), "{shown}");
     assert_eq!(
         serde_json::from_str::<Value>(&fs::read_to_string(&settings).unwrap()).unwrap(),
         original,
@@ -460,17 +489,59 @@ fn install_and_uninstall_round_trip_keeps_other_hooks() {
     assert_eq!(installed["permissions"], original["permissions"]);
     assert_eq!(installed["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
 
+    let text = fs::read_to_string(&settings).unwrap();
     let again = kit(root).args(["hook", "install"]).output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing changed"));
-    assert_eq!(
-        fs::read_to_string(&settings).unwrap(),
-        serde_json::to_string_pretty(&installed).unwrap() + "\n"
-    );
+    assert_eq!(fs::read_to_string(&settings).unwrap(), text);
 
     let un = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
     assert!(un.status.success());
     let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(back, original);
+}
+
+#[test]
+fn install_keeps_key_order_mode_and_links() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let d = git_repo();
+    let root = d.path();
+    // Keys out of alphabetical order, a duplicate-free nested object, 2-space indentation.
+    let text = "{\n  \"permissions\": {\n    \"deny\": [],\n    \"allow\": [\n      \"Bash(ls)\"\n    ]\n  },\n  \"model\": \"opus\",\n  \"cleanupPeriodDays\": 30\n}\n";
+    let real = root.join("dotfiles/settings.json");
+    fs::create_dir_all(real.parent().unwrap()).unwrap();
+    fs::write(&real, text).unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o640)).unwrap();
+    fs::create_dir_all(root.join(".claude")).unwrap();
+    let link = root.join(".claude/settings.json");
+    symlink(&real, &link).unwrap();
+
+    let o = kit(root).args(["hook", "install"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("the link kept"), "{out}");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(fs::metadata(&real).unwrap().permissions().mode() & 0o777, 0o640);
+    let now = fs::read_to_string(&real).unwrap();
+    let at = |k: &str| now.find(&format!("\n  \"{k}\"")).unwrap_or_else(|| panic!("{k}: {now}"));
+    assert!(at("permissions") < at("model") && at("model") < at("cleanupPeriodDays"));
+    assert!(at("cleanupPeriodDays") < at("hooks"), "kit's key comes last: {now}");
+    assert!(now.find("\"deny\"").unwrap() < now.find("\"allow\"").unwrap());
+
+    let o = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(fs::read_to_string(&real).unwrap(), text, "uninstall gives back the same bytes");
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+
+    // A link to a file that does not exist yet: the file is created where the link points.
+    fs::remove_file(&link).unwrap();
+    symlink("../elsewhere/new.json", &link).unwrap();
+    let o = kit(root).args(["hook", "install"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let v: Value =
+        serde_json::from_str(&fs::read_to_string(root.join("elsewhere/new.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "kit hook claude");
 }
 
 #[test]
