@@ -78,10 +78,27 @@ pub fn load_or_create(path: &Path) -> Result<Vec<u8>> {
         let urandom = Path::new("/dev/urandom");
         std::fs::File::open(urandom).and_then(|mut f| f.read_exact(&mut bytes)).at(urandom)?;
     }
-    // The temporary file `create_new_atomic` renames into place is created with mode 0600.
-    crate::atomic::create_new_atomic(path, format!("{}\n", hex::encode(bytes)).as_bytes())?;
+    create_private(path, format!("{}\n", hex::encode(bytes)).as_bytes())?;
     load(path)?
         .ok_or_else(|| Error::internal(format!("{} vanished after creation", path.display())))
+}
+
+/// Write `bytes` to `path` with mode 0600 unless it exists (then leave it): a temporary file in
+/// the same folder, made 0600 before any byte is written, fsynced, then linked into place
+/// without overwriting (so two first saves at once agree on one key).
+fn create_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".kit-tmp-").tempfile_in(dir).at(path)?;
+    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o600)).at(path)?;
+    tmp.write_all(bytes).at(path)?;
+    tmp.as_file().sync_all().at(path)?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path, e.error)),
+    }
 }
 
 fn parse(path: &Path, text: &str) -> Result<Vec<u8>> {
