@@ -704,11 +704,17 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
         Some(s) => format!("stamp {}, saved {} at commit {}", s.stamp, s.time, short(&s.commit)),
         None => "not stamped: written by hand, unverified".to_string(),
     };
-    let next = next_action(&h.summary)
-        .or_else(|| {
-            std::fs::read_to_string(longrun.join("progress.md")).ok().and_then(|p| next_action(&p))
-        })
-        .unwrap_or_else(|| "none given".to_string());
+    // The summary's own next action is already in it: repeat only one taken from progress.md.
+    let next = match next_action(&h.summary) {
+        Some(_) => String::new(),
+        None => format!(
+            "\n\nNext action: {}",
+            std::fs::read_to_string(longrun.join("progress.md"))
+                .ok()
+                .and_then(|p| next_action(&p))
+                .unwrap_or_else(|| "none given".to_string())
+        ),
+    };
     let mut summary = h.summary.clone();
     if summary.len() > MAX_SUMMARY {
         let mut cut = MAX_SUMMARY;
@@ -720,7 +726,7 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
     }
     let after = if source == "compact" { "a compaction" } else { "a resume" };
     Some(format!(
-        "kit: this session continues after {after}. The last handoff (longrun/handoff.md, {stamp}):\n\n{summary}\n\nNext action: {next}\n\nRun `kit handoff verify` to check the handoff still matches the tree before relying on it."
+        "kit: this session continues after {after}. The last handoff (longrun/handoff.md, {stamp}):\n\n{summary}{next}\n\nRun `kit handoff verify` to check the handoff still matches the tree before relying on it."
     ))
 }
 
@@ -801,6 +807,19 @@ mod tests {
             Err(Error::Input { line: Some(9), .. }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn resume_context_names_the_next_action_once() {
+        // QA F10: the summary's "Next action: W" was repeated after it.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("handoff.md"), "Summary: v5\nNext action: W\n").unwrap();
+        let text = resume_context(d.path(), "compact").unwrap();
+        assert_eq!(text.matches("Next action: W").count(), 1, "{text}");
+        std::fs::write(d.path().join("handoff.md"), "Summary: v5\n").unwrap();
+        std::fs::write(d.path().join("progress.md"), "## Next action\nX\n").unwrap();
+        let text = resume_context(d.path(), "resume").unwrap();
+        assert!(text.contains("Summary: v5\n\nNext action: X\n\nRun"), "{text}");
     }
 
     #[test]
