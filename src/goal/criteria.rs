@@ -64,6 +64,9 @@ pub struct CriterionResult {
     pub missing: Vec<String>,
     /// The last [`OUTPUT_TAIL_LINES`] lines of stdout and stderr together.
     pub output_tail: String,
+    /// kit was asked to stop (Ctrl-C, SIGTERM) while it ran: its process group was killed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 mod millis {
@@ -79,17 +82,43 @@ mod millis {
     }
 }
 
-/// Run every criterion of `goal` in order, each with `timeout`.
-pub fn run_all(goal: &Goal, root: &Path, timeout: Duration) -> Vec<CriterionResult> {
-    goal.criteria.iter().map(|c| run_criterion(c, root, timeout)).collect()
+/// Run every criterion of `goal` in order, each with `timeout`, until `stop` says kit was asked
+/// to stop (polled while each runs): the running criterion's process group is then SIGKILLed,
+/// its result marked `interrupted`, and the criteria after it are not run.
+pub fn run_all(
+    goal: &Goal,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Vec<CriterionResult> {
+    let mut results = Vec::new();
+    for c in &goal.criteria {
+        let r = run_until(c, root, timeout, stop);
+        let interrupted = r.interrupted;
+        results.push(r);
+        if interrupted || stop() {
+            break;
+        }
+    }
+    results
 }
 
 /// Run one criterion: `sh -c COMMAND` in `root`, stdin from /dev/null, stdout and stderr into one
 /// pipe, in a new process group that is SIGKILLed as a whole at `timeout` and when the shell
 /// exits. Never fails: a command that cannot start is a failed result saying why.
 pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> CriterionResult {
+    run_until(c, root, timeout, &|| false)
+}
+
+/// [`run_criterion`], also ending the process group as soon as `stop` returns true.
+fn run_until(
+    c: &Criterion,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> CriterionResult {
     let start = Instant::now();
-    let run = execute(&c.command, root, timeout);
+    let run = execute(&c.command, root, timeout, stop);
     let duration = start.elapsed();
     let mut result = CriterionResult {
         line: c.line,
@@ -101,6 +130,7 @@ pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> Criterion
         duration,
         missing: Vec::new(),
         output_tail: String::new(),
+        interrupted: false,
     };
     let run = match run {
         Ok(r) => r,
@@ -111,8 +141,11 @@ pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> Criterion
     };
     result.exit = run.exit;
     result.timed_out = run.timed_out;
+    result.interrupted = run.interrupted;
     result.output_tail = tail(&run.output, OUTPUT_TAIL_LINES);
-    if run.timed_out {
+    if run.interrupted {
+        result.missing.push("stopped by hand; the process group was killed".into());
+    } else if run.timed_out {
         result.missing.push(format!(
             "timed out after {}; the process group was killed",
             crate::duration::format_duration(timeout)
@@ -141,6 +174,7 @@ struct Run {
     exit: Option<i32>,
     signal: Option<i32>,
     timed_out: bool,
+    interrupted: bool,
     output: String,
 }
 
@@ -213,7 +247,12 @@ fn drain(mut reader: std::io::PipeReader, capture: &Mutex<Capture>, stop: &Atomi
     }
 }
 
-fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String> {
+fn execute(
+    command: &str,
+    root: &Path,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<Run, String> {
     let (reader, writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
     // Non-blocking, so that the reader can be told to stop once the pipe is empty (see drain).
     fcntl(reader.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
@@ -234,18 +273,19 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
     let pgid = Pid::from_raw(child.id() as i32);
 
     let capture = Arc::new(Mutex::new(Capture::default()));
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop_reading = Arc::new(AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel();
     let drainer = {
-        let (capture, stop) = (Arc::clone(&capture), Arc::clone(&stop));
+        let (capture, stop_reading) = (Arc::clone(&capture), Arc::clone(&stop_reading));
         std::thread::spawn(move || {
-            drain(reader, &capture, &stop);
+            drain(reader, &capture, &stop_reading);
             let _ = done_tx.send(());
         })
     };
 
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
+    let mut interrupted = false;
     let timed_out = loop {
         // WNOWAIT leaves the shell a zombie, so its pid (the group id) cannot be reused before
         // the group is killed below.
@@ -261,20 +301,25 @@ fn execute(command: &str, root: &Path, timeout: Duration) -> Result<Run, String>
         if start.elapsed() >= timeout {
             break true;
         }
+        if stop() {
+            interrupted = true;
+            break false;
+        }
         std::thread::sleep(pause.min(timeout.saturating_sub(start.elapsed())));
         pause = (pause * 2).min(Duration::from_millis(25));
     };
-    // End the whole group: at the timeout, and any background process left after the shell.
+    // End the whole group: at the timeout, on a stop, and any background process left after the
+    // shell.
     let _ = killpg(pgid, Signal::SIGKILL);
     let status = child.wait().map_err(|e| format!("wait: {e}"))?;
     // Without end of file by then, a process outside the group holds the pipe: take what the
     // group wrote (still in the pipe if the reader was not scheduled meanwhile) and stop.
     let _ = done_rx.recv_timeout(DRAIN_WAIT);
-    stop.store(true, Ordering::Release);
+    stop_reading.store(true, Ordering::Release);
     let _ = drainer.join();
     let output = capture.lock().unwrap_or_else(|p| p.into_inner()).text();
     use std::os::unix::process::ExitStatusExt;
-    Ok(Run { exit: status.code(), signal: status.signal(), timed_out, output })
+    Ok(Run { exit: status.code(), signal: status.signal(), timed_out, interrupted, output })
 }
 
 /// The last `n` lines of `text`, each cut to 400 characters.

@@ -241,6 +241,8 @@ pub struct Ended {
     pub leftovers_killed: Vec<i32>,
     /// Wall time of the run, ms.
     pub duration_ms: u64,
+    /// The agent deleted or replaced its log; kit wrote it again from its open handle.
+    pub log_recovered: bool,
 }
 
 /// Start the agent, call `on_start` (which journals `agent_start`) before waiting, supervise it
@@ -250,8 +252,17 @@ pub struct Ended {
 /// cannot be ended; an error from `on_start` is returned after the agent's tree was killed.
 pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> Result<Ended> {
     let argv = l.enforcer.wrap(l.spec.argv(), l.memory_max);
-    let log = File::create(l.log).at(l.log)?;
+    // Read as well as written: kit reads it back through `kept` if the agent deletes it.
+    let log = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(l.log)
+        .at(l.log)?;
     let log2 = log.try_clone().at(l.log)?;
+    // kit's own handle on the log: the output survives the agent deleting the file.
+    let kept = log.try_clone().at(l.log)?;
     let stdin = File::open(l.prompt_file).at(l.prompt_file)?;
     let started_at = Instant::now();
     let mut child = Command::new(&argv[0])
@@ -338,7 +349,34 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         }
     }
     ended.duration_ms = started_at.elapsed().as_millis() as u64;
+    ended.log_recovered = keep_log(l.log, &kept)?;
     Ok(ended)
+}
+
+/// Put the iteration's log back when the agent deleted or replaced it (`git clean -fdx`,
+/// `rm -rf longrun`): kit held it open from before the agent started, so the whole output is
+/// read back through kit's handle and written again at `path` (its folder recreated). Returns
+/// whether it had to.
+///
+/// Errors: [`Error::Io`] when the log cannot be read back or written.
+fn keep_log(path: &Path, kept: &File) -> Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    let ours = kept.metadata().at(path)?;
+    let same = std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.dev() == ours.dev() && m.ino() == ours.ino());
+    if same {
+        return Ok(false);
+    }
+    let mut bytes = Vec::new();
+    let mut f = kept;
+    f.seek(SeekFrom::Start(0)).at(path)?;
+    f.read_to_end(&mut bytes).at(path)?;
+    if let Some(dir) = path.parent() {
+        crate::atomic::create_dir_all(dir)?;
+    }
+    crate::atomic::write_atomic(path, &bytes)?;
+    Ok(true)
 }
 
 /// Tokens and cost an agent reported for one iteration.

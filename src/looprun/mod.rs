@@ -19,6 +19,9 @@
 //!    process may have edited meanwhile).
 //!    Done only when every criterion passes and the second restore found nothing. What the
 //!    agent says counts for nothing.
+//!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
+//!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
+//!    the iteration's log written again from kit's open handle.
 //! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
 //!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
 //!    names the outcome; the journal's `loop_end` holds why.
@@ -40,7 +43,7 @@
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off) |
+//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
@@ -499,6 +502,9 @@ impl RunCtx<'_> {
     /// Step 3: the criteria once, before any agent. All pass on a verified tree → done.
     fn baseline(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
         let c = self.check(p, 0, "baseline")?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
         let (commit, dirty) = git_head(&self.project.root);
         self.journal(
             "baseline",
@@ -508,6 +514,9 @@ impl RunCtx<'_> {
             }),
         )?;
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
+        if let Some(e) = commands_not_found(&self.project, &c.views) {
+            return Err(e);
+        }
         tally.total = c.views.len();
         tally.best = c.passed;
         tally.baseline_tree = tree_state(&self.project.root);
@@ -662,6 +671,9 @@ impl RunCtx<'_> {
         }
 
         let c = self.check(p, iteration, "after_criteria")?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
         if !c.late.is_empty() {
             self.say(format!(
                 "iteration {iteration}: reverted {} (changed while the criteria ran)",
@@ -727,6 +739,8 @@ impl RunCtx<'_> {
             failures: &tally.failures,
             reverts: &tally.reverts,
         });
+        // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
+        crate::atomic::create_dir_all(&self.project.runs())?;
         crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
         self.journal(
             "iteration_start",
@@ -841,6 +855,15 @@ impl RunCtx<'_> {
         if !reverts.is_empty() {
             self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
         }
+        if ended.log_recovered {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": "after_agent", "path": log_rel, "kind": "run_log_deleted" }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
+            ));
+        }
         Ok(AgentRun { reverts, ended, wall_cut, log: log_rel })
     }
 
@@ -849,8 +872,20 @@ impl RunCtx<'_> {
     fn check(&mut self, p: &mut Prepared, iteration: u64, phase: &str) -> Result<Check> {
         p.guard.seal_journal()?;
         let kit_len = journal_len(&self.project.journal());
-        let results =
-            crate::goal::run_all(&p.goal, &self.project.root, p.settings.criterion_timeout);
+        let stop = self.stop;
+        let results = crate::goal::run_all(
+            &p.goal,
+            &self.project.root,
+            p.settings.criterion_timeout,
+            &|| stop.requested().is_some(),
+        );
+        if let (Some(sig), Some(r)) = (stop.requested(), results.iter().find(|r| r.interrupted)) {
+            self.say(format!(
+                "loop: stopped by {}; ended the running criterion (goal.md:{}) and its process group",
+                sig.as_str(),
+                r.line
+            ));
+        }
         let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
         end_strays()?;
         if cut_appends(&self.project.journal(), kit_len, &[])? {
@@ -873,7 +908,7 @@ impl RunCtx<'_> {
             name: "interrupted",
             code: signals::EXIT_INTERRUPTED,
             reason: format!(
-                "stopped by {}; the agent's processes were ended and the frozen files restored; kit loop goes on from iteration {}",
+                "stopped by {}; the running processes were ended and the frozen files restored; kit loop goes on from iteration {}",
                 sig.as_str(),
                 self.last_iteration + 1
             ),
@@ -892,6 +927,42 @@ impl RunCtx<'_> {
     }
 }
 
+/// When every criterion exited 127 (`sh`: command not found) at the baseline, no agent can make
+/// one pass: the error (exit 2) names each criterion's goal.md line and the missing program, read
+/// from the shell's `…: NAME: not found` line (else the command's first word).
+fn commands_not_found(project: &Project, views: &[CriterionView]) -> Option<Error> {
+    if views.is_empty() || views.iter().any(|v| v.exit != Some(127)) {
+        return None;
+    }
+    let re = regex::Regex::new(
+        r"(?m)^[^:\n]*sh: (?:\d+: |line \d+: )?(.+?): (?:command )?not found\s*$",
+    )
+    .expect("a valid regex");
+    let goal = rel(project, &project.goal());
+    let mut msg = String::from(
+        "every criterion exited 127 (command not found) at the baseline; no agent can make one pass",
+    );
+    let mut programs: Vec<String> = Vec::new();
+    for v in views {
+        let program = re
+            .captures(&v.output_tail)
+            .map(|c| c[1].to_string())
+            .or_else(|| v.command.split_whitespace().next().map(str::to_string))
+            .unwrap_or_default();
+        msg.push_str(&format!("\n  {goal}:{}: `{program}` is not on PATH", v.line));
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+    }
+    let first = views[0].line as usize;
+    Some(
+        Error::input(rel_path(project, &project.goal()), Some(first), msg).with_hint(format!(
+            "install {} or put it on PATH (try the criterion by hand in the repository root), then kit loop",
+            programs.join(", ")
+        )),
+    )
+}
+
 /// End any process a criterion left running in the background (kit being a subreaper, it was
 /// re-parented to kit), so nothing edits the tree after it was verified.
 fn end_strays() -> Result<()> {
@@ -907,11 +978,18 @@ fn journal_len(path: &Path) -> u64 {
 
 /// The journal is kit's record: lines appended after `base` (its length when kit last sealed it)
 /// by anyone else while the agent or the criteria ran are cut off, except kit's own lines at the
-/// byte ranges `own` and `hook` events (kit's hook runs inside the agent's session). Returns
+/// byte ranges `own`, `hook` events (kit's hook runs inside the agent's session) and
+/// `handoff_saved` events (`kit handoff save`, run by the agent as its hook asks, journals the
+/// save that `kit handoff verify` checks; a forged one proves nothing without the keyed stamp
+/// id, see `crate::handoff`). Returns
 /// whether anything was cut. A journal shorter than `base` or rewritten is the guard's business
 /// (its sealed prefix).
 ///
 /// Errors: [`Error::Io`] when the journal cannot be read or rewritten.
+/// Journal events written by kit commands the agent runs during an iteration, kept by
+/// [`cut_appends`].
+const KEPT_AGENT_EVENTS: [&str; 2] = ["hook", "handoff_saved"];
+
 fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<bool> {
     use crate::error::IoContext;
     let Ok(bytes) = std::fs::read(path) else { return Ok(false) };
@@ -930,7 +1008,7 @@ fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<b
         let keep = whole
             && (own.contains(&range)
                 || serde_json::from_slice::<Value>(line)
-                    .is_ok_and(|v| history::event_name(&v) == "hook"));
+                    .is_ok_and(|v| KEPT_AGENT_EVENTS.contains(&history::event_name(&v))));
         if keep {
             out.extend_from_slice(line);
         } else {
@@ -1077,6 +1155,8 @@ mod tests {
         crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
         let own = j.append_at("agent_start", json!({"iteration": 1})).unwrap().1;
         crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
+        // `kit handoff save`, run by the agent, journals its save: kept like a hook event.
+        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"handoff_saved\"}").unwrap();
         crate::atomic::append_line(&path, forged).unwrap(); // and after
         std::fs::OpenOptions::new()
             .append(true)
@@ -1090,7 +1170,7 @@ mod tests {
             .iter()
             .map(|e| e["event"].as_str().unwrap().to_string())
             .collect();
-        assert_eq!(events, ["loop_start", "agent_start", "hook"]);
+        assert_eq!(events, ["loop_start", "agent_start", "hook", "handoff_saved"]);
         assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
     }
 

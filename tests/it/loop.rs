@@ -804,6 +804,27 @@ fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
 }
 
 #[test]
+fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
+    // `kit handoff save` run by the agent journals `handoff_saved`; the loop cuts what the agent
+    // appends to the journal, but must keep that record (as it keeps hook events), or the
+    // handoff could never verify after a loop.
+    let d = project(false);
+    write(
+        d.path(),
+        "agent.sh",
+        "cat > /dev/null\nsed -i 's/a - b/a + b/' calc.py\nkit handoff save <<'EOF'\nDone: add returns the sum.\nNext action: none.\nEOF\necho '{\"event\":\"loop_end\",\"outcome\":\"done\"}' >> longrun/journal.jsonl\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let saved = events(d.path(), "handoff_saved");
+    assert_eq!(saved.len(), 1, "{:?}", journal(d.path()));
+    assert_eq!(events(d.path(), "loop_end").len(), 1, "the forged loop_end is cut");
+    let o = kit(d.path()).args(["handoff", "verify"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ok   the journal records this save"), "{}", text(&o));
+}
+
+#[test]
 fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
     let d = project(false);
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n"); // not executable
@@ -876,4 +897,101 @@ fn freeze_and_restore_are_refused_while_a_loop_runs_and_check_is_not() {
     assert_eq!(first.wait().unwrap().code(), Some(0), "the loop went on undisturbed");
     // With the loop ended, freezing works again.
     kit_ok(d.path(), &["freeze", "calc.py"]);
+}
+
+#[test]
+fn an_agent_that_wipes_untracked_files_or_longrun_does_not_stop_the_loop() {
+    for wipe in ["git clean -fdxq", "rm -rf longrun"] {
+        let d = project(false);
+        // Iteration 1 prints, wipes, weakens a frozen test and prints again; iteration 2 works.
+        let agent = format!(
+            "if [ \"$KIT_ITERATION\" = 1 ]; then echo before-the-wipe; {wipe}; \
+             echo '# weakened' >> tests/test_calc.py; echo after-the-wipe; \
+             else sed -i 's/a - b/a + b/' calc.py; fi"
+        );
+        let o = kit_loop(d.path(), &["--agent", &agent, "--max-iterations", "3"]);
+        assert_eq!(o.status.code(), Some(0), "{wipe}: {}", text(&o));
+        assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 2", "{wipe}");
+        let log = read(d.path(), "longrun/.runs/001.log");
+        assert!(
+            log.contains("before-the-wipe") && log.contains("after-the-wipe"),
+            "{wipe}: {log:?}"
+        );
+        assert!(
+            text(&o).contains("iteration 1: the agent deleted longrun/.runs/001.log"),
+            "{wipe}: {}",
+            text(&o)
+        );
+        assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC, "{wipe}");
+        assert_eq!(read(d.path(), "longrun/goal.md"), GOAL, "{wipe}");
+        let cheats = events(d.path(), "cheat");
+        let has = |path: &str, kind: &str| {
+            cheats.iter().any(|c| c["path"] == path && c["kind"] == kind && c["iteration"] == 1)
+        };
+        assert!(has("longrun/.runs/001.log", "run_log_deleted"), "{wipe}: {cheats:?}");
+        assert!(has("tests/test_calc.py", "modified"), "{wipe}: {cheats:?}");
+        assert!(d.path().join("longrun/.runs/002.prompt.md").is_file(), "{wipe}");
+    }
+}
+
+#[test]
+fn ctrl_c_while_a_criterion_runs_ends_its_group_and_exits_130() {
+    let d = project(false);
+    // The function criterion marks that it started, then sleeps for a minute.
+    let goal = GOAL.replace(
+        "`python3 -m unittest tests.test_calc -v`",
+        "`mkdir -p .home && touch .home/criterion-started && sleep 60.25 && python3 -m unittest tests.test_calc -v`",
+    );
+    write(d.path(), "longrun/goal.md", &goal);
+    write(
+        d.path(),
+        "longrun/config.toml",
+        &CONFIG.replace("required_level = 3", "required_level = 1"),
+    );
+    let started = Instant::now();
+    let child = spawn_loop(d.path(), &["--agent", "true"]);
+    wait_for("the criterion", Duration::from_secs(30), || {
+        d.path().join(".home/criterion-started").exists()
+    });
+    let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}: {}",
+        started.elapsed(),
+        text(&o)
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(text(&o).contains("ended the running criterion (goal.md:7)"), "{}", text(&o));
+    assert!(last_line(&o).starts_with("interrupted: stopped by SIGINT"), "{}", text(&o));
+    assert_eq!(processes_running("sleep 60.25"), 0, "the criterion's group was ended");
+    assert!(events(d.path(), "agent_start").is_empty(), "no agent after the stop");
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
+    assert_eq!(read(d.path(), "longrun/.lock"), "", "the lock was released cleanly");
+}
+
+#[test]
+fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2() {
+    let d = project(false);
+    // A PATH with the programs kit and sh need, but no python3.
+    let bin = d.path().join(".home/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for prog in ["sh", "git", "true"] {
+        let found = ["/usr/bin", "/bin", "/usr/local/bin"]
+            .iter()
+            .map(|dir| Path::new(dir).join(prog))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{prog} not found"));
+        std::os::unix::fs::symlink(found, bin.join(prog)).unwrap();
+    }
+    let o = kit(d.path()).env("PATH", &bin).args(["loop", "--agent", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("goal.md:7: every criterion exited 127 (command not found)"), "{t}");
+    assert!(t.contains("longrun/goal.md:8: `python3` is not on PATH"), "{t}");
+    assert!(t.contains("next: install python3 or put it on PATH"), "{t}");
+    assert!(events(d.path(), "agent_start").is_empty(), "the agent never started");
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("refused"), Some(2)));
 }
