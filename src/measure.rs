@@ -38,6 +38,8 @@ pub struct MeasureOptions {
     pub project: Option<String>,
     /// Fail on the first damaged line.
     pub strict: bool,
+    /// The terminal's width (characters) the session table must fit in; None: no limit.
+    pub width: Option<usize>,
 }
 
 /// Parse `--source`. Errors: anything but `claude` or `codex`.
@@ -223,7 +225,7 @@ pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<
             serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
         writeln!(out, "{text}").map_err(|e| Error::io("stdout", e))?;
     } else {
-        write_table(theme, &scan, out).map_err(|e| Error::io("stdout", e))?;
+        write_table(theme, &scan, opts.width, out).map_err(|e| Error::io("stdout", e))?;
     }
     Ok(0)
 }
@@ -293,44 +295,116 @@ fn session_json(s: &SessionSummary) -> Value {
     v
 }
 
-const HEADER: [&str; 13] = [
-    "SESSION",
-    "PROJECT",
-    "START (UTC)",
-    "WALL",
-    "ACTIVE",
-    "TURNS",
-    "CALLS",
-    "TOKENS",
-    "HIT",
-    "CTX",
-    "CMP",
-    "RES",
-    "COST",
+/// The session table's columns in display order: header, width (characters), right-aligned.
+/// SESSION's width is the longest unique id prefix (at least 8), set per table.
+const COLUMNS: [(&str, usize, bool); 13] = [
+    ("SESSION", 8, false),
+    ("PROJECT", 13, false),
+    ("START (UTC)", 11, false),
+    ("WALL", 7, true),
+    ("ACTIVE", 7, true),
+    ("TURNS", 5, true),
+    ("CALLS", 6, true),
+    ("TOKENS", 7, true),
+    ("HIT", 4, true),
+    ("CTX", 4, true),
+    ("CMP", 4, true),
+    ("RES", 4, true),
+    ("COST", 8, true),
 ];
+const SESSION: usize = 0;
+const PROJECT: usize = 1;
 
-fn row(cells: &[String; 13], w: usize) -> String {
-    format!(
-        "{:<w$} {:<13} {:<11} {:>7} {:>7} {:>5} {:>6} {:>7} {:>4} {:>4} {:>4} {:>4} {:>8}",
-        cells[0],
-        cells[1],
-        cells[2],
-        cells[3],
-        cells[4],
-        cells[5],
-        cells[6],
-        cells[7],
-        cells[8],
-        cells[9],
-        cells[10],
-        cells[11],
-        cells[12]
-    )
-    .trim_end()
-    .to_string()
+/// One step by which the session table gives way on a narrow terminal.
+#[derive(Clone, Copy, Debug)]
+enum GiveWay {
+    /// Leave the column out.
+    Drop(usize),
+    /// Cut the column to this many characters.
+    Shorten(usize, usize),
 }
 
-fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Result<()> {
+/// The order in which columns give way when the table is wider than the terminal, least
+/// needed first: ACTIVE, HIT, TURNS, CALLS, WALL, START, then PROJECT cut to 8 characters,
+/// then PROJECT, CMP, RES, CTX and TOKENS. SESSION (the handle for `--turns`) and COST stay.
+/// At 80 columns the table keeps SESSION PROJECT START WALL TOKENS CTX CMP RES COST (74
+/// characters), at 60 SESSION PROJECT TOKENS CTX CMP RES COST (54).
+const GIVE_WAY: [GiveWay; 12] = [
+    GiveWay::Drop(4),
+    GiveWay::Drop(8),
+    GiveWay::Drop(5),
+    GiveWay::Drop(6),
+    GiveWay::Drop(3),
+    GiveWay::Drop(2),
+    GiveWay::Shorten(PROJECT, 8),
+    GiveWay::Drop(PROJECT),
+    GiveWay::Drop(10),
+    GiveWay::Drop(11),
+    GiveWay::Drop(9),
+    GiveWay::Drop(7),
+];
+
+/// Which columns are shown and how wide: `None` for a column left out.
+#[derive(Clone, Debug, PartialEq)]
+struct Layout {
+    widths: [Option<usize>; 13],
+}
+
+impl Layout {
+    /// The widest layout that fits in `max` characters (all columns when `max` is None),
+    /// giving way in [`GIVE_WAY`] order; SESSION is `session_w` wide. When even SESSION and
+    /// COST do not fit, that is what is shown.
+    fn fit(session_w: usize, max: Option<usize>) -> Layout {
+        let mut widths = COLUMNS.map(|(_, w, _)| Some(w));
+        widths[SESSION] = Some(session_w);
+        let mut l = Layout { widths };
+        let Some(max) = max else { return l };
+        for step in GIVE_WAY {
+            if l.width() <= max {
+                break;
+            }
+            match step {
+                GiveWay::Drop(i) => l.widths[i] = None,
+                GiveWay::Shorten(i, n) => l.widths[i] = l.widths[i].map(|w| w.min(n)),
+            }
+        }
+        l
+    }
+
+    /// The width of a full row: the columns and one space between each two.
+    fn width(&self) -> usize {
+        let shown: Vec<usize> = self.widths.iter().flatten().copied().collect();
+        shown.iter().sum::<usize>() + shown.len().saturating_sub(1)
+    }
+
+    fn shown(&self, i: usize) -> bool {
+        self.widths[i].is_some()
+    }
+
+    /// One row; PROJECT text is cut to its width, numbers are never cut.
+    fn row(&self, cells: &[String; 13]) -> String {
+        let mut parts = vec![];
+        for (i, (cell, w)) in cells.iter().zip(self.widths).enumerate() {
+            let Some(w) = w else { continue };
+            let cell = if i == PROJECT { clip(cell, w) } else { cell.clone() };
+            parts.push(if COLUMNS[i].2 { format!("{cell:>w$}") } else { format!("{cell:<w$}") });
+        }
+        parts.join(" ").trim_end().to_string()
+    }
+
+    /// Characters taken by SESSION and PROJECT (with the space between them), where a
+    /// subagent's name is written.
+    fn name_span(&self) -> usize {
+        self.widths[SESSION].unwrap_or(0) + self.widths[PROJECT].map_or(0, |w| w + 1)
+    }
+}
+
+fn write_table(
+    theme: &Theme,
+    scan: &Scan,
+    max: Option<usize>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if scan.sessions.is_empty() {
         writeln!(out, "no sessions found")?;
         let places: Vec<String> = scan.looked_in.iter().map(|p| p.display().to_string()).collect();
@@ -339,59 +413,116 @@ fn write_table(theme: &Theme, scan: &Scan, out: &mut dyn Write) -> std::io::Resu
     }
     let ids = unique_prefixes(scan.sessions.iter().map(|s| s.session_id.as_str()), 8);
     let w = ids.iter().map(|i| i.chars().count()).max().unwrap_or(8).max(8);
-    writeln!(out, "{}", theme.bold(&row(&HEADER.map(String::from), w)))?;
+    let layout = Layout::fit(w, max);
+    writeln!(out, "{}", theme.bold(&layout.row(&COLUMNS.map(|c| c.0.to_string()))))?;
     let mut sum = SessionSummary::empty_total();
     for (s, id) in scan.sessions.iter().zip(&ids) {
         let mut cells = session_cells(s);
         cells[0] = id.clone();
-        writeln!(out, "{}", row(&cells, w))?;
+        writeln!(out, "{}", layout.row(&cells))?;
         for sub in &s.subagents {
             let mut c = session_cells(sub);
-            let name = clip(&format!("  ↳ {}", sub.session_id), w + 14);
-            c[0] = String::new();
-            c[1] = String::new();
-            c[2] = String::new();
-            c[3] = String::new();
-            c[4] = String::new();
-            c[5] = String::new();
-            c[9] = String::new();
-            c[10] = String::new();
-            // The id takes the SESSION and PROJECT columns (w + 1 + 13 characters).
-            let rest = row(&c, w);
-            let cut = w + 14;
-            writeln!(out, "{}", theme.dim(&format!("{name:<cut$}{}", &rest[cut..])))?;
+            for i in [0, 1, 2, 3, 4, 5, 9, 10] {
+                c[i] = String::new();
+            }
+            // The name takes the SESSION and PROJECT columns; in SESSION alone (PROJECT left
+            // out) it loses its indent and `agent-`: `↳a2898e3` fits 8 characters.
+            let cut = layout.name_span();
+            let name = if cut >= 12 {
+                clip(&format!("  ↳ {}", sub.session_id), cut)
+            } else {
+                let id = sub.session_id.strip_prefix("agent-").unwrap_or(&sub.session_id);
+                clip(&format!("↳{id}"), cut)
+            };
+            let rest = layout.row(&c);
+            let rest = rest.get(cut..).unwrap_or("");
+            writeln!(out, "{}", theme.dim(&format!("{name:<cut$}{rest}")))?;
         }
         sum.add_row(s);
     }
     let mut t = session_cells(&sum);
     t[0] = "TOTAL".into();
-    t[1] = format!("{} sessions", scan.sessions.len());
+    let n = scan.sessions.len();
+    t[1] = format!("{n} sessions");
+    if layout.widths[PROJECT].is_some_and(|pw| t[1].chars().count() > pw) {
+        t[1] = n.to_string();
+    }
     t[2] = String::new();
     t[9] = String::new();
-    writeln!(out, "{}", theme.bold(&row(&t, w)))?;
-    writeln!(
-        out,
-        "{}",
-        theme.dim("HIT cache reads / input · CTX peak context / compaction point · CMP compactions · RES resumes")
-    )?;
+    writeln!(out, "{}", theme.bold(&layout.row(&t)))?;
+    let legend: Vec<&str> = [
+        (8, "HIT cache reads / input"),
+        (9, "CTX peak context / compaction point"),
+        (10, "CMP compactions"),
+        (11, "RES resumes"),
+    ]
+    .into_iter()
+    .filter(|(i, _)| layout.shown(*i))
+    .map(|(_, text)| text)
+    .collect();
+    for line in join_within(&legend, " · ", max).iter().flat_map(|l| wrap(l, max)) {
+        writeln!(out, "{}", theme.dim(&line))?;
+    }
     if sum.resumes > 0 {
-        writeln!(
-            out,
+        let text = format!(
             "resumes: {} re-wrote {} tokens (cache expired): {} over a warm cache",
             plural(sum.resumes, "call"),
             thousands(sum.resume_tokens),
             usd(sum.resume_premium_usd)
-        )?;
+        );
+        for line in wrap(&text, max) {
+            writeln!(out, "{line}")?;
+        }
     }
     if !sum.unpriced_models.is_empty() {
         let names: Vec<_> = sum.unpriced_models.iter().cloned().collect();
-        writeln!(
-            out,
-            "{}",
-            theme.warn(&format!("unpriced models (not in COST, marked *): {}", names.join(", ")))
-        )?;
+        let text = format!("unpriced models (not in COST, marked *): {}", names.join(", "));
+        for line in wrap(&text, max) {
+            writeln!(out, "{}", theme.warn(&line))?;
+        }
     }
     write_damage(theme, &scan.damage, out)
+}
+
+/// `items` joined by `sep`, in as few lines of at most `max` characters as fit (an item
+/// longer than `max` gets a line of its own).
+fn join_within(items: &[&str], sep: &str, max: Option<usize>) -> Vec<String> {
+    let mut lines: Vec<String> = vec![];
+    for item in items {
+        match lines.last_mut() {
+            Some(l)
+                if max.is_none_or(|m| {
+                    l.chars().count() + sep.chars().count() + item.chars().count() <= m
+                }) =>
+            {
+                l.push_str(sep);
+                l.push_str(item);
+            }
+            _ => lines.push(item.to_string()),
+        }
+    }
+    lines
+}
+
+/// `text` broken at spaces into lines of at most `max` characters, continuation lines
+/// indented by two spaces (a word longer than a line is not cut).
+fn wrap(text: &str, max: Option<usize>) -> Vec<String> {
+    let Some(max) = max else { return vec![text.to_string()] };
+    let mut lines: Vec<String> = vec![];
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let fits = cur.chars().count() + 1 + word.chars().count() <= max;
+        if cur.trim().is_empty() {
+            cur.push_str(word);
+        } else if fits {
+            cur.push(' ');
+            cur.push_str(word);
+        } else {
+            lines.push(std::mem::replace(&mut cur, format!("  {word}")));
+        }
+    }
+    lines.push(cur);
+    lines
 }
 
 /// Print the damage report (nothing when there is none).
@@ -787,6 +918,37 @@ fn clock_time(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_give_way_in_the_defined_order() {
+        let shown = |max: Option<usize>| {
+            let l = Layout::fit(8, max);
+            let names: Vec<&str> = (0..13).filter(|&i| l.shown(i)).map(|i| COLUMNS[i].0).collect();
+            (names.join(" "), l.width())
+        };
+        let all = "SESSION PROJECT START (UTC) WALL ACTIVE TURNS CALLS TOKENS HIT CTX CMP RES COST";
+        assert_eq!(shown(None), (all.to_string(), 100));
+        assert_eq!(shown(Some(100)), (all.to_string(), 100));
+        assert_eq!(shown(Some(99)).0, all.replace(" ACTIVE", ""));
+        assert_eq!(
+            shown(Some(80)),
+            ("SESSION PROJECT START (UTC) WALL TOKENS CTX CMP RES COST".into(), 74)
+        );
+        assert_eq!(shown(Some(60)), ("SESSION PROJECT TOKENS CTX CMP RES COST".into(), 54));
+        assert_eq!(Layout::fit(8, Some(50)).widths[PROJECT], Some(8));
+        assert_eq!(shown(Some(40)), ("SESSION TOKENS CTX CMP RES COST".into(), 40));
+        assert_eq!(shown(Some(1)), ("SESSION COST".into(), 17));
+        // A longer SESSION (unique prefixes) takes its room from the other columns.
+        assert_eq!(Layout::fit(12, Some(60)).width(), 58);
+    }
+
+    #[test]
+    fn prose_lines_break_at_words() {
+        assert_eq!(wrap("a bb ccc dd", Some(5)), ["a bb", "  ccc", "  dd"]);
+        assert_eq!(wrap("a bb ccc", None), ["a bb ccc"]);
+        assert_eq!(wrap("toolongword x", Some(4)), ["toolongword", "  x"]);
+        assert_eq!(join_within(&["ab", "cd", "ef"], " · ", Some(7)), ["ab · cd", "ef"]);
+    }
 
     #[test]
     fn number_formats() {

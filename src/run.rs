@@ -155,6 +155,7 @@ fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::Measure
         source: a.source.as_deref().map(crate::measure::parse_source).transpose()?,
         project: a.project,
         strict: a.strict,
+        width: crate::term::columns(),
     })
 }
 

@@ -701,3 +701,50 @@ fn project_and_since_filter_the_damage_report_and_undated_sessions() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("malformed"), "{text}");
 }
+
+/// At every width from 100 down to 17 (SESSION and COST alone), each table row — subagent
+/// rows included — fits, and the sub-row's figures stay under their headers.
+#[test]
+fn the_table_fits_narrow_terminals_with_subagent_rows() {
+    let main = std::fs::read(sample(
+        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
+    ))
+    .unwrap();
+    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
+    let (d, root) = claude_tree(&[
+        ("4d5611e5.jsonl", &main),
+        ("4d5611e5/subagents/agent-a2898e3.jsonl", &agent),
+    ]);
+    let mut previous_columns = usize::MAX;
+    for width in (17..=100).rev() {
+        let out = kit(d.path())
+            .env("COLUMNS", width.to_string())
+            .arg("measure")
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let (header, sub) = (lines[0], lines[2]);
+        assert!(lines[1].starts_with("4d5611e5 "), "{text}");
+        // Beside PROJECT the sub-row's name is indented; in SESSION alone it is the agent id.
+        let with_project = header.contains("PROJECT");
+        let name = if with_project { "  ↳ agen" } else { "↳a2898e3 " };
+        assert!(sub.starts_with(name), "{text}");
+        assert!(lines[3].starts_with("TOTAL"), "{text}");
+        for line in &lines[..4] {
+            assert!(line.chars().count() <= width, "width {width}:\n{text}");
+        }
+        // Columns only ever go away as the terminal narrows, and SESSION and COST stay.
+        let columns = header.split_whitespace().count();
+        assert!(columns <= previous_columns, "width {width}:\n{text}");
+        previous_columns = columns;
+        assert!(header.starts_with("SESSION") && header.ends_with("COST"), "{text}");
+        // The sub-row's cost ends where the COST header ends.
+        let end = |l: &str| l.chars().count();
+        assert_eq!(end(sub), end(header), "width {width}:\n{text}");
+        assert!(sub.ends_with("$0.45"), "{text}");
+    }
+    assert_eq!(previous_columns, 2);
+}
