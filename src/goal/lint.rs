@@ -11,6 +11,17 @@
 //! | 3 | every criterion is command → expected output, none is shortcut-able, every test file the commands exercise is frozen |
 //! | 4 | level 3, and the criteria cover function, regression and limit |
 //!
+//! Whose exit status is the criterion's: the command is read as the shell runs it
+//! ([`super::shell::script`]: lists, and-or chains, pipelines, `!`, redirections, nested
+//! `sh -c`), and the last command that runs must be work, not a step that only prints (`echo`,
+//! `printf`, `cat FILE`, `python3 -c 'print(…)'`, `true`, `exit 0`). A runner whose status `;` or
+//! `&` throws away, `|| true`, `! runner`, and a runner's output sent to /dev/null or to a file
+//! nothing reads are each named. A pipe hands the status to its last command, so
+//! `pytest -q tests/ 2>&1 | tail -5` is a shortcut too (a failing run that prints `14 passed`
+//! before an error still passes) unless `set -o pipefail` comes first; expectations already
+//! search the whole output, so the `tail` adds nothing. `set -e` keeps a failing step's status,
+//! so `set -e; runner; echo done` is not named.
+//!
 //! The checks read the command with [`super::shell`] (words, operators, nested `sh -c`) and know
 //! the common runners: `python -m unittest` (module names, `discover -s DIR -p PATTERN`),
 //! `pytest`, `cargo test`, `go test`. Any other path in a command that names a test (a path
@@ -21,7 +32,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::shell::{self, Token};
+use super::shell;
 use super::{Criterion, Expectation, Goal, Kind, IMPLICITLY_FROZEN};
 
 /// Separates the problem from its fix in [`Shortcut::what`].
@@ -259,7 +270,7 @@ impl Lint<'_> {
     fn criterion(&mut self, c: &Criterion) {
         let line = c.line;
         self.expectations(c);
-        self.swallowed_failure(line, &c.command, c.exit);
+        self.swallowed_failure(c);
         let commands = shell::simple_commands(&c.command);
         let pinned = c.expectations.iter().any(pins_a_count);
         for words in &commands {
@@ -364,88 +375,201 @@ impl Lint<'_> {
         }
     }
 
-    /// `|| true`, `; exit 0`, `set +e`, `2>/dev/null`, `| tail`: the exit status or the errors
-    /// of the runner no longer reach the loop.
-    fn swallowed_failure(&mut self, line: usize, cmd: &str, exit: i32) {
-        self.swallowed_in(line, cmd, exit, 0);
+    /// Whether the exit status the loop sees is the work's: read the command as the shell runs
+    /// it ([`shell::script`]) and follow which command's status ends up as the criterion's. Names
+    /// `|| true`, a `;` or `&` that throws a runner's status away, a last command that only
+    /// prints (`echo`, `python3 -c 'print(…)'`, `cat FILE`, `true`, `exit 0`), `!`, a pipe into
+    /// `tail`/`true`, `set +e`, and output sent to `/dev/null` or to a file nothing reads.
+    fn swallowed_failure(&mut self, c: &Criterion) {
+        self.status_in(c, &c.command, 0, false, false);
     }
 
-    fn swallowed_in(&mut self, line: usize, cmd: &str, exit: i32, depth: usize) {
-        let tokens = shell::tokenize(cmd);
-        let pipefail = cmd.contains("pipefail");
-        // Split into (operator before, words) pairs.
-        let mut segments: Vec<(&str, Vec<String>)> = Vec::new();
-        let mut op = "";
-        let mut words = Vec::new();
-        for t in tokens.into_iter().chain([Token::Op(";")]) {
-            match t {
-                Token::Word(w) => words.push(w),
-                Token::Op(o) => {
-                    if !words.is_empty() {
-                        segments.push((op, std::mem::take(&mut words)));
+    fn status_in(&mut self, c: &Criterion, cmd: &str, depth: usize, errexit: bool, pipefail: bool) {
+        let line = c.line;
+        let mut errexit = errexit;
+        let pipefail = pipefail || cmd.contains("pipefail");
+        let mut lists = shell::script(cmd);
+        // `runner; exit` and `runner; exit $?` end with the runner's own status.
+        while lists.len() > 1 && lists.last().is_some_and(passes_status_on) {
+            lists.pop();
+        }
+        let last = lists.len().saturating_sub(1);
+        // Work whose exit status was thrown away by `;` or `&`: (shown, separator).
+        let mut discarded: Vec<(String, &str)> = Vec::new();
+        for (i, list) in lists.iter().enumerate() {
+            for p in &list.pipelines {
+                for s in &p.commands {
+                    let w = &s.words;
+                    if w.first().is_some_and(|f| f == "set") {
+                        if w.iter().any(|a| a == "+e") {
+                            errexit = false;
+                            self.flag(
+                                line,
+                                "`set +e` keeps going after a failure",
+                                "remove `set +e` so a failing step fails the criterion",
+                            );
+                        }
+                        if w.iter().any(|a| {
+                            (a.starts_with('-') && !a.starts_with("--") && a.contains('e'))
+                                || a == "errexit"
+                        }) {
+                            errexit = true;
+                        }
                     }
-                    op = o;
+                }
+            }
+            self.redirections(line, list, &lists[i + 1..]);
+            for (k, p) in list.pipelines.iter().enumerate() {
+                if k > 0 && list.ops[k - 1] == "||" && !p.negated && !fails(&p.commands[0].words) {
+                    self.flag(
+                        line,
+                        format!("`|| {}` swallows the failure: the criterion passes when the command fails", show_pipeline(p)),
+                        "remove the `|| …` part so the runner's exit status decides",
+                    );
+                }
+                if p.negated && p.commands.iter().any(|s| role(&s.words) == Role::Work) {
+                    let shown = show_pipeline(p);
+                    self.flag(
+                        line,
+                        format!("`! {shown}` inverts the exit status: the criterion passes when `{shown}` fails"),
+                        "remove the `!`; if a failure is the expected result, say so with (exit N)",
+                    );
+                }
+            }
+            let work: Vec<String> = list
+                .pipelines
+                .iter()
+                .flat_map(|p| &p.commands)
+                .filter(|s| role(&s.words) == Role::Work)
+                .map(|s| show_words(&s.words))
+                .collect();
+            if list.background {
+                for w in &work {
+                    self.flag(
+                        line,
+                        format!("`{w} &` runs in the background: its exit status is never seen"),
+                        "remove the `&` so the command's exit status decides",
+                    );
+                }
+            } else if i < last && !errexit {
+                discarded.extend(work.into_iter().map(|w| (w, ";")));
+            }
+            if depth < 4 {
+                for s in list.pipelines.iter().flat_map(|p| &p.commands) {
+                    if let Some(script) = shell::nested_script(&s.words) {
+                        let nested_errexit =
+                            s.words.iter().skip(1).any(|a| {
+                                a.starts_with('-') && !a.starts_with("--") && a.contains('e')
+                            });
+                        let nested_pipefail = pipefail || s.words.iter().any(|a| a == "pipefail");
+                        self.status_in(c, &script, depth + 1, nested_errexit, nested_pipefail);
+                    }
                 }
             }
         }
-        let last_seq = segments.iter().rposition(|(o, _)| *o == ";").unwrap_or(0);
-        for (i, (op, words)) in segments.iter().enumerate() {
-            let first = words[0].as_str();
-            let shown = words.join(" ");
-            if *op == "||" && !fails(words) {
+        let Some(final_list) = lists.get(last).filter(|l| !l.background) else { return };
+        if c.exit != 0 {
+            return; // a criterion that expects a failure is not passed by `true`
+        }
+        // The pipelines whose exit status can end up as the criterion's: the first one and each
+        // after `&&` (a pipeline after `||` is the fallback named above).
+        let deciding: Vec<&shell::Pipeline> = final_list
+            .pipelines
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k == 0 || final_list.ops[k - 1] == "&&")
+            .map(|(_, p)| p)
+            .collect();
+        for p in &deciding {
+            let [.., before, end] = p.commands.as_slice() else { continue };
+            let _ = before;
+            let prog = end.words.first().map(String::as_str).unwrap_or("");
+            let runner_before =
+                p.commands[..p.commands.len() - 1].iter().any(|s| Runner::of(&s.words).is_some());
+            if !pipefail && !prog.is_empty() && (is_passthrough(prog) || runner_before) {
                 self.flag(
                     line,
-                    format!("`|| {shown}` swallows the failure: the criterion passes when the command fails"),
-                    "remove the `|| …` part so the runner's exit status decides",
+                    format!("`| {prog}` makes the exit status {prog}'s: a failing runner still exits 0"),
+                    "drop the pipe and match the full output (expectations already search all of it), or start with set -o pipefail;",
                 );
             }
-            if *op == ";" && i > 0 && i >= last_seq && always_succeeds(words) {
+        }
+        let any_work =
+            deciding.iter().any(|p| p.commands.iter().any(|s| role(&s.words) == Role::Work));
+        let deciding_work = deciding.iter().any(|p| {
+            if pipefail {
+                p.commands.iter().any(|s| role(&s.words) == Role::Work)
+            } else {
+                p.commands.last().is_some_and(|s| role(&s.words) == Role::Work)
+            }
+        });
+        let shown = show_list(final_list);
+        if let Some((first, _)) = discarded.first() {
+            if deciding_work {
+                self.flag(
+                    line,
+                    format!("`; {shown}` decides the exit status: `{first}` may fail and the criterion still passes"),
+                    "join the steps with && so each one must succeed",
+                );
+            } else {
                 self.flag(
                     line,
                     format!("`; {shown}` replaces the runner's exit status with its own"),
                     "end the command with the runner, or join the steps with &&",
                 );
             }
-            if *op == "|" && exit == 0 && !pipefail && is_passthrough(first) {
+        } else if !any_work && depth == 0 && !errexit_work_before(&lists, last) {
+            self.flag(
+                line,
+                format!("`{shown}` only prints or does nothing and exits 0: the criterion passes without any work being checked"),
+                "run the real test runner or program, whose output and exit status are the evidence",
+            );
+        }
+    }
+
+    /// Output that never reaches the loop: a work command's stdout or stderr sent to
+    /// /dev/null, or its stdout to a file no later command reads.
+    fn redirections(&mut self, line: usize, list: &shell::AndOr, later: &[shell::AndOr]) {
+        let later_words: Vec<&str> = list
+            .pipelines
+            .iter()
+            .flat_map(|p| &p.commands)
+            .chain(later.iter().flat_map(|l| l.pipelines.iter().flat_map(|p| &p.commands)))
+            .flat_map(|s| {
+                s.words
+                    .iter()
+                    .map(String::as_str)
+                    .chain(s.redirects.iter().map(|r| r.target.as_str()))
+            })
+            .collect();
+        for s in list.pipelines.iter().flat_map(|p| &p.commands) {
+            if s.redirects.is_empty() || role(&s.words) != Role::Work {
+                continue;
+            }
+            let written: Vec<&str> = s.redirects.iter().map(|r| r.written.as_str()).collect();
+            let written = written.join(" ");
+            let prog = show_words(&s.words);
+            if s.discards(1) {
                 self.flag(
                     line,
-                    format!("`| {first}` makes the exit status {first}'s: a failing runner still exits 0"),
-                    "drop the pipe and match the full output (expectations already search all of it)",
+                    format!("`{written}` throws away what `{prog}` prints, so the expected output must come from something else"),
+                    "remove the redirection; kit captures stdout and stderr together",
                 );
-            }
-            if first == "set" && words.iter().any(|w| w == "+e") {
+            } else if s.discards(2) {
                 self.flag(
                     line,
-                    "`set +e` keeps going after a failure",
-                    "remove `set +e` so a failing step fails the criterion",
+                    format!("`{written}` hides the runner's error output, where its failures are reported"),
+                    "let stderr through; kit captures stdout and stderr together",
                 );
-            }
-            for (k, w) in words.iter().enumerate() {
-                let next = words.get(k + 1).map(String::as_str).unwrap_or("");
-                let devnull_err =
-                    matches!(w.as_str(), "2>/dev/null" | "&>/dev/null" | ">&/dev/null")
-                        || (w == "2>" && next == "/dev/null")
-                        || (w == "&>" && next == "/dev/null")
-                        || (matches!(w.as_str(), ">/dev/null" | "1>/dev/null")
-                            && words.iter().any(|x| x == "2>&1"));
-                if devnull_err {
+            } else if let Some(file) = s.stdout_file() {
+                let read =
+                    later_words.iter().filter(|w| w.trim_start_matches('<') == file).count() > 1;
+                if !read {
                     self.flag(
                         line,
-                        format!(
-                            "`{}` hides the runner's error output, where its failures are reported",
-                            if w == "2>" || w == "&>" {
-                                format!("{w} /dev/null")
-                            } else {
-                                w.clone()
-                            }
-                        ),
-                        "let stderr through; kit captures stdout and stderr together",
+                        format!("`{written}` sends what `{prog}` prints to a file the criterion never reads"),
+                        "remove the redirection so the expectations see the runner's own output",
                     );
-                }
-            }
-            if depth < 4 {
-                if let Some(script) = shell::nested_script(words) {
-                    self.swallowed_in(line, &script, exit, depth + 1);
                 }
             }
         }
@@ -472,20 +596,27 @@ impl Lint<'_> {
 
     fn own_output(&mut self, c: &Criterion, words: &[String]) {
         let Some((prog, args)) = shell::program(words) else { return };
-        if !matches!(prog, "echo" | "printf" | "cat") {
+        let base = prog.rsplit('/').next().unwrap_or(prog);
+        let text = if matches!(base, "echo" | "printf" | "cat") {
+            args.join(" ")
+        } else if let Some(script) = inline_script(base, args) {
+            // `print("Ran 14 tests\nOK")`: the source holds the text, escapes as written.
+            script.replace("\\n", "\n")
+        } else {
             return;
-        }
-        let text = args.join(" ");
-        for e in &c.expectations {
-            if let Expectation::Substring(s) = e {
-                if !s.trim().is_empty() && text.contains(s.as_str()) {
-                    self.flag(
-                        c.line,
-                        format!("`{prog}` prints the expected `{s}` itself"),
-                        "run the real test runner or program, whose output is the evidence",
-                    );
-                }
-            }
+        };
+        let printed: Vec<String> = c
+            .expectations
+            .iter()
+            .filter(|e| !matches_anything(e) && e.is_met(&text))
+            .map(|e| format!("`{}`", e.as_written()))
+            .collect();
+        if !printed.is_empty() {
+            self.flag(
+                c.line,
+                format!("`{base}` prints the expected {} itself", printed.join(" and ")),
+                "run the real test runner or program, whose output is the evidence",
+            );
         }
     }
 
@@ -593,13 +724,152 @@ fn fails(words: &[String]) -> bool {
     }
 }
 
-/// A final step whose exit status is 0 whatever ran before it.
-fn always_succeeds(words: &[String]) -> bool {
-    match words[0].as_str() {
-        "true" | ":" | "echo" | "printf" | "cat" | "rm" | "touch" | "sleep" => true,
-        "exit" => words.get(1).is_none_or(|n| n == "0"),
+/// What a simple command is there for, as far as the exit status goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Preparation whose status nobody needs: `cd`, `export`, `mkdir`, `rm`, an assignment, a
+    /// command that always fails (`false`, `exit 1`).
+    Setup,
+    /// Prints text or nothing and exits 0 whatever the code does: `echo`, `printf`, `cat FILE`,
+    /// `true`, `:`, `exit 0`, `python3 -c 'print("…")'`.
+    Prints,
+    /// Anything else: a test runner, a program, a script; its exit status is evidence.
+    Work,
+}
+
+fn role(words: &[String]) -> Role {
+    let Some((prog, args)) = shell::program(words) else { return Role::Setup };
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    match base {
+        "true" | ":" | "echo" | "printf" | "cat" | "tac" | "head" | "tail" | "yes" => Role::Prints,
+        "exit" | "return" => {
+            if args.first().is_none_or(|n| n == "0") {
+                Role::Prints
+            } else {
+                Role::Setup
+            }
+        }
+        "cd" | "pushd" | "popd" | "set" | "export" | "unset" | "umask" | "ulimit" | "source"
+        | "." | "shopt" | "trap" | "alias" | "mkdir" | "rm" | "touch" | "sleep" | "cp" | "mv"
+        | "ln" | "chmod" | "wait" | "hash" | "false" | "local" | "declare" | "readonly" | "for"
+        | "case" | "in" | "esac" => Role::Setup,
+        _ if inline_script(base, args).is_some_and(prints_only) => Role::Prints,
+        _ => Role::Work,
+    }
+}
+
+/// The program text of `python3 -c SCRIPT`, `node -e SCRIPT`, `perl -e`, `ruby -e`.
+fn inline_script<'a>(base: &str, args: &'a [String]) -> Option<&'a str> {
+    let flag = if base.starts_with("python") {
+        "-c"
+    } else if matches!(base, "node" | "perl" | "ruby" | "deno" | "bun") {
+        "-e"
+    } else {
+        return None;
+    };
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).map(String::as_str)
+}
+
+/// Whether an inline script only prints literals or exits: once its string literals are
+/// removed, every name left is one of `print`, `sys.exit`, `console.log`, `puts`… A script that
+/// imports or calls the project's code (`from loader import parse; print(parse("9s"))`) is work.
+fn prints_only(script: &str) -> bool {
+    const NAMES: [&str; 16] = [
+        "print", "import", "sys", "exit", "stdout", "write", "flush", "end", "sep", "console",
+        "log", "puts", "say", "process", "pass", "True",
+    ];
+    let mut code = String::new();
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        if matches!(c, '\'' | '"' | '`') {
+            while let Some(d) = chars.next() {
+                if d == '\\' {
+                    chars.next();
+                } else if d == c {
+                    break;
+                }
+            }
+            code.push(' ');
+        } else {
+            code.push(c);
+        }
+    }
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+        .all(|w| NAMES.contains(&w) || w == "f" || w == "r")
+}
+
+/// `exit` or `exit $?` alone: the script ends with the status of the command before.
+fn passes_status_on(list: &shell::AndOr) -> bool {
+    match list.pipelines.as_slice() {
+        [p] if !p.negated && p.commands.len() == 1 => {
+            let w = &p.commands[0].words;
+            w.first().is_some_and(|f| f == "exit")
+                && (w.len() == 1 || (w.len() == 2 && w[1] == "$?"))
+        }
         _ => false,
     }
+}
+
+/// Whether work ran under `set -e` before the last list: its failure would end the script.
+fn errexit_work_before(lists: &[shell::AndOr], last: usize) -> bool {
+    let mut errexit = false;
+    for l in &lists[..last] {
+        for s in l.pipelines.iter().flat_map(|p| &p.commands) {
+            if s.words.first().is_some_and(|f| f == "set")
+                && s.words
+                    .iter()
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('e'))
+            {
+                errexit = true;
+            } else if errexit && role(&s.words) == Role::Work {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// A command for a message: its words, quoted again where the shell needs it, cut after 60
+/// characters.
+fn show_words(words: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./:=@%+,-$".contains(c);
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| {
+            if !w.is_empty() && w.chars().all(plain) {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    cut(quoted.join(" "))
+}
+
+fn show_pipeline(p: &shell::Pipeline) -> String {
+    let parts: Vec<String> = p.commands.iter().map(|s| show_words(&s.words)).collect();
+    cut(parts.join(" | "))
+}
+
+fn cut(text: String) -> String {
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(59).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn show_list(l: &shell::AndOr) -> String {
+    let mut text = String::new();
+    for (k, p) in l.pipelines.iter().enumerate() {
+        if k > 0 {
+            text.push_str(&format!(" {} ", l.ops[k - 1]));
+        }
+        text.push_str(&show_pipeline(p));
+    }
+    cut(text)
 }
 
 /// Programs at the end of a pipe that exit 0 whatever came in.
@@ -1223,7 +1493,9 @@ mod tests {
             ("- function: `python3 -m unittest tests.test_durations 2> /dev/null` → `Ran 9 tests`", Some("2> /dev/null")),
             ("- function: `python3 -m unittest tests.test_durations >/dev/null 2>&1` → `Ran 9 tests`", Some(">/dev/null")),
             ("- function: `python3 -m unittest tests.test_durations 2>&1 | tail -3` → `Ran 9 tests`", Some("`| tail`")),
-            ("- function: `python3 -m unittest tests.test_durations 2>&1 | grep -c ok` → `Ran 9 tests`", None),
+            // A pipe loses the runner's status: grep decides, and grep passes on any output
+            // with `ok` in it, a failing run included.
+            ("- function: `python3 -m unittest tests.test_durations 2>&1 | grep -c ok` → `Ran 9 tests`", Some("`| grep`")),
             ("- function: `sh -c 'python3 -m unittest tests.test_durations || true'` → `Ran 9 tests`", Some("swallows")),
             // Files the agent writes.
             ("- function: `grep -c DONE longrun/progress.md` → `3`", Some("which the agent writes")),
@@ -1256,6 +1528,10 @@ mod tests {
             // A command that prints its own evidence.
             ("- function: `echo Ran 9 tests` → `Ran 9 tests`", Some("prints the expected")),
         ];
+        check_table(&root, cases);
+    }
+
+    fn check_table(root: &tempfile::TempDir, cases: &[(&str, Option<&str>)]) {
         for (text, want) in cases {
             let rating = rate(&goal(text), &all_frozen(), root.path());
             let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
@@ -1279,6 +1555,104 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Criteria whose exit status or output is not the runner's (QA HIGH-1): the last command
+    /// that runs decides the status, so each of these passes with the work undone. Everything is
+    /// frozen and the count pinned, so the shortcut named is the only thing wrong.
+    #[test]
+    fn the_runner_must_decide_the_exit_status() {
+        let root = repo();
+        const R: &str = "python3 -B -m unittest discover -s tests -v";
+        let cases: Vec<(String, Option<&str>)> = [
+            // `;`, a newline and `&` throw an earlier status away.
+            (format!("{R} > /dev/null 2>&1; python3 -c 'print(\"Ran 14 tests\\nOK\")'"), Some("replaces the runner's exit status")),
+            (format!("{R} > /dev/null 2>&1; python3 -c 'print(\"Ran 14 tests\\nOK\")'"), Some("`> /dev/null 2>&1` throws away")),
+            (format!("{R} > /dev/null 2>&1; python3 -c 'print(\"Ran 14 tests\\nOK\")'"), Some("`python3` prints the expected `Ran 14 tests`")),
+            (format!("{R} >/dev/null; python3 -c \"print(\\\"Ran 14 tests\\\")\""), Some("replaces the runner's exit status")),
+            (format!("{R}; true"), Some("`; true` replaces")),
+            (format!("{R}; :"), Some("`; :` replaces")),
+            (format!("{R} ; exit 0"), Some("`; exit 0` replaces")),
+            (format!("{R}; rm -rf build"), Some("`; rm -rf build` replaces")),
+            (format!("{R}; python3 tools/bench_load.py"), Some("`; python3 tools/bench_load.py` decides the exit status: `python3 -B -m unittest")),
+            (format!("{R} & wait"), Some("runs in the background")),
+            (format!("{R} &"), Some("runs in the background")),
+            (format!("({R}; true)"), Some("`; true` replaces")),
+            (format!("{{ {R}; true; }}"), Some("`; true` replaces")),
+            (format!("if {R}; then echo Ran 14 tests; fi"), Some("replaces the runner's exit status")),
+            (format!("sh -c '{R}; true'"), Some("`; true` replaces")),
+            // Harmless: the runner still runs last, or every step must succeed.
+            (format!("true; python3 -c \"print(1)\"; {R}"), None),
+            (format!("cd . ; {R}"), None),
+            (format!("set -e; {R}; echo finished"), None),
+            (format!("bash -ec '{R}; echo finished'"), None),
+            (format!("{R}; exit $?"), None),
+            (format!("{R}; exit"), None),
+            (format!("{R} && echo finished"), None),
+            (format!("cd tests && cd .. && {R}"), None),
+            (format!("timeout 600 {R}"), None),
+            (format!("{R} 2>&1"), None),
+            (format!("{R} >&2"), None),
+            (format!("{R} > out.txt && cat out.txt"), None),
+            // Output sent away, with any spacing.
+            (format!("{R} > /dev/null"), Some("`> /dev/null` throws away")),
+            (format!("{R} >/dev/null"), Some("`>/dev/null` throws away")),
+            (format!("{R}>/dev/null"), Some("`>/dev/null` throws away")),
+            (format!("{R} 1>/dev/null"), Some("throws away")),
+            (format!("{R} 2>&1 >/dev/null"), Some("`2>&1 >/dev/null` throws away")),
+            (format!("{R} &>/dev/null"), Some("`&>/dev/null` throws away")),
+            (format!("{R} &> /dev/null"), Some("`&> /dev/null` throws away")),
+            (format!("{R} >&/dev/null"), Some("throws away")),
+            (format!("{R} 2>/dev/null"), Some("`2>/dev/null` hides")),
+            (format!("{R} > out.txt && cat expected.txt"), Some("to a file the criterion never reads")),
+            // Swallowed, inverted, piped away.
+            (format!("{R} || true"), Some("`|| true` swallows")),
+            (format!("{R} || :"), Some("`|| :` swallows")),
+            (format!("{R} || exit 0"), Some("`|| exit 0` swallows")),
+            (format!("{R} || exit 1"), None),
+            (format!("! {R}"), Some("inverts the exit status")),
+            (format!("! ( {R} )"), Some("inverts the exit status")),
+            (format!("{R} | true"), Some("`| true` makes the exit status")),
+            (format!("{R} 2>&1 | cat >/dev/null"), Some("`| cat` makes the exit status")),
+            (format!("{R} 2>&1 | tee log.txt"), Some("`| tee` makes the exit status")),
+            (format!("{R} 2>&1 | tail -5"), Some("`| tail` makes the exit status")),
+            (format!("set -o pipefail; {R} 2>&1 | tail -5"), None),
+            (format!("bash -o pipefail -c '{R} 2>&1 | tail -5'"), None),
+            // Commands that only print the expected text, or nothing.
+            ("echo Ran 14 tests OK".to_string(), Some("only prints or does nothing")),
+            ("printf 'Ran 14 tests\\nOK\\n'".to_string(), Some("`printf` prints the expected")),
+            ("python3 -c 'print(\"Ran 14 tests\")'".to_string(), Some("only prints or does nothing")),
+            ("python3 -c 'import sys; sys.stdout.write(\"Ran 14 tests\")'".to_string(), Some("only prints")),
+            ("cat tests/expected.txt".to_string(), Some("only prints or does nothing")),
+            ("true".to_string(), Some("only prints or does nothing")),
+            ("exit 0".to_string(), Some("only prints or does nothing")),
+            ("sh -c 'echo Ran 14 tests'".to_string(), Some("prints the expected")),
+            // A real check through an inline script is work.
+            ("python3 -B -c 'from tests.test_config import TestConfig; print(TestConfig)'".to_string(), None),
+            // Genuine runners.
+            (R.to_string(), None),
+            ("python3 -m unittest discover -s tests -v".to_string(), None),
+        ]
+        .into_iter()
+        .map(|(cmd, want)| (format!("- regression: `{cmd}` → `Ran 14 tests` and `OK`"), want))
+        .collect();
+        let cases: Vec<(&str, Option<&str>)> =
+            cases.iter().map(|(t, w)| (t.as_str(), *w)).collect();
+        check_table(&root, &cases);
+        // Other runners: genuine forms pass, their faked forms do not.
+        let cargo: &[(&str, Option<&str>)] = &[
+            ("- regression: `cargo test --locked` → `test result: ok. 3 passed`", None),
+            (
+                "- regression: `cargo test --locked; true` → `test result: ok. 3 passed`",
+                Some("`; true` replaces"),
+            ),
+            ("- regression: `pytest -q pyt/test_api.py` → `14 passed`", None),
+            (
+                "- regression: `pytest -q pyt/test_api.py 2>&1 | tail -5` → `14 passed`",
+                Some("`| tail`"),
+            ),
+        ];
+        check_table(&root, cargo);
     }
 
     /// Which test files each command exercises, seen through what must be frozen.

@@ -66,7 +66,24 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
             continue;
         }
         let indented = line.starts_with([' ', '\t']);
-        if let Some(body) = bullet(line) {
+        let mut item = bullet(line);
+        if section == Section::Criteria {
+            // A line shaped like a criterion is never folded into another item or dropped:
+            // it becomes its own item, or an error if it is not a list item at all.
+            match criterion_start(line) {
+                Some(Start::Item(body)) => item = Some(body),
+                Some(Start::NotAnItem(what)) => {
+                    return Err(Error::input(
+                        path,
+                        Some(n),
+                        format!("`{what}` looks like a criterion but is not a list item, so the loop would never run it"),
+                    )
+                    .with_hint(CRITERION_SHAPE));
+                }
+                None => {}
+            }
+        }
+        if let Some(body) = item {
             items.extend(open.take());
             open = Some((section, n, body.trim().to_string()));
         } else if let (true, Some((_, _, t))) = (indented, open.as_mut()) {
@@ -208,8 +225,8 @@ fn bullet(line: &str) -> Option<&str> {
         return None;
     }
     let t = line.trim_start();
-    for m in ["- ", "* ", "+ "] {
-        if let Some(b) = t.strip_prefix(m) {
+    for m in ['-', '*', '+'] {
+        if let Some(b) = t.strip_prefix(m).and_then(|r| r.strip_prefix([' ', '\t'])) {
             return Some(b);
         }
     }
@@ -224,6 +241,72 @@ fn bullet(line: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// How a line in `## Criteria` that names a kind (`function:`, `Regresion:`) before a
+/// backquoted command starts.
+enum Start<'a> {
+    /// A list item at any indentation, the marker followed by spaces or a tab: the body.
+    Item(&'a str),
+    /// Not a list item (`-function:`, `function:` alone): the start of the line, for the message.
+    NotAnItem(String),
+}
+
+/// Whether `line` starts a criterion: a kind word, or a near miss of one, then a colon and a
+/// backquote. Markdown would read `  - function:` under a prose item as a nested item and
+/// `-function:` as a paragraph; kit reads every such line as a criterion or refuses it.
+fn criterion_start(line: &str) -> Option<Start<'_>> {
+    let t = line.trim_start();
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    let marker = if t.starts_with(['-', '*', '+']) {
+        1
+    } else if digits > 0 && t[digits..].starts_with(['.', ')']) {
+        digits + 1
+    } else {
+        0
+    };
+    let after = &t[marker..];
+    let spaced = after.starts_with([' ', '\t']);
+    let body = after.trim_start();
+    let (word, rest) = body.split_once(':')?;
+    if !is_kind_word(word) || !rest.trim_start().starts_with('`') {
+        return None;
+    }
+    let word = word.trim().trim_matches(['*', '_']);
+    if Kind::from_word(word).is_none() && near_kind(word).is_none() {
+        return None;
+    }
+    if marker > 0 && spaced {
+        Some(Start::Item(body))
+    } else {
+        let shown: String = t.chars().take(marker + word.len() + 1).collect();
+        Some(Start::NotAnItem(shown))
+    }
+}
+
+/// The kind `word` is probably a misspelling of (`regresion`, `functions`, `Limits`).
+fn near_kind(word: &str) -> Option<Kind> {
+    let w = word.to_ascii_lowercase();
+    if w.len() < 4 {
+        return None;
+    }
+    Kind::ALL.into_iter().find(|k| edit_distance(&w, k.as_str()) <= 2)
+}
+
+/// Levenshtein distance between two short ASCII words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
 }
 
 enum Item {
@@ -248,6 +331,13 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
                 Ok((_, after)) => has_arrow(after),
                 Err(_) => false,
             };
+        let near = word.and_then(near_kind).filter(|_| rest.starts_with('`'));
+        if let (Some(w), Some(k)) = (word, near) {
+            return err(
+                format!("unknown criterion kind `{w}` (did you mean `{k}`?)"),
+                "use function, regression or limit, e.g. - regression: `COMMAND` → `OUTPUT`",
+            );
+        }
         if !looks_like_criterion {
             return Ok(Item::Prose(text.trim().to_string()));
         }
@@ -588,6 +678,10 @@ mod tests {
             ("- regression: `./check` (exit 1) → `2 errors`", "./check", &["2 errors"], 1),
             ("- regression: `./check` → `2 errors` (exit 3)", "./check", &["2 errors"], 3),
             ("- function: `cargo test`", "cargo test", &[], 0),
+            ("-\tfunction:\t`a` → `x`", "a", &["x"], 0),
+            ("  - function: `a` → `x`", "a", &["x"], 0),
+            ("   * regression: `a` → `x`", "a", &["x"], 0),
+            ("- LIMIT: `a` → `x`", "a", &["x"], 0),
             ("- function: ``echo `x` `` → `x`", "echo `x`", &["x"], 0),
             ("- function: `a` → `` a`b ``", "a", &["a`b"], 0),
             ("- function: `a` → ``", "a", &[""], 0),
@@ -607,6 +701,24 @@ mod tests {
             assert_eq!(written(&c), *exp, "{item}");
             assert_eq!(c.exit, *exit, "{item}");
         }
+    }
+
+    /// A criterion-shaped line right under another item starts its own criterion: it is never
+    /// folded into the item above (QA MEDIUM-3: such lines used to vanish).
+    #[test]
+    fn criterion_lines_are_never_folded_or_dropped() {
+        let text = "## Criteria\n- all tests pass, namely:\n  - function: `a` → `x`\n\t- regression: `b` → `y`\n- limit: `c\n  continued` → `z`\n";
+        let g = p(text).unwrap();
+        let got: Vec<(usize, Kind, &str)> =
+            g.criteria.iter().map(|c| (c.line, c.kind, c.command.as_str())).collect();
+        assert_eq!(
+            got,
+            [(3, Kind::Function, "a"), (4, Kind::Regression, "b"), (5, Kind::Limit, "c continued")]
+        );
+        assert_eq!(g.prose_criteria, [(2, "all tests pass, namely:".to_string())]);
+        // Prose that merely has a colon and backquotes stays prose.
+        let g = p("## Criteria\nNote: `cargo test` must stay green.\n- Note: `x` too\n").unwrap();
+        assert!(g.criteria.is_empty());
     }
 
     #[test]
@@ -674,6 +786,17 @@ mod tests {
             ("## Criteria\n- function: `` → `b`\n", 2, "empty"),
             ("## Criteria\n- perf: `a` → `b`\n", 2, "unknown criterion kind `perf`"),
             ("## Criteria\n- `a` → `b`\n", 2, "no kind"),
+            ("## Criteria\n- regresion: `a` → `b`\n", 2, "did you mean `regression`"),
+            ("## Criteria\n- functions: `a`\n", 2, "did you mean `function`"),
+            (
+                "## Criteria\n-function: `a` → `b`\n",
+                2,
+                "`-function:` looks like a criterion but is not a list item",
+            ),
+            ("## Criteria\nfunction: `a` → `b`\n", 2, "`function:` looks like a criterion"),
+            ("## Criteria\n- ok\n\n+limit: `a` → `b`\n", 4, "`+limit:`"),
+            ("## Criteria\n- all green\nFunction: `a` → `b`\n", 3, "not a list item"),
+            ("## Criteria\n1.function: `a` → `b`\n", 2, "`1.function:`"),
             ("## Criteria\n- limit: `a\n", 2, "unclosed"),
             ("## Budget\n- iterations: eight\n", 2, "whole number"),
             ("## Budget\n- wall: forever\n", 2, "wall"),
