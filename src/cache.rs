@@ -196,14 +196,12 @@ pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
             None,
         ),
         Source::Transcript { path, at } => {
-            let tail = crate::hook::tail::read_tail(path)?;
-            let call = tail.last_call.clone().ok_or_else(|| {
-                Error::input(
-                    path,
-                    None,
-                    "no main-chain API call with usage in this transcript's tail",
-                )
-            })?;
+            let tail = match at {
+                Some(t) => crate::hook::tail::read_tail_at(path, *t),
+                None => crate::hook::tail::read_tail(path),
+            }
+            .map_err(|e| transcript_error(path, e))?;
+            let call = tail.last_call.clone().ok_or_else(|| no_call(path, *at))?;
             let last = call
                 .timestamp
                 .ok_or_else(|| Error::input(path, None, "the last API call has no timestamp"))?;
@@ -243,6 +241,49 @@ pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
     )
     .map_err(|e| Error::io("stdout", e))?;
     Ok(0)
+}
+
+/// A transcript that cannot be read, as a usage-level error (exit 2) naming the file and what
+/// to run instead.
+fn transcript_error(path: &std::path::Path, e: Error) -> Error {
+    match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::input(path, None, "no such transcript")
+                .with_hint("kit measure lists the sessions; then kit cache --session ID")
+        }
+        Error::Io { source, .. } => Error::input(path, None, format!("cannot read it: {source}"))
+            .with_hint("kit measure lists the sessions; then kit cache --session ID"),
+        other => other,
+    }
+}
+
+/// The error for a transcript without an API call (at or before `at`): names a Codex rollout
+/// as such, since `kit cache` reads Claude Code transcripts only.
+fn no_call(path: &std::path::Path, at: Option<Timestamp>) -> Error {
+    let first = std::fs::File::open(path).ok().and_then(|f| {
+        use std::io::BufRead;
+        std::io::BufReader::new(f).lines().next()?.ok()
+    });
+    let codex = first
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("session_meta"));
+    if codex {
+        return Error::input(path, Some(1), "a Codex rollout: kit cache reads Claude Code transcripts only (Codex has no cache TTL to reason about)")
+            .with_hint("kit measure PATH shows a Codex session's tokens and cost");
+    }
+    match at {
+        Some(t) => Error::input(
+            path,
+            None,
+            format!("no main-chain API call with usage at or before --at {}", crate::clock::format_ts(t)),
+        )
+        .with_hint(format!(
+            "pick a later --at: kit measure --turns {} lists the session's API calls and their times",
+            path.file_stem().map_or("SESSION".into(), |s| s.to_string_lossy())
+        )),
+        None => Error::input(path, None, "no main-chain API call with usage in this transcript's tail")
+            .with_hint("kit measure lists the sessions with API calls; then kit cache --session ID"),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -31,7 +31,8 @@
 //! sets the expected exit status (`? failed`: any non-zero; default 0); the lines until the next
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
 //! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
-//! `CLAUDE_CONFIG_DIR` and `CODEX_HOME` inside the sandbox, `NO_COLOR=1`, `COLUMNS=100`,
+//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `XDG_STATE_HOME` (kit's handoff key) inside the sandbox,
+//! `NO_COLOR=1`, `COLUMNS=100`,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
 //! folder of the binaries as `[BIN]`.
@@ -261,6 +262,7 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("HOME", s(&home)),
         ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
         ("CODEX_HOME", s(&home.join(".codex"))),
+        ("XDG_STATE_HOME", s(&home.join(".local/state"))),
         ("NO_COLOR", "1".into()),
         ("COLUMNS", "100".into()),
         ("TERM", "dumb".into()),

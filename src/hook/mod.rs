@@ -467,6 +467,16 @@ impl Run<'_> {
         if !command.is_some_and(handoff::runs_handoff_save) {
             return;
         }
+        if self
+            .input
+            .tool_response
+            .as_ref()
+            .and_then(|r| r.get("interrupted"))
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            return;
+        }
         let response = match &self.input.tool_response {
             Some(Value::String(s)) => s.clone(),
             Some(v) => v
@@ -654,7 +664,7 @@ fn action_summary(action: Action) -> &'static str {
 }
 
 const CHECKPOINT: &str = "Checkpoint: bring longrun/progress.md up to date now (done, remaining, next action), then continue.";
-const HANDOFF: &str = "Save a handoff now: write your summary and the next action into longrun/handoff.md (or pipe them in), then run `kit handoff save` as a command; it stamps the file with the commit and file fingerprints.";
+const HANDOFF: &str = "Save a handoff now: write your summary and the next action into longrun/handoff.md (or pass them in a here-document: kit handoff save <<'EOF' … EOF), then run `kit handoff save` as a command on its own, not chained with other commands; it stamps the file with the commit and file fingerprints.";
 const WRAP_UP: &str = "Compaction is near. Wrap up: finish the current step only, update longrun/progress.md, run `kit handoff save`, then stop.";
 const STOP_REASON: &str = "Before stopping: update longrun/progress.md, then run `kit handoff save` as a command (so this session's transcript holds the proof), then stop.";
 

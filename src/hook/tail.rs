@@ -94,6 +94,20 @@ impl Tail {
 /// Errors: [`crate::Error::Io`] when the file cannot be opened or read. Malformed, partial and
 /// unknown lines are skipped, never an error.
 pub fn read_tail(path: &Path) -> Result<Tail> {
+    scan_back(path, None, MAX_TAIL_BYTES)
+}
+
+/// The tail as it stood at `at`: the last main-chain API call whose `timestamp` is at or
+/// before `at`, and a compaction boundary between it and `at`. Lines logged after `at` (and,
+/// with `at` given, lines without a timestamp) are passed over; the whole file may be read
+/// (no [`MAX_TAIL_BYTES`] limit: `kit cache --at` asks about any moment of a session).
+///
+/// Errors: as [`read_tail`].
+pub fn read_tail_at(path: &Path, at: Timestamp) -> Result<Tail> {
+    scan_back(path, Some(at), u64::MAX)
+}
+
+fn scan_back(path: &Path, at: Option<Timestamp>, max_bytes: u64) -> Result<Tail> {
     let mut f = open_regular(path)?;
     let len = f.metadata().at(path)?.len();
     let mut tail = Tail::default();
@@ -102,16 +116,16 @@ pub fn read_tail(path: &Path) -> Result<Tail> {
     let mut buf: Vec<u8> = Vec::new();
     loop {
         while let Some(nl) = memchr::memrchr(b'\n', &buf) {
-            if look_at(&buf[nl + 1..], &mut tail) {
+            if look_at(&buf[nl + 1..], at, &mut tail) {
                 return Ok(tail);
             }
             buf.truncate(nl);
         }
         if start == 0 {
-            look_at(&buf, &mut tail);
+            look_at(&buf, at, &mut tail);
             return Ok(tail);
         }
-        if len - start >= MAX_TAIL_BYTES {
+        if len - start >= max_bytes {
             return Ok(tail);
         }
         let n = (start as usize).min(BLOCK);
@@ -142,8 +156,10 @@ pub fn open_regular(path: &Path) -> Result<File> {
     File::open(path).at(path)
 }
 
-/// Look at one complete line; true when it is the last API call (the search is over).
-fn look_at(line: &[u8], tail: &mut Tail) -> bool {
+/// Look at one complete line; true when it is the last API call (the search is over). With
+/// `at`, a line logged after `at` (or without a timestamp) is passed over.
+fn look_at(line: &[u8], at: Option<Timestamp>, tail: &mut Tail) -> bool {
+    let after_at = |ts: Option<Timestamp>| at.is_some_and(|at| ts.is_none_or(|t| t > at));
     let finder = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
     if finder(b"compact_boundary") {
         // Only a real `system` line with subtype compact_boundary counts: the words also occur
@@ -152,13 +168,14 @@ fn look_at(line: &[u8], tail: &mut Tail) -> bool {
             if l.kind.as_deref() == Some("system")
                 && l.subtype.as_deref() == Some("compact_boundary")
             {
-                if tail.compaction_after.is_none() {
+                let ts = l.timestamp.as_deref().and_then(|t| t.parse().ok());
+                if tail.compaction_after.is_none() && !after_at(ts) {
                     let m = l.compact_metadata.unwrap_or_default();
                     tail.compaction_after = Some(Compaction {
                         trigger: m.trigger.unwrap_or_default(),
                         pre_tokens: m.pre_tokens,
                         post_tokens: m.post_tokens,
-                        timestamp: l.timestamp.and_then(|t| t.parse().ok()),
+                        timestamp: ts,
                     });
                 }
                 return false;
@@ -173,6 +190,10 @@ fn look_at(line: &[u8], tail: &mut Tail) -> bool {
         || l.is_sidechain == Some(true)
         || l.is_api_error_message == Some(true)
     {
+        return false;
+    }
+    let timestamp = l.timestamp.as_deref().and_then(|t| t.parse().ok());
+    if after_at(timestamp) {
         return false;
     }
     let Some(msg) = l.message else { return false };
@@ -196,7 +217,7 @@ fn look_at(line: &[u8], tail: &mut Tail) -> bool {
         cache_write_5m: w5,
         cache_write_1h: w1,
         cache_read: u.cache_read_input_tokens.unwrap_or(0),
-        timestamp: l.timestamp.and_then(|t| t.parse().ok()),
+        timestamp,
     });
     true
 }

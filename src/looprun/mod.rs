@@ -907,11 +907,18 @@ fn journal_len(path: &Path) -> u64 {
 
 /// The journal is kit's record: lines appended after `base` (its length when kit last sealed it)
 /// by anyone else while the agent or the criteria ran are cut off, except kit's own lines at the
-/// byte ranges `own` and `hook` events (kit's hook runs inside the agent's session). Returns
+/// byte ranges `own`, `hook` events (kit's hook runs inside the agent's session) and
+/// `handoff_saved` events (`kit handoff save`, run by the agent as its hook asks, journals the
+/// save that `kit handoff verify` checks; a forged one proves nothing without the keyed stamp
+/// id, see `crate::handoff`). Returns
 /// whether anything was cut. A journal shorter than `base` or rewritten is the guard's business
 /// (its sealed prefix).
 ///
 /// Errors: [`Error::Io`] when the journal cannot be read or rewritten.
+/// Journal events written by kit commands the agent runs during an iteration, kept by
+/// [`cut_appends`].
+const KEPT_AGENT_EVENTS: [&str; 2] = ["hook", "handoff_saved"];
+
 fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<bool> {
     use crate::error::IoContext;
     let Ok(bytes) = std::fs::read(path) else { return Ok(false) };
@@ -930,7 +937,7 @@ fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<b
         let keep = whole
             && (own.contains(&range)
                 || serde_json::from_slice::<Value>(line)
-                    .is_ok_and(|v| history::event_name(&v) == "hook"));
+                    .is_ok_and(|v| KEPT_AGENT_EVENTS.contains(&history::event_name(&v))));
         if keep {
             out.extend_from_slice(line);
         } else {
@@ -1077,6 +1084,8 @@ mod tests {
         crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
         let own = j.append_at("agent_start", json!({"iteration": 1})).unwrap().1;
         crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
+        // `kit handoff save`, run by the agent, journals its save: kept like a hook event.
+        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"handoff_saved\"}").unwrap();
         crate::atomic::append_line(&path, forged).unwrap(); // and after
         std::fs::OpenOptions::new()
             .append(true)
@@ -1090,7 +1099,7 @@ mod tests {
             .iter()
             .map(|e| e["event"].as_str().unwrap().to_string())
             .collect();
-        assert_eq!(events, ["loop_start", "agent_start", "hook"]);
+        assert_eq!(events, ["loop_start", "agent_start", "hook", "handoff_saved"]);
         assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));
     }
 

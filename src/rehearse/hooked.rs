@@ -191,7 +191,7 @@ fn judge(name: &str, agent: &Ran, events: &[Value], reminders: usize, verify: &R
         "forged" => {
             let rejected = verify.code == Some(2)
                 && verify.output.contains("not saved in that session")
-                && verify.output.contains("written or edited by hand");
+                && verify.output.contains("written by hand");
             let ok = bands_ok && blocked == 1 && allowed == 1 && reminders >= 3 && rejected;
             let actual = format!(
                 "{fired}; Stop blocked {}, then let through {}; {} hook messages reached the agent; handoff {}{agent_text}",
@@ -259,7 +259,7 @@ mod tests {
             firing("stop_blocked", Some(85)),
             firing("stop_allowed", Some(85)),
         ];
-        let rejected = ran(2, "written or edited by hand\n… not saved in that session");
+        let rejected = ran(2, "or written by hand)\n… not saved in that session");
         let v = judge("forged", &ran(0, ""), &events, 3, &rejected);
         assert!(v.ok, "{}", v.actual);
         assert!(!judge("forged", &ran(0, ""), &events, 3, &ran(0, "")).ok);

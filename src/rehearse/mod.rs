@@ -269,6 +269,8 @@ impl Sandbox {
             ("HOME".into(), s(&home)),
             ("CLAUDE_CONFIG_DIR".into(), s(&home.join(".claude"))),
             ("CODEX_HOME".into(), s(&home.join(".codex"))),
+            // kit's handoff key (crate::handoff::key) stays in the sandbox too.
+            ("XDG_STATE_HOME".into(), s(&home.join(".local/state"))),
             ("KIT_REHEARSAL_SANDBOX".into(), s(root)),
             ("GIT_AUTHOR_NAME".into(), "Kit Rehearsal".into()),
             ("GIT_AUTHOR_EMAIL".into(), "rehearsal@kit.invalid".into()),

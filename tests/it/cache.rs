@@ -85,6 +85,49 @@ fn the_idle_gap_of_a_real_transcript() {
 }
 
 #[test]
+fn at_picks_the_last_call_at_or_before_the_time() {
+    // QA F4: on the whole excerpt (calls at 16:07:54, 16:08:00, then 20:19:04…), `--at 20:19:00`
+    // is about the return after the gap: the call before it is 16:08:00 (81,960 tokens), not
+    // the file's last call (which would read as idle 0s, warm).
+    let path =
+        samples().join("spotter_4d5611e5-241a-462a-8d15-5122611a9569.L261-L300.excerpt.jsonl");
+    let p = path.to_str().unwrap();
+    let (code, out) = run(&["cache", "--transcript", p, "--at", "2026-02-12T20:19:00Z"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("claude-opus-4-6 · 81,960 tokens of context · idle 4h10m"), "{out}");
+    assert!(out.contains("from the last API call 2026-02-12T16:08:00Z"), "{out}");
+    assert!(out.contains("$0.5123") && out.contains("clean start is cheaper"), "{out}");
+    // Exactly at a call's time: that call counts.
+    let (code, out) = run(&["cache", "--transcript", p, "--at", "2026-02-12T16:08:00.5Z"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("from the last API call 2026-02-12T16:08:00Z"), "{out}");
+    // Before the first call: an error, not "idle 0s, warm".
+    let (code, out) = run(&["cache", "--transcript", p, "--at", "2020-01-01T00:00:00Z"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("no main-chain API call with usage at or before --at 2020-01-01T00:00:00Z"),
+        "{out}"
+    );
+    assert!(out.contains("next: "), "{out}");
+}
+
+#[test]
+fn an_unreadable_or_foreign_transcript_exits_2_with_the_next_step() {
+    // QA F12: a missing file was an I/O error (exit 1, no next step).
+    let (code, out) = run(&["cache", "--transcript", "/nonexistent/t.jsonl"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("/nonexistent/t.jsonl: no such transcript"), "{out}");
+    assert!(
+        out.contains("next: kit measure lists the sessions; then kit cache --session ID"),
+        "{out}"
+    );
+    let codex = samples().join("../codex/codexhud__rollout-session.jsonl");
+    let (code, out) = run(&["cache", "--transcript", codex.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("a Codex rollout: kit cache reads Claude Code transcripts only"), "{out}");
+}
+
+#[test]
 fn bad_arguments_say_what_to_do() {
     let (code, out) =
         run(&["cache", "--model", "gpt-unknown-9", "--context", "1000", "--idle", "1h"]);

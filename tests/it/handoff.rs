@@ -36,15 +36,30 @@ pub fn append_save_call(transcript: &Path, output: &str) {
 
 /// Append to a transcript a Bash tool call running `command` and its result `output`.
 pub fn append_bash_call(transcript: &Path, command: &str, output: &str) {
+    append_tool_call(transcript, "Bash", command, output, false);
+}
+
+/// Append to a transcript a call of tool `name` running `command`, and its result `output`
+/// (`is_error` as Claude Code marks a failed command).
+pub fn append_tool_call(
+    transcript: &Path,
+    name: &str,
+    command: &str,
+    output: &str,
+    is_error: bool,
+) {
     let mut f = fs::OpenOptions::new().append(true).create(true).open(transcript).unwrap();
+    // Claude Code gives every tool call its own id; the first call keeps `toolu_save1`.
+    let n = fs::read_to_string(transcript).unwrap_or_default().lines().count() / 2 + 1;
+    let tool_id = format!("toolu_save{n}");
     let call = json!({"type": "assistant", "isSidechain": false, "timestamp": "2026-10-01T08:58:00Z",
         "message": {"model": "claude-opus-4-6", "id": "msg_save", "role": "assistant",
-            "content": [{"type": "tool_use", "id": "toolu_save1", "name": "Bash",
+            "content": [{"type": "tool_use", "id": tool_id, "name": name,
                          "input": {"command": command, "description": "Save the handoff"}}],
             "usage": {"input_tokens": 3, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": 9}}});
     let result = json!({"type": "user", "isSidechain": false, "timestamp": "2026-10-01T08:58:01Z",
-        "message": {"role": "user", "content": [{"tool_use_id": "toolu_save1", "type": "tool_result",
-            "content": output.trim(), "is_error": false}]},
+        "message": {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result",
+            "content": output.trim(), "is_error": is_error}]},
         "toolUseResult": {"stdout": output.trim(), "stderr": "", "interrupted": false, "isImage": false}});
     writeln!(f, "{call}\n{result}").unwrap();
 }
@@ -146,7 +161,10 @@ fn a_hand_written_handoff_is_rejected() {
     fs::write(&p, text.replace("Done: f.", "Done: f, g and h.")).unwrap();
     let (code, out) = run(d.path(), &["handoff", "verify"]);
     assert_eq!(code, 2);
-    assert!(out.contains("does not match its block and summary"), "{out}");
+    assert!(
+        out.contains("is not kit's keyed id of this block and summary: the summary was edited"),
+        "{out}"
+    );
     fs::write(&p, text.replace("dirty = true", "dirty = maybe")).unwrap();
     let (code, out) = run(d.path(), &["handoff", "verify"]);
     assert_eq!(code, 2);
@@ -174,7 +192,7 @@ fn the_transcript_proof_present_and_absent() {
     append_save_call(&transcript, &line);
     let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("runs `kit handoff save` (toolu_save1); its result on line"), "{out}");
+    assert!(out.contains("runs `kit handoff save` (toolu_save2); its result on line"), "{out}");
     let (code, out) = run(d.path(), &["handoff", "verify", "--session", "0a0b0c0d"]);
     assert_eq!(code, 0, "{out}");
     let (code, out) = run(d.path(), &["handoff", "verify", "--session", "ffff"]);
@@ -228,9 +246,114 @@ fn a_forged_save_call_proves_nothing() {
     let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("holds no tool call that ran `kit handoff save`"), "{out}");
-    append_bash_call(&transcript, "cd . && A=1 kit handoff save", &line);
+    // QA F2b: a command that prints the line without saving, a failed save, another tool.
+    for forged in [
+        format!("kit handoff save --help >/dev/null; echo '{}'", line.trim()),
+        format!("kit handoff save --bogus 2>/dev/null; echo '{}'", line.trim()),
+        "cd . && A=1 kit handoff save".to_string(),
+        "printf 'Done.' | kit handoff save".to_string(),
+    ] {
+        append_bash_call(&transcript, &forged, &line);
+    }
+    append_tool_call(&transcript, "Bash", "kit handoff save", &line, true);
+    append_tool_call(&transcript, "Task", "kit handoff save", &line, false);
+    let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("holds no tool call that ran `kit handoff save`"), "{out}");
+    append_bash_call(&transcript, "kit handoff save <<'EOF'\nDone: f.\nEOF", &line);
     let (code, out) = run(d.path(), &["handoff", "verify", "--transcript", t]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// The handoff key of the test sandbox `dir` (golden env: XDG_STATE_HOME in `.home/`).
+fn key_path(dir: &Path) -> std::path::PathBuf {
+    dir.join(".home/.local/state/kit/handoff.key")
+}
+
+#[test]
+fn verify_never_prints_the_id_it_expects_and_says_what_differs() {
+    // QA F2a: pasting the id verify printed made a hand-edited handoff verify.
+    let d = repo();
+    let (_, line) = save_with_stdin(d.path(), "Summary: v3\nNext action: Z\n");
+    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    let p = d.path().join("longrun/handoff.md");
+    let saved = fs::read_to_string(&p).unwrap();
+    fs::write(&p, saved.replace("Summary: v3", "Summary: v3 - all tests pass, ship it")).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    let ids: Vec<&str> =
+        out.split(|c: char| !c.is_ascii_hexdigit()).filter(|w| w.len() == 12).collect();
+    assert!(ids.iter().all(|w| *w == id), "no other 12-hex id may appear: {out}");
+    // What the id should be under the key (known here only because the test reads the key).
+    let key = kit::handoff::key::load(&key_path(d.path())).unwrap().unwrap();
+    let edited = fs::read_to_string(&p).unwrap();
+    let h = kit::handoff::parse(&p, &edited).unwrap();
+    let right = h.stamp.as_ref().unwrap().compute_id(&key, &h.summary);
+    assert!(!out.contains(&right), "{out}");
+    assert!(
+        out.contains(&format!("FAIL stamp id {id} is not kit's keyed id of this block and summary: the summary was edited after `kit handoff save`")),
+        "{out}"
+    );
+    assert!(
+        out.contains("its sha256 differs from the journal's): the summary was edited"),
+        "{out}"
+    );
+    // A stamp id recomputed without the key (the unkeyed sha256 of format 1) does not verify.
+    let unkeyed = {
+        use sha2::{Digest, Sha256};
+        let s = h.stamp.as_ref().unwrap();
+        let mut m = format!(
+            "kit-handoff/{}\n{}\n{}\n{}\n{}\n",
+            s.format_version, s.time, s.commit, s.dirty, s.base_commit
+        );
+        for (f, v) in &s.files {
+            m.push_str(&format!("{f}\0{v}\n"));
+        }
+        m.push_str(h.summary.trim());
+        hex::encode(Sha256::digest(m.as_bytes()))[..12].to_string()
+    };
+    fs::write(&p, edited.replace(&id, &unkeyed)).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("written by hand (no `kit handoff save` journaled this stamp)"), "{out}");
+    assert!(out.contains(&format!("records no `kit handoff save` of stamp {unkeyed}")), "{out}");
+    // Only the right keyed id passes, and then the journal still names the edited file.
+    fs::write(&p, edited.replace(&id, &right)).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("ok   stamp id is kit's keyed id"), "{out}");
+    assert!(out.contains(&format!("records no `kit handoff save` of stamp {right}")), "{out}");
+    // The untouched save verifies.
+    fs::write(&p, &saved).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ok   the journal records this save (sha256 of handoff.md matches)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_key_is_private_and_another_users_key_fails_the_stamp() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = repo();
+    assert_eq!(save_with_stdin(d.path(), "Done: f.\n").0, 0);
+    let key = key_path(d.path());
+    assert_eq!(fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(kit::handoff::key::load(&key).unwrap().unwrap().len(), 32);
+    // The same handoff under another user's key (or none) does not verify.
+    fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("is not kit's keyed id of this block and summary: the stamp block was edited"),
+        "{out}"
+    );
+    fs::remove_file(&key).unwrap();
+    let (code, out) = run(d.path(), &["handoff", "verify"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("FAIL no handoff key at"), "{out}");
+    assert!(!key.exists(), "verify never creates a key");
 }
 
 #[test]

@@ -758,6 +758,27 @@ fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
 }
 
 #[test]
+fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
+    // `kit handoff save` run by the agent journals `handoff_saved`; the loop cuts what the agent
+    // appends to the journal, but must keep that record (as it keeps hook events), or the
+    // handoff could never verify after a loop.
+    let d = project(false);
+    write(
+        d.path(),
+        "agent.sh",
+        "cat > /dev/null\nsed -i 's/a - b/a + b/' calc.py\nkit handoff save <<'EOF'\nDone: add returns the sum.\nNext action: none.\nEOF\necho '{\"event\":\"loop_end\",\"outcome\":\"done\"}' >> longrun/journal.jsonl\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let saved = events(d.path(), "handoff_saved");
+    assert_eq!(saved.len(), 1, "{:?}", journal(d.path()));
+    assert_eq!(events(d.path(), "loop_end").len(), 1, "the forged loop_end is cut");
+    let o = kit(d.path()).args(["handoff", "verify"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("ok   the journal records this save"), "{}", text(&o));
+}
+
+#[test]
 fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
     let d = project(false);
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n"); // not executable

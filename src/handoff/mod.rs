@@ -9,8 +9,8 @@
 //!
 //! <!-- kit handoff stamp: written by `kit handoff save`; any edit makes `kit handoff verify` fail -->
 //! ```toml kit-handoff-stamp
-//! format_version = 1
-//! stamp = "5d0c1f2a9b3e"          # id: sha256 of everything below and the summary, 12 hex
+//! format_version = 2
+//! stamp = "5d0c1f2a9b3e"          # id: HMAC-SHA256 of all below + the summary, 12 hex
 //! time = "2026-10-01T09:00:00Z"   # kit::clock
 //! commit = "<40 hex>"             # HEAD when saved
 //! dirty = true                    # uncommitted changes at that moment
@@ -27,8 +27,24 @@
 //! holds the stamp itself) and `journal.jsonl` (kit appends to it on every hook firing, so it
 //! changes after every save without anything being wrong).
 //!
-//! The stamp id is derived from the block's fields and the summary, so it is deterministic under
-//! `KIT_FAKE_CLOCK` and a block typed by hand (or edited) does not match its own id.
+//! Three witnesses make the stamp hard to forge (QA finding F2):
+//! - the stamp id is an HMAC-SHA256 of the block's fields and the summary under a per-user
+//!   secret kept outside the repository ([`key`]): a block typed or edited by hand does not
+//!   carry it, and `verify` never prints the id it expected (that would be a recipe); it says
+//!   what differs instead;
+//! - `save` journals a `handoff_saved` event with the stamp id and the sha256 of `handoff.md`
+//!   and of the summary, which `verify` compares with the file (`kit loop` keeps these events
+//!   when it cuts what the agent appended to the journal, as it keeps `hook` events);
+//! - with `--transcript`/`--session`, the session must hold a Bash tool call that ran nothing
+//!   but `kit handoff save` ([`command`]), did not fail (`is_error`), and whose result carries
+//!   the exact line `save` prints with this stamp id.
+//!
+//! Under `KIT_FAKE_CLOCK` the id is deterministic for a given key.
+
+pub mod command;
+pub mod key;
+
+pub use command::runs_handoff_save;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -42,8 +58,9 @@ use crate::error::{Error, IoContext, Result};
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
-/// The stamp format this kit writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The stamp format this kit writes and checks. Format 1 had an unkeyed id anyone could
+/// recompute; it no longer verifies.
+pub const FORMAT_VERSION: u32 = 2;
 /// The fence info string that opens the stamp block.
 pub const FENCE: &str = "```toml kit-handoff-stamp";
 /// The comment line kit writes before the block.
@@ -76,18 +93,18 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// The id these fields and `summary` give.
-    pub fn compute_id(&self, summary: &str) -> String {
-        let mut h = Sha256::new();
-        h.update(format!(
+    /// The id these fields and `summary` give under `key`: the first 12 hex digits of the
+    /// HMAC-SHA256 ([`key::hmac_sha256`]) of a canonical text of the fields and the summary.
+    pub fn compute_id(&self, key: &[u8], summary: &str) -> String {
+        let mut msg = format!(
             "kit-handoff/{}\n{}\n{}\n{}\n{}\n",
             self.format_version, self.time, self.commit, self.dirty, self.base_commit
-        ));
+        );
         for (p, v) in &self.files {
-            h.update(format!("{p}\0{v}\n"));
+            msg.push_str(&format!("{p}\0{v}\n"));
         }
-        h.update(summary.trim().as_bytes());
-        hex::encode(h.finalize())[..12].to_string()
+        msg.push_str(summary.trim());
+        hex::encode(key::hmac_sha256(key, msg.as_bytes()))[..12].to_string()
     }
 }
 
@@ -103,6 +120,8 @@ pub struct Handoff {
     pub trailing: String,
     /// 1-based line where `trailing` starts (0 when empty).
     pub trailing_line: usize,
+    /// sha256 hex of the whole file as read.
+    pub sha256: String,
 }
 
 /// Split `text` into summary and stamp block. `path` names the file in errors.
@@ -116,6 +135,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
             stamp: None,
             trailing: String::new(),
             trailing_line: 0,
+            sha256: sha256_hex(text.as_bytes()),
         });
     };
     let close = lines[open + 1..]
@@ -145,80 +165,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
         stamp: Some(stamp),
         trailing,
         trailing_line,
+        sha256: sha256_hex(text.as_bytes()),
     })
+}
+
+/// sha256 hex of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// The stamp id of the handoff at `path`, if it has a block that parses (cheap; for the hook).
 pub fn current_stamp_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     parse(path, &text).ok()?.stamp.map(|s| s.stamp)
-}
-
-/// True when a shell command line runs `kit handoff save`: one of its simple commands (split on
-/// `;`, `&`, `|`, newlines, parentheses, braces and backquotes outside quotes) starts — after
-/// optional `NAME=value` environment assignments — with `kit` or a path ending in `/kit`,
-/// followed by `handoff save`. `echo kit handoff save` does not count.
-pub fn runs_handoff_save(command: &str) -> bool {
-    simple_commands(command).iter().any(|words| {
-        let mut w = words.iter().skip_while(|w| is_assignment(w));
-        matches!(
-            (w.next(), w.next(), w.next()),
-            (Some(k), Some(h), Some(s)) if (k == "kit" || k.ends_with("/kit")) && h == "handoff" && s == "save"
-        )
-    })
-}
-
-/// The words of each simple command of a shell line (quotes removed, no expansion).
-fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut cmds: Vec<Vec<String>> = vec![Vec::new()];
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some('"') if c == '\\' => {
-                if let Some(n) = chars.next() {
-                    word.get_or_insert_with(String::new).push(n);
-                }
-            }
-            Some(_) => word.get_or_insert_with(String::new).push(c),
-            None => match c {
-                '\'' | '"' => {
-                    quote = Some(c);
-                    word.get_or_insert_with(String::new);
-                }
-                '\\' => {
-                    if let Some(n) = chars.next() {
-                        word.get_or_insert_with(String::new).push(n);
-                    }
-                }
-                c if c.is_whitespace() || ";&|(){}`\n".contains(c) => {
-                    if let Some(w) = word.take() {
-                        cmds.last_mut().expect("never empty").push(w);
-                    }
-                    if !c.is_whitespace() || c == '\n' {
-                        cmds.push(Vec::new());
-                    }
-                }
-                c => word.get_or_insert_with(String::new).push(c),
-            },
-        }
-    }
-    if let Some(w) = word {
-        cmds.last_mut().expect("never empty").push(w);
-    }
-    cmds.retain(|c| !c.is_empty());
-    cmds
-}
-
-/// True for a shell environment assignment word, `NAME=value`.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    })
 }
 
 /// The stamp id in the output of `kit handoff save`: only from the exact line [`save`] prints,
@@ -261,8 +220,9 @@ pub struct Proof {
     pub result_line: usize,
 }
 
-/// Search the transcript at `path` for a tool call that ran `kit handoff save` and whose result
-/// carries `stamp`. Reads the file as a stream (bounded memory); damaged lines are skipped.
+/// Search the transcript at `path` for a Bash tool call that ran `kit handoff save` (as
+/// [`runs_handoff_save`] recognises it) and whose result is not an error (`is_error: true`)
+/// and carries the line `save` prints with `stamp` ([`stamp_in_output`]). Reads the file as a stream (bounded memory); damaged lines are skipped.
 ///
 /// Errors: [`Error::Io`] when the file cannot be read.
 pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
@@ -291,6 +251,9 @@ pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
         for b in blocks {
             match b.get("type").and_then(Value::as_str) {
                 Some("tool_use") if has_save => {
+                    if b.get("name").and_then(Value::as_str) != Some("Bash") {
+                        continue;
+                    }
                     let cmd = b.pointer("/input/command").and_then(Value::as_str).unwrap_or("");
                     if runs_handoff_save(cmd) {
                         if let Some(id) = b.get("id").and_then(Value::as_str) {
@@ -300,7 +263,11 @@ pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
                 }
                 Some("tool_result") if has_stamp => {
                     let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-                    let Some(&call_line) = calls.get(id) else { continue };
+                    // A call has one result: a later line reusing its id proves nothing.
+                    let Some(call_line) = calls.remove(id) else { continue };
+                    if b.get("is_error").and_then(Value::as_bool) == Some(true) {
+                        continue;
+                    }
                     let text = match b.get("content") {
                         Some(Value::String(s)) => s.clone(),
                         Some(Value::Array(parts)) => parts
@@ -364,13 +331,15 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
         return Err(Error::usage("no handoff summary to save: longrun/handoff.md holds no summary (only the template) and nothing came on stdin")
             .with_hint("write the summary and next action into longrun/handoff.md, or: echo \"…\" | kit handoff save"));
     }
-    let stamp = stamp_now(&project, &summary)?;
+    let key = key::load_or_create(&key::default_path()?)?;
+    let stamp = stamp_now(&project, &key, &summary)?;
     let block = toml::to_string(&stamp).map_err(|e| Error::internal(e.to_string()))?;
     let text = format!("{summary}\n\n{MARKER}\n{FENCE}\n{}```\n", block);
     crate::atomic::write_atomic(&path, text.as_bytes())?;
     Journal::new(project.journal()).append(
         "handoff_saved",
-        json!({"stamp": stamp.stamp, "commit": stamp.commit, "dirty": stamp.dirty, "files": stamp.files.len()}),
+        json!({"stamp": stamp.stamp, "commit": stamp.commit, "dirty": stamp.dirty, "files": stamp.files.len(),
+               "handoff_sha256": sha256_hex(text.as_bytes()), "summary_sha256": sha256_hex(summary.as_bytes())}),
     )?;
     writeln!(
         out,
@@ -389,7 +358,7 @@ fn is_template(text: &str) -> bool {
     crate::embedded::kit_file("templates/handoff.md").is_some_and(|t| t.trim() == text.trim())
 }
 
-fn stamp_now(project: &Project, summary: &str) -> Result<Stamp> {
+fn stamp_now(project: &Project, key: &[u8], summary: &str) -> Result<Stamp> {
     let root = &project.root;
     let commit = git(root, &["rev-parse", "HEAD"])
         .map_err(|e| e.with_hint("commit once before saving a handoff"))?;
@@ -409,7 +378,7 @@ fn stamp_now(project: &Project, summary: &str) -> Result<Stamp> {
         base_commit,
         files,
     };
-    stamp.stamp = stamp.compute_id(summary);
+    stamp.stamp = stamp.compute_id(key, summary);
     Ok(stamp)
 }
 
@@ -505,15 +474,7 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
             first.chars().take(60).collect::<String>()
         ));
     }
-    let id = stamp.compute_id(&handoff.summary);
-    if id == stamp.stamp {
-        r.ok.push("stamp id matches the block and the summary".into());
-    } else {
-        r.problems.push(format!(
-            "stamp id {} does not match its block and summary (expected {id}): written or edited by hand",
-            stamp.stamp
-        ));
-    }
+    check_id(project, handoff, stamp, &mut r)?;
     let head = git(&project.root, &["rev-parse", "HEAD"])?.trim().to_string();
     if head == stamp.commit {
         r.ok.push(format!("HEAD is still {}", short(&head)));
@@ -558,6 +519,66 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
         }
     }
     Ok(r)
+}
+
+/// The keyed stamp id and the journal's `handoff_saved` record, in `r`. Never names the id the
+/// block should have carried: it says what differs instead.
+fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report) -> Result<()> {
+    let saved = saved_event(project, &stamp.stamp);
+    let summary_edited = saved.as_ref().is_some_and(|e| {
+        e.get("summary_sha256").and_then(Value::as_str)
+            != Some(sha256_hex(handoff.summary.as_bytes()).as_str())
+    });
+    if stamp.format_version != FORMAT_VERSION {
+        r.problems.push(format!(
+            "stamp format {} is not format {FORMAT_VERSION} (its id is not keyed, anyone can recompute it): save again with kit handoff save",
+            stamp.format_version
+        ));
+    } else {
+        let path = key::default_path()?;
+        match key::load(&path)? {
+            None => r.problems.push(format!(
+                "no handoff key at {}: this stamp was not made by `kit handoff save` for this user (another user or machine, or written by hand)",
+                path.display()
+            )),
+            Some(k) if stamp.compute_id(&k, &handoff.summary) == stamp.stamp => {
+                r.ok.push("stamp id is kit's keyed id of the block and the summary".into())
+            }
+            Some(_) => r.problems.push(format!(
+                "stamp id {} is not kit's keyed id of this block and summary: {}",
+                stamp.stamp,
+                match &saved {
+                    Some(_) if summary_edited => "the summary was edited after `kit handoff save`",
+                    Some(_) => "the stamp block was edited after `kit handoff save`",
+                    None => "written by hand (no `kit handoff save` journaled this stamp)",
+                }
+            )),
+        }
+    }
+    match saved {
+        None => r.problems.push(format!(
+            "the journal (longrun/journal.jsonl) records no `kit handoff save` of stamp {}",
+            stamp.stamp
+        )),
+        Some(e) if e.get("handoff_sha256").and_then(Value::as_str) == Some(handoff.sha256.as_str()) => {
+            r.ok.push("the journal records this save (sha256 of handoff.md matches)".into())
+        }
+        Some(_) => r.problems.push(format!(
+            "handoff.md is not the file `kit handoff save` wrote for stamp {} (its sha256 differs from the journal's): {}",
+            stamp.stamp,
+            if summary_edited { "the summary was edited" } else { "the stamp block or the text around it was edited" }
+        )),
+    }
+    Ok(())
+}
+
+/// The last `handoff_saved` journal event of stamp `id` (a damaged journal reads as none).
+fn saved_event(project: &Project, id: &str) -> Option<Value> {
+    let read = crate::longrun::journal::read(&project.journal()).ok()?;
+    read.events.into_iter().rev().find(|e| {
+        e.get("event").and_then(Value::as_str) == Some("handoff_saved")
+            && e.get("stamp").and_then(Value::as_str) == Some(id)
+    })
 }
 
 /// [`check`] on the handoff of the `longrun/` folder at `longrun` (for the hook). `None` when
@@ -683,11 +704,17 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
         Some(s) => format!("stamp {}, saved {} at commit {}", s.stamp, s.time, short(&s.commit)),
         None => "not stamped: written by hand, unverified".to_string(),
     };
-    let next = next_action(&h.summary)
-        .or_else(|| {
-            std::fs::read_to_string(longrun.join("progress.md")).ok().and_then(|p| next_action(&p))
-        })
-        .unwrap_or_else(|| "none given".to_string());
+    // The summary's own next action is already in it: repeat only one taken from progress.md.
+    let next = match next_action(&h.summary) {
+        Some(_) => String::new(),
+        None => format!(
+            "\n\nNext action: {}",
+            std::fs::read_to_string(longrun.join("progress.md"))
+                .ok()
+                .and_then(|p| next_action(&p))
+                .unwrap_or_else(|| "none given".to_string())
+        ),
+    };
     let mut summary = h.summary.clone();
     if summary.len() > MAX_SUMMARY {
         let mut cut = MAX_SUMMARY;
@@ -699,7 +726,7 @@ pub fn resume_context(longrun: &Path, source: &str) -> Option<String> {
     }
     let after = if source == "compact" { "a compaction" } else { "a resume" };
     Some(format!(
-        "kit: this session continues after {after}. The last handoff (longrun/handoff.md, {stamp}):\n\n{summary}\n\nNext action: {next}\n\nRun `kit handoff verify` to check the handoff still matches the tree before relying on it."
+        "kit: this session continues after {after}. The last handoff (longrun/handoff.md, {stamp}):\n\n{summary}{next}\n\nRun `kit handoff verify` to check the handoff still matches the tree before relying on it."
     ))
 }
 
@@ -755,26 +782,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recognises_the_save_command() {
-        for (cmd, yes) in [
-            ("kit handoff save", true),
-            ("cd /r && kit handoff save", true),
-            ("echo done | /usr/local/bin/kit handoff save", true),
-            ("kit handoff verify", false),
-            ("echo 'kit handoff' save", false),
-            ("mykit handoff save", false),
-            ("echo kit handoff save stamp 5d0c1f2a9b3e", false),
-            ("echo \"x; kit handoff save\"", false),
-            ("A=1 B=2 kit handoff save", true),
-            ("cd /r; ./target/debug/kit handoff save", true),
-            ("printf 'Done.' | kit handoff save", true),
-            ("kit handoff saved", false),
-        ] {
-            assert_eq!(runs_handoff_save(cmd), yes, "{cmd}");
-        }
-    }
-
-    #[test]
     fn finds_the_stamp_in_output() {
         let line = "handoff saved: stamp 5d0c1f2a9b3e (commit 1a2b3c4, dirty, 3 files fingerprinted) in longrun/handoff.md";
         assert_eq!(stamp_in_output(&format!("x\n{line}\n")).as_deref(), Some("5d0c1f2a9b3e"));
@@ -800,6 +807,19 @@ mod tests {
             Err(Error::Input { line: Some(9), .. }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn resume_context_names_the_next_action_once() {
+        // QA F10: the summary's "Next action: W" was repeated after it.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("handoff.md"), "Summary: v5\nNext action: W\n").unwrap();
+        let text = resume_context(d.path(), "compact").unwrap();
+        assert_eq!(text.matches("Next action: W").count(), 1, "{text}");
+        std::fs::write(d.path().join("handoff.md"), "Summary: v5\n").unwrap();
+        std::fs::write(d.path().join("progress.md"), "## Next action\nX\n").unwrap();
+        let text = resume_context(d.path(), "resume").unwrap();
+        assert!(text.contains("Summary: v5\n\nNext action: X\n\nRun"), "{text}");
     }
 
     #[test]
@@ -845,7 +865,7 @@ mod tests {
             match parse(Path::new("handoff.md"), &t) {
                 Ok(h) => {
                     if let Some(s) = h.stamp {
-                        let _ = s.compute_id(&h.summary);
+                        let _ = s.compute_id(b"k", &h.summary);
                     }
                 }
                 Err(Error::Input { .. }) => {}
