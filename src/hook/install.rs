@@ -40,13 +40,20 @@ pub struct InstallOptions {
 }
 
 /// Which settings file: `<repo or cwd>/.claude/settings.json`, or with `user` the first root of
-/// `$CLAUDE_CONFIG_DIR` (default `~/.claude`) `/settings.json`.
+/// `$CLAUDE_CONFIG_DIR` (default `$HOME/.claude`) `/settings.json`.
+///
+/// Errors: [`Error::Usage`] with `user` when neither `CLAUDE_CONFIG_DIR` nor an absolute `HOME`
+/// is set (never a path relative to `cwd`).
 pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     if user {
-        let root = crate::hook::tail::claude_roots()
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::usage("neither CLAUDE_CONFIG_DIR nor HOME is set"))?;
+        let roots = crate::hook::tail::claude_roots().map_err(|e| {
+            let msg = e.to_string();
+            Error::usage(msg).with_hint(
+                "set HOME (or CLAUDE_CONFIG_DIR) and run kit hook install --user again, or run kit hook install without --user for this project's .claude/settings.json",
+            )
+        })?;
+        let root =
+            roots.into_iter().next().ok_or_else(|| Error::internal("no Claude Code root"))?;
         return Ok(root.join("settings.json"));
     }
     let root = crate::longrun::git_toplevel(cwd).unwrap_or_else(|_| cwd.to_path_buf());
@@ -224,15 +231,77 @@ fn has_kit_handler(group: &Json) -> bool {
     group.get("hooks").and_then(Json::as_array).is_some_and(|hs| hs.iter().any(is_kit_handler))
 }
 
+/// What JSON calls a value's kind, for messages ("an object", "a string", …).
+fn kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// A key of the settings whose value has the wrong shape for [`merge`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misshapen {
+    /// Dotted path: `hooks` or `hooks.Stop`.
+    pub key: String,
+    /// What it holds: "an object", "a string", …
+    pub found: &'static str,
+}
+
+/// The keys [`merge`] cannot add to without losing what is there: `hooks` when it is not an
+/// object of events, and each event of the snippet whose value is not an array of matcher
+/// groups (formats/claude-code.md §5.1). Hand-edited settings get this wrong; kit reports them
+/// rather than skip the event (no Stop hook means no 85 % Stop block) or replace the value.
+pub fn misshapen(settings: &Json, snippet: &Json) -> Vec<Misshapen> {
+    let Some(hooks) = settings.get("hooks") else { return Vec::new() };
+    let Json::Object(events) = hooks else {
+        return vec![Misshapen { key: "hooks".into(), found: kind(hooks) }];
+    };
+    let Some(Json::Object(ours)) = snippet.get("hooks") else { return Vec::new() };
+    ours.iter()
+        .filter_map(|(event, _)| events.iter().find(|(k, _)| k == event))
+        .filter(|(_, v)| !matches!(v, Json::Array(_)))
+        .map(|(event, v)| Misshapen { key: format!("hooks.{event}"), found: kind(v) })
+        .collect()
+}
+
+/// The error for a file with [`misshapen`] keys: each key and what it holds, what Claude Code
+/// wants there, and how to fix it by hand.
+fn misshapen_error(path: &Path, bad: &[Misshapen]) -> Error {
+    let listed: Vec<String> = bad.iter().map(|m| format!("`{}` is {}", m.key, m.found)).collect();
+    let (want, fix) = if bad.iter().any(|m| m.key == "hooks") {
+        (
+            "an object of events (\"hooks\": {\"Stop\": [...]})",
+            "make `hooks` an object of events or remove it",
+        )
+    } else {
+        (
+            "an array of matcher groups (\"Stop\": [{\"hooks\": [...]}])",
+            "wrap each value in [ ] or remove the key",
+        )
+    };
+    Error::input(
+        path,
+        None,
+        format!(
+            "{}; Claude Code wants {want}; nothing installed, the file is left untouched",
+            listed.join(", ")
+        ),
+    )
+    .with_hint(format!("{fix} in {}, then run kit hook install again", path.display()))
+}
+
 /// Add kit's groups for each event of the snippet that has no kit handler yet; new events and
-/// groups go after the existing ones. `settings` must be an object (else nothing changes).
+/// groups go after the existing ones. Keys that [`misshapen`] names are left as they are (check
+/// it first: `run` refuses such a file); `settings` must be an object (else nothing changes).
 pub fn merge(settings: &mut Json, snippet: &Json) {
     let Json::Object(top) = settings else { return };
     let Some(Json::Object(events)) = snippet.get("hooks") else { return };
     let hooks = Json::entry(top, "hooks", || Json::Object(Vec::new()));
-    if !matches!(hooks, Json::Object(_)) {
-        *hooks = Json::Object(Vec::new());
-    }
     let Json::Object(hooks) = hooks else { return };
     for (event, groups) in events {
         let list = Json::entry(hooks, event, || Json::Array(Vec::new()));
@@ -318,7 +387,8 @@ fn tidy(path: &Path) -> PathBuf {
 /// Run `kit hook install`.
 ///
 /// Errors: [`Error::Input`] naming `settings.json:LINE:COL` when the file is not valid JSON or
-/// not an object (the file is left untouched), or when its links loop; [`Error::Io`] on read and
+/// not an object, naming the keys when `hooks` or one of kit's events has the wrong shape
+/// ([`misshapen`]; install only), all with the file left untouched; or when its links loop; [`Error::Io`] on read and
 /// write failures.
 pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
     let path = &opts.settings;
@@ -354,6 +424,12 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
         },
         _ => Json::Object(Vec::new()),
     };
+    if !opts.uninstall {
+        let bad = misshapen(&settings, &snippet());
+        if !bad.is_empty() {
+            return Err(misshapen_error(path, &bad));
+        }
+    }
     let before = settings.clone();
     if opts.uninstall {
         unmerge(&mut settings);
@@ -512,6 +588,23 @@ mod tests {
         );
         unmerge(&mut s);
         assert_eq!(render(&s, indent_of(text)).unwrap(), text);
+    }
+
+    #[test]
+    fn misshapen_names_each_key_kit_cannot_merge_into() {
+        let s = parse(r#"{"hooks": {"Stop": {"hooks": []}, "PreToolUse": "x", "PreCompact": []}}"#);
+        assert_eq!(
+            misshapen(&s, &snippet()),
+            [Misshapen { key: "hooks.Stop".into(), found: "an object" }],
+            "only kit's events count; an empty array is fine"
+        );
+        let s = parse(r#"{"hooks": null}"#);
+        assert_eq!(misshapen(&s, &snippet()), [Misshapen { key: "hooks".into(), found: "null" }]);
+        assert!(misshapen(&parse(r#"{"model": "opus"}"#), &snippet()).is_empty());
+        // merge leaves such values alone rather than replacing them.
+        let mut s = parse(r#"{"hooks": "mine"}"#);
+        merge(&mut s, &snippet());
+        assert_eq!(s, parse(r#"{"hooks": "mine"}"#));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! means the context was compacted since; the context is then `postTokens` where the boundary
 //! carries it, else unknown until the next API call.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -268,10 +269,11 @@ struct CompactMetadata {
 /// Find the transcript of session `id` (a full id or a unique prefix) under the Claude Code
 /// roots: each entry of `$CLAUDE_CONFIG_DIR` (a comma list; default `~/.claude`) `/projects/*/`.
 ///
-/// Errors: [`crate::Error::Usage`] when no transcript or more than one matches.
+/// Errors: [`crate::Error::Usage`] when no transcript or more than one matches, or when the
+/// roots are unknown ([`claude_roots`]).
 pub fn find_session(id: &str) -> Result<PathBuf> {
     let mut found = Vec::new();
-    for root in claude_roots() {
+    for root in claude_roots()? {
         let projects = root.join("projects");
         let Ok(dirs) = std::fs::read_dir(&projects) else { continue };
         for d in dirs.flatten() {
@@ -297,15 +299,45 @@ pub fn find_session(id: &str) -> Result<PathBuf> {
     }
 }
 
-/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `~/.claude`
-/// (the transcript engine's [`crate::transcript::discover::default_roots`], without `projects`).
-pub fn claude_roots() -> Vec<PathBuf> {
-    crate::transcript::discover::default_roots()
-        .0
-        .iter()
-        .filter_map(|p| p.parent().map(Path::to_path_buf))
-        .collect()
+/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `$HOME/.claude`
+/// (where Claude Code keeps `settings.json` and `projects/`).
+///
+/// Errors: [`crate::Error::Usage`] ("HOME is not set", with the next step) when neither
+/// variable names a folder, or `HOME` is not an absolute path: kit never falls back to a path
+/// relative to the current folder, which would read or write the project's `.claude/` instead.
+pub fn claude_roots() -> Result<Vec<PathBuf>> {
+    claude_roots_in(&|k| std::env::var_os(k))
 }
+
+/// [`claude_roots`] with the environment as a function (tests give their own).
+pub fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
+    if let Some(v) = var("CLAUDE_CONFIG_DIR") {
+        let dirs: Vec<PathBuf> = v
+            .to_string_lossy()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if !dirs.is_empty() {
+            return Ok(dirs);
+        }
+    }
+    match var("HOME").map(PathBuf::from) {
+        Some(home) if home.is_absolute() => Ok(vec![home.join(".claude")]),
+        Some(home) if !home.as_os_str().is_empty() => Err(crate::Error::usage(format!(
+            "HOME ({}) is not an absolute path, so kit cannot find ~/.claude",
+            home.display()
+        ))
+        .with_hint(HOME_HINT)),
+        _ => Err(crate::Error::usage("HOME is not set, so kit cannot find ~/.claude")
+            .with_hint(HOME_HINT)),
+    }
+}
+
+/// The next step when `HOME` cannot be used.
+const HOME_HINT: &str =
+    "set HOME to your home folder (or CLAUDE_CONFIG_DIR to Claude Code's folder), then run the command again";
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -323,6 +355,30 @@ pub(crate) mod tests {
 
     fn sample(name: &str) -> Tail {
         read_tail(&samples().join(name)).unwrap()
+    }
+
+    #[test]
+    fn claude_roots_never_fall_back_to_a_relative_path() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
+        };
+        let roots = |pairs| claude_roots_in(&env(pairs));
+        assert_eq!(roots(&[("HOME", "/home/u")]).unwrap(), [PathBuf::from("/home/u/.claude")]);
+        assert_eq!(
+            roots(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/a, /b")]).unwrap(),
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(roots(&[("CLAUDE_CONFIG_DIR", "/a")]).unwrap(), [PathBuf::from("/a")]);
+        for (pairs, want) in [
+            (&[][..], "HOME is not set"),
+            (&[("HOME", ""), ("CLAUDE_CONFIG_DIR", " , ")][..], "HOME is not set"),
+            (&[("HOME", "u")][..], "HOME (u) is not an absolute path"),
+        ] {
+            let e = roots(pairs).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{pairs:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.hint().unwrap().starts_with("set HOME"), "{e:?}");
+        }
     }
 
     #[test]

@@ -580,6 +580,85 @@ fn install_user_honours_claude_config_dir() {
 }
 
 #[test]
+fn install_refuses_events_that_are_not_arrays_and_writes_nothing() {
+    // Hand-edited: Stop is a bare matcher group, PostToolUse a string. Installing the other three
+    // events and saying "installed" would leave the session without the 85 % Stop block.
+    let d = git_repo();
+    let dir = d.path().join(".claude");
+    let settings = dir.join("settings.json");
+    fs::create_dir_all(&dir).unwrap();
+    let text = r#"{"hooks": {"Stop": {"matcher": "x", "hooks": [{"type": "command", "command": "my-stop.sh"}]}, "PostToolUse": "oops"}}"#;
+    fs::write(&settings, text).unwrap();
+    for args in [&["hook", "install"][..], &["hook", "install", "--dry-run"]] {
+        let o = kit(d.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "", "{args:?}: no success line");
+        assert!(
+            err.contains(".claude/settings.json: `hooks.PostToolUse` is a string, `hooks.Stop` is an object; Claude Code wants an array of matcher groups"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("\n  next: wrap each value in [ ] or remove the key in "), "{err}");
+        assert_eq!(fs::read_to_string(&settings).unwrap(), text, "{args:?}: untouched");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "{args:?}: no backup, no temp file");
+    }
+    // `hooks` itself not an object: refused too, not replaced by kit's.
+    fs::write(&settings, r#"{"hooks": ["my-stop.sh"]}"#).unwrap();
+    let o = kit(d.path()).args(["hook", "install"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`hooks` is an array;"));
+    assert_eq!(fs::read_to_string(&settings).unwrap(), r#"{"hooks": ["my-stop.sh"]}"#);
+    // Fixed by hand as the hint says, the install goes through.
+    fs::write(&settings, r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "my-stop.sh"}]}], "PostToolUse": []}}"#).unwrap();
+    let o = kit(d.path()).args(["hook", "install"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], "my-stop.sh");
+    assert_eq!(v["hooks"]["Stop"][1]["hooks"][0]["command"], "kit hook claude");
+    assert_eq!(v["hooks"]["PostToolUse"][0]["hooks"][0]["command"], "kit hook claude");
+}
+
+#[test]
+fn without_home_user_paths_are_refused_not_made_relative() {
+    // HOME unset (or relative) and no CLAUDE_CONFIG_DIR: never the project's .claude/ instead.
+    let d = git_repo();
+    assert!(kit(d.path()).arg("init").output().unwrap().status.success());
+    let mut save = kit(d.path())
+        .args(["handoff", "save"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    save.stdin.take().unwrap().write_all(b"Done: nothing yet.\n").unwrap();
+    assert!(save.wait_with_output().unwrap().status.success());
+    let cases: [(&str, Option<&str>, &[&str], &str); 4] = [
+        ("unset", None, &["hook", "install", "--user"], "HOME is not set"),
+        (
+            "relative",
+            Some("home"),
+            &["hook", "install", "--user"],
+            "HOME (home) is not an absolute path",
+        ),
+        ("unset", None, &["cache", "--session", "abc"], "HOME is not set"),
+        ("unset", None, &["handoff", "verify", "--session", "abc"], "HOME is not set"),
+    ];
+    for (what, home, args, want) in cases {
+        let mut c = kit(d.path());
+        c.env_remove("HOME").env_remove("CLAUDE_CONFIG_DIR").args(args);
+        if let Some(h) = home {
+            c.env("HOME", h);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what} {args:?}: {err}");
+        assert!(err.contains(&format!("kit: error: {want}")), "{what} {args:?}: {err}");
+        assert!(err.contains("\n  next: set HOME"), "{what} {args:?}: {err}");
+        assert!(!d.path().join(".claude").exists(), "{what} {args:?}: nothing written here");
+        assert!(!d.path().join("home").exists(), "{what} {args:?}");
+    }
+}
+
+#[test]
 fn rehearse_drives_the_bands_and_the_stop_block() {
     let d = tempfile::tempdir().unwrap();
     let o = kit(d.path()).args(["hook", "rehearse"]).output().unwrap();
