@@ -12,4 +12,5 @@ mod r#loop;
 mod measure;
 mod recall;
 mod rehearse;
+mod standalone;
 mod util;
