@@ -4,7 +4,6 @@
 //! with the line `N passed, N failed`.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
 use crate::golden::{self, Binaries};
@@ -19,23 +18,28 @@ pub struct Options {
     pub verbose: bool,
 }
 
-/// The binaries to test: this executable and the `fake-agent` beside it (else on `PATH`).
-pub fn this_binaries() -> Result<Binaries> {
+/// The binaries to test: this executable and the `fake-agent` beside it, else a `fake-agent`
+/// link to this executable (which is also the fake agent) in a temporary folder, returned so it
+/// lives as long as the run. So the `kit` binary alone verifies the whole catalogue.
+pub fn this_binaries() -> Result<(Binaries, Option<tempfile::TempDir>)> {
     let kit = std::env::current_exe()
         .map_err(|e| Error::internal(format!("cannot locate the kit binary: {e}")))?;
-    let beside = kit.with_file_name("fake-agent");
-    let fake_agent = if beside.is_file() { Some(beside) } else { find_on_path("fake-agent") };
-    Ok(Binaries { kit, fake_agent })
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+    let beside = kit.with_file_name(crate::rehearse::FAKE_AGENT);
+    if beside.is_file() {
+        return Ok((Binaries { kit, fake_agent: Some(beside) }, None));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("kit-verify-bin-")
+        .tempdir()
+        .map_err(|e| Error::io("a temporary folder", e))?;
+    let link = dir.path().join(crate::rehearse::FAKE_AGENT);
+    std::os::unix::fs::symlink(&kit, &link).at(&link)?;
+    Ok((Binaries { kit, fake_agent: Some(link) }, Some(dir)))
 }
 
 /// Run the catalogue; returns exit 0 when every case passed, 1 otherwise.
 pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
-    let bins = this_binaries()?;
+    let (bins, _bin_dir) = this_binaries()?;
     let mut files: Vec<_> = crate::embedded::CASES
         .files()
         .filter(|f| f.path().extension().is_some_and(|e| e == "md"))
