@@ -57,10 +57,9 @@ impl Job {
     /// The name printed on the case's line.
     pub fn name(&self) -> String {
         match self {
-            Job::Catalogue(origin, _) => origin
-                .trim_start_matches("tests/cases/")
-                .trim_end_matches(".md")
-                .to_string(),
+            Job::Catalogue(origin, _) => {
+                origin.trim_start_matches("tests/cases/").trim_end_matches(".md").to_string()
+            }
             Job::Solution(ex) => format!("exercise {} solution", ex.slug),
             Job::StartFails(ex) => format!("exercise {} start fails", ex.slug),
             Job::Lesson(l) => format!("lesson {}", l.slug),
@@ -96,7 +95,9 @@ impl Job {
                 .and_then(|case| golden::run_case(&case, bins, &golden::build_sandbox)),
             Job::Solution(ex) => crate::course::check::run_solution(ex, bins),
             Job::StartFails(ex) => crate::course::check::run_start_fails(ex, bins),
-            Job::Lesson(l) => l.case().and_then(|c| golden::run_case(&c, bins, &golden::build_sandbox)),
+            Job::Lesson(l) => {
+                l.case().and_then(|c| golden::run_case(&c, bins, &golden::build_sandbox))
+            }
             Job::Broken(_, e) => Err(Error::internal(e.to_string())),
         }
     }
@@ -131,10 +132,8 @@ pub fn jobs(opts: &Options) -> Vec<Job> {
         Err(e) => jobs.push(Job::Broken("lessons".into(), e)),
     }
     jobs.retain(|j| {
-        let text_ok = opts
-            .filter
-            .as_deref()
-            .is_none_or(|x| j.name().contains(x) || j.origin().contains(x));
+        let text_ok =
+            opts.filter.as_deref().is_none_or(|x| j.name().contains(x) || j.origin().contains(x));
         let lesson_ok = opts.lesson.is_none_or(|n| j.lesson() == Some(n));
         text_ok && lesson_ok
     });

@@ -186,8 +186,12 @@ pub fn check(
         writeln!(out, "{}  {id:02} {}", theme.ok("PASS"), ex.meta.title).map_err(w)?;
         match next {
             Some(nx) if nx.meta.lesson != ex.meta.lesson => {
-                writeln!(out, "lesson {} done; next: kit lesson {}", ex.meta.lesson, nx.meta.lesson)
-                    .map_err(w)?;
+                writeln!(
+                    out,
+                    "lesson {} done; next: kit lesson {}",
+                    ex.meta.lesson, nx.meta.lesson
+                )
+                .map_err(w)?;
             }
             Some(nx) => writeln!(out, "next: kit exercise start {}", nx.meta.id).map_err(w)?,
             None => writeln!(out, "that was the last exercise: the course is done").map_err(w)?,
@@ -256,8 +260,11 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
             .with_hint(format!("kit exercise reset {n} --yes")));
         }
         let term = console::Term::stderr();
-        term.write_str(&format!("remove {} and start exercise {n} again? [y/N] ", folder.display()))
-            .map_err(|e| Error::io("stderr", e))?;
+        term.write_str(&format!(
+            "remove {} and start exercise {n} again? [y/N] ",
+            folder.display()
+        ))
+        .map_err(|e| Error::io("stderr", e))?;
         let answer = term.read_line().map_err(|e| Error::io("stdin", e))?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
             writeln!(out, "kept {}", folder.display()).map_err(w)?;
@@ -288,7 +295,8 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
         )));
     }
     if ex.solution.is_empty() {
-        writeln!(out, "exercise {n} has no solution files: it is solved by commands.").map_err(w)?;
+        writeln!(out, "exercise {n} has no solution files: it is solved by commands.")
+            .map_err(w)?;
         if let Some(last) = ex.meta.hints.last() {
             writeln!(out, "the last hint: {}", last.trim()).map_err(w)?;
         }
@@ -336,8 +344,15 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
     writeln!(out, " #  lesson  {:<tw$}  status", "title").map_err(w)?;
     for e in &course.exercises {
         let m = &e.meta;
-        writeln!(out, "{:>2}  {:>6}  {:<tw$}  {}", m.id, m.lesson, m.title, progress.status(&e.slug))
-            .map_err(w)?;
+        writeln!(
+            out,
+            "{:>2}  {:>6}  {:<tw$}  {}",
+            m.id,
+            m.lesson,
+            m.title,
+            progress.status(&e.slug)
+        )
+        .map_err(w)?;
     }
     if tty {
         let width = 20;
@@ -447,7 +462,9 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         }
         let text = para.join(" ");
         let (first, rest) = match text.split_once(' ') {
-            Some((m, _)) if m == "-" || m == "*" || m.trim_end_matches('.').parse::<u32>().is_ok() => {
+            Some((m, _))
+                if m == "-" || m == "*" || m.trim_end_matches('.').parse::<u32>().is_ok() =>
+            {
                 (String::new(), " ".repeat(m.len() + 1))
             }
             _ => (String::new(), String::new()),

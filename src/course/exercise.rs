@@ -145,9 +145,8 @@ pub fn load_all() -> Result<Vec<Exercise>> {
             .ok_or_else(|| {
                 Error::input(format!("exercises/{slug}/golden.md"), None, "missing or not UTF-8")
             })?;
-        let sub = |name: &str| {
-            d.get_dir(d.path().join(name)).map(super::files_under).unwrap_or_default()
-        };
+        let sub =
+            |name: &str| d.get_dir(d.path().join(name)).map(super::files_under).unwrap_or_default();
         out.push(Exercise { start: sub("start"), solution: sub("solution"), slug, meta, golden });
     }
     out.sort_by_key(|e| e.meta.id);

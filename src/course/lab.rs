@@ -1,4 +1,5 @@
-//! The learner's lab and its progress file. The lab is `$KIT_LAB`, else the nearest folder above
+//! The learner's lab and its progress file. The lab is `$KIT_LAB` (a relative one is looked for
+//! from the current folder upwards), else the nearest folder above
 //! the current one that holds `.kit/progress.json`, else `./kit-lab`; exercise N lives in
 //! `<lab>/NN-slug/` unless `kit exercise start N --dir DIR` put it elsewhere.
 //!
@@ -29,7 +30,12 @@ pub const SCHEMA: &str = "kit.progress/1";
 /// The lab folder for a command run in `cwd`.
 pub fn lab_dir(cwd: &Path) -> PathBuf {
     if let Some(v) = std::env::var_os("KIT_LAB").filter(|v| !v.is_empty()) {
-        return cwd.join(v);
+        // A relative `KIT_LAB` holds from any folder below the one it was made in.
+        return cwd
+            .ancestors()
+            .map(|a| a.join(&v))
+            .find(|lab| lab.join(".kit/progress.json").is_file())
+            .unwrap_or_else(|| cwd.join(&v));
     }
     if let Some(found) = cwd.ancestors().find(|a| a.join(".kit/progress.json").is_file()) {
         return found.to_path_buf();

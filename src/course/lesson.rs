@@ -73,12 +73,10 @@ pub fn load_all() -> Result<Vec<Lesson>> {
                 format!("number = {} does not match the folder {slug}", meta.number),
             ));
         }
-        let readme = d
-            .get_file(d.path().join("README.md"))
-            .and_then(|f| f.contents_utf8())
-            .ok_or_else(|| {
-                Error::input(format!("lessons/{slug}/README.md"), None, "missing or not UTF-8")
-            })?;
+        let readme =
+            d.get_file(d.path().join("README.md")).and_then(|f| f.contents_utf8()).ok_or_else(
+                || Error::input(format!("lessons/{slug}/README.md"), None, "missing or not UTF-8"),
+            )?;
         out.push(Lesson { slug, meta, readme });
     }
     out.sort_by_key(|l| l.meta.number);
