@@ -526,3 +526,17 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_headings_code_and_wrapped_paragraphs() {
+        let md = "# Title\n\none two three four five six\n\n- item one two three\n\n```console\n$ kit init\n```\n";
+        let got = render_markdown(md, 14, &Theme::plain());
+        let want =
+            "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
+        assert_eq!(got, want);
+    }
+}

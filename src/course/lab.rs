@@ -131,3 +131,23 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_round_trips_and_names_its_status() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = Progress::load(d.path()).unwrap();
+        assert_eq!(p.status("01-init"), "not started");
+        p.entry("01-init").started = Some("2026-10-01T09:00:00Z".into());
+        p.save(d.path()).unwrap();
+        let mut p = Progress::load(d.path()).unwrap();
+        assert_eq!(p.status("01-init"), "started");
+        p.entry("01-init").passed = Some("2026-10-01T09:10:00Z".into());
+        assert_eq!(p.status("01-init"), "passed");
+        std::fs::write(progress_path(d.path()), r#"{"schema":"kit.progress/9"}"#).unwrap();
+        assert!(matches!(Progress::load(d.path()), Err(Error::Input { .. })));
+    }
+}
