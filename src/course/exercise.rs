@@ -127,18 +127,7 @@ pub fn load_all() -> Result<Vec<Exercise>> {
             .get_file(d.path().join("exercise.toml"))
             .and_then(|f| f.contents_utf8())
             .ok_or_else(|| Error::input(&toml_origin, None, "missing or not UTF-8"))?;
-        let meta: ExerciseToml = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start) + 1);
-            Error::input(&toml_origin, line, e.message().to_string())
-        })?;
-        let nn: Option<u32> = slug.split('-').next().and_then(|n| n.parse().ok());
-        if nn != Some(meta.id) {
-            return Err(Error::input(
-                &toml_origin,
-                Some(line_of_key(text, "id")),
-                format!("id = {} does not match the folder {slug}", meta.id),
-            ));
-        }
+        let meta = parse_meta(&slug, text)?;
         let golden = d
             .get_file(d.path().join("golden.md"))
             .and_then(|f| f.contents_utf8())
@@ -153,8 +142,33 @@ pub fn load_all() -> Result<Vec<Exercise>> {
     Ok(out)
 }
 
+/// Parse `exercises/<slug>/exercise.toml`'s `text`.
+///
+/// Errors: [`Error::Input`] naming the file and line of a bad field, or of an `id` that is not
+/// the folder's `NN`.
+pub fn parse_meta(slug: &str, text: &str) -> Result<ExerciseToml> {
+    let origin = format!("exercises/{slug}/exercise.toml");
+    let meta: ExerciseToml = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start));
+        Error::input(&origin, line, e.message().to_string())
+    })?;
+    let nn: Option<u32> = slug.split('-').next().and_then(|n| n.parse().ok());
+    if nn != Some(meta.id) {
+        return Err(Error::input(
+            &origin,
+            Some(line_of_key(text, "id")),
+            format!("id = {} does not match the folder {slug}", meta.id),
+        ));
+    }
+    Ok(meta)
+}
+
 fn line_of_key(text: &str, key: &str) -> usize {
-    text.lines().position(|l| l.trim_start().starts_with(key)).map_or(1, |i| i + 1)
+    text.lines()
+        .position(|l| {
+            l.trim_start().strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(1, |i| i + 1)
 }
 
 /// Find exercise `n` in `all`.
@@ -223,4 +237,30 @@ fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::O
         .stdin(Stdio::null())
         .output()
         .at(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_exercise_toml_names_the_file_and_line() {
+        let cases: &[(&str, &str, usize)] = &[
+            ("01-a", "id = 1\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\ncolour = 3\n", 5),
+            ("01-a", "id = 2\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\n", 1),
+            ("01-a", "id = 1\nlesson = \"one\"\ntitle = \"t\"\ntask = \"x\"\n", 2),
+        ];
+        for (slug, text, line) in cases {
+            match parse_meta(slug, text) {
+                Err(Error::Input { path, line: Some(l), .. }) => {
+                    assert_eq!(path.to_string_lossy(), "exercises/01-a/exercise.toml");
+                    assert_eq!(l, *line, "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let ok = parse_meta("01-a", "id = 1\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\n").unwrap();
+        assert!(ok.git);
+        assert_eq!(ok.sandbox, "empty");
+    }
 }

@@ -62,7 +62,7 @@ pub fn load_all() -> Result<Vec<Lesson>> {
             .and_then(|f| f.contents_utf8())
             .ok_or_else(|| Error::input(&origin, None, "missing or not UTF-8"))?;
         let meta: LessonToml = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start) + 1);
+            let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start));
             Error::input(&origin, line, e.message().to_string())
         })?;
         let nn: Option<u32> = slug.split('-').next().and_then(|n| n.parse().ok());
