@@ -556,7 +556,7 @@ const FAKE_SCENARIO_HINT: &str =
     "kit loop --agent fake:finish (fake-agent --list describes each scenario)";
 
 const AGENT_NOT_FOUND_HINT: &str =
-    "kit doctor (shows which agents this machine has), or kit loop --agent 'COMMAND'";
+    "kit doctor (shows which agents this machine has and how to install one), or kit loop --agent 'COMMAND'";
 
 #[cfg(test)]
 mod tests {
