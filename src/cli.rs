@@ -72,14 +72,88 @@ pub enum Command {
     /// Save or verify the handoff (longrun/handoff.md).
     #[command(subcommand)]
     Handoff(HandoffCommand),
-    /// Run the kit test catalogue from this binary, each case in a temporary sandbox.
+    /// Work through the course's exercises in your lab ($KIT_LAB, else ./kit-lab).
+    #[command(subcommand)]
+    Exercise(ExerciseCommand),
+    /// List the lessons and where you are, or show lesson N.
+    Lesson {
+        /// The lesson to show (plain Markdown when piped: kit lesson 1 > lesson.md).
+        #[arg(value_name = "N")]
+        number: Option<u32>,
+        /// Print where the lesson's files are instead of the lesson.
+        #[arg(long, requires = "number")]
+        path: bool,
+    },
+    /// Run the kit test catalogue, every exercise's golden and every lesson from this binary,
+    /// each case in a temporary sandbox.
     Verify {
-        /// Only cases whose file name contains this text.
+        /// Only cases whose file name or case name contains this text.
         #[arg(long, value_name = "TEXT")]
         case: Option<String>,
+        /// Only the cases, exercises and README of lesson N.
+        #[arg(long, value_name = "N")]
+        lesson: Option<u32>,
         /// Print each failure's diff in full.
         #[arg(long, short)]
         verbose: bool,
+    },
+}
+
+/// `kit exercise …`
+#[derive(Debug, Subcommand)]
+pub enum ExerciseCommand {
+    /// The exercises: number, lesson, title, status.
+    List {
+        /// Print JSON (schema kit.exercises/1).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lay exercise N's sandbox out in the lab and print its task.
+    Start {
+        /// The exercise's number.
+        #[arg(value_name = "N")]
+        number: u32,
+        /// Lay it out in DIR instead of <lab>/NN-slug.
+        #[arg(long, value_name = "DIR")]
+        into: Option<PathBuf>,
+    },
+    /// Check your work: run the exercise's golden.md in a copy of its sandbox.
+    ///
+    /// Exit status: 0 pass, 1 a step differs, 2 usage error.
+    Check {
+        /// The exercise's number (default: the one whose sandbox holds this folder).
+        #[arg(value_name = "N")]
+        number: Option<u32>,
+        /// Print JSON (schema kit.check/1), for graders.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a hint from the exercise's ladder (default: the next one not yet seen).
+    Hint {
+        /// The exercise's number.
+        #[arg(value_name = "N")]
+        number: u32,
+        /// The rung of the ladder, from 1.
+        #[arg(long, value_name = "K")]
+        level: Option<usize>,
+    },
+    /// Remove exercise N's sandbox and lay it out again.
+    Reset {
+        /// The exercise's number.
+        #[arg(value_name = "N")]
+        number: u32,
+        /// Do not ask (needed without a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Show the solution's files (only once the exercise passed).
+    Solution {
+        /// The exercise's number.
+        #[arg(value_name = "N")]
+        number: u32,
+        /// Show it before passing (it spoils the exercise).
+        #[arg(long)]
+        show_anyway: bool,
     },
 }
 

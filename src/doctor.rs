@@ -16,17 +16,40 @@ struct Tool {
     name: &'static str,
     role: &'static str,
     needed: bool,
+    /// How to get it when it is missing.
+    install: &'static str,
 }
 
 const TOOLS: [Tool; 5] = [
-    Tool { name: "git", role: "the repository, frozen-file checks, handoff stamps", needed: true },
-    Tool { name: "python3", role: "the course's sample project and exercises", needed: false },
-    Tool { name: "claude", role: "agent = \"claude\" (Claude Code)", needed: false },
-    Tool { name: "codex", role: "agent = \"codex\" (Codex CLI)", needed: false },
+    Tool {
+        name: "git",
+        role: "the repository, frozen-file checks, handoff stamps",
+        needed: true,
+        install: INSTALL_GIT,
+    },
+    Tool {
+        name: "python3",
+        role: "the course's sample project and exercises",
+        needed: false,
+        install: INSTALL_PYTHON,
+    },
+    Tool {
+        name: "claude",
+        role: "agent = \"claude\" (Claude Code)",
+        needed: false,
+        install: INSTALL_CLAUDE,
+    },
+    Tool {
+        name: "codex",
+        role: "agent = \"codex\" (Codex CLI)",
+        needed: false,
+        install: INSTALL_CODEX,
+    },
     Tool {
         name: "fake-agent",
         role: "agent = \"fake:SCENARIO\" (rehearsals, no tokens)",
         needed: false,
+        install: "",
     },
 ];
 
@@ -65,20 +88,20 @@ pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     writeln!(out, "{}", theme.bold("programs:")).at(o)?;
     let mut ok = true;
     for t in &TOOLS {
-        let found = if t.name == "fake-agent" {
-            Some(agent::fake_agent_path())
-                .filter(|p| p.is_absolute())
-                .or_else(|| find_on_path(t.name))
-        } else {
-            find_on_path(t.name)
-        };
-        let state = match &found {
+        if t.name == "fake-agent" {
+            // Always there: the fake agent is built into kit (`kit fake-agent`).
+            let state = agent::fake_agent_beside()
+                .map_or_else(|| FAKE_AGENT_BUILT_IN.to_string(), |p| p.display().to_string());
+            writeln!(out, "  {:<11} {}  — {}", t.name, theme.ok(&state), t.role).at(o)?;
+            continue;
+        }
+        let state = match find_on_path(t.name) {
             Some(p) => theme.ok(&p.display().to_string()),
             None if t.needed => {
                 ok = false;
-                theme.bad("not found (required)")
+                theme.bad(&format!("not found (required; {})", t.install))
             }
-            None => theme.warn("not found"),
+            None => theme.warn(&format!("not found ({})", t.install)),
         };
         writeln!(out, "  {:<11} {state}  — {}", t.name, t.role).at(o)?;
     }
@@ -86,3 +109,11 @@ pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     writeln!(out, "{} {verdict}", theme.bold("doctor:")).at(o)?;
     Ok(if ok { 0 } else { 1 })
 }
+
+/// What `kit doctor` prints for the fake agent when no `fake-agent` binary sits beside `kit`.
+const FAKE_AGENT_BUILT_IN: &str = "built into kit (`kit fake-agent`)";
+const INSTALL_GIT: &str = "install git: apt-get install git, or your system's package manager";
+const INSTALL_PYTHON: &str =
+    "install Python 3: apt-get install python3, or your system's package manager";
+const INSTALL_CLAUDE: &str = "install Claude Code: npm install -g @anthropic-ai/claude-code";
+const INSTALL_CODEX: &str = "install Codex CLI: npm install -g @openai/codex";

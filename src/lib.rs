@@ -10,6 +10,7 @@ pub mod atomic;
 pub mod cache;
 pub mod cli;
 pub mod clock;
+pub mod course;
 pub mod doctor;
 pub mod duration;
 pub mod embedded;

@@ -9,7 +9,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{CacheArgs, Cli, Command, GoalCommand, HandoffCommand, HookCommand};
+use crate::cli::{
+    CacheArgs, Cli, Command, ExerciseCommand, GoalCommand, HandoffCommand, HookCommand,
+};
 use crate::error::{Error, ErrorReport, Result};
 use crate::frozen::freeze::FreezeAction;
 use crate::goal;
@@ -95,8 +97,17 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
-        Command::Verify { case, verbose } => {
-            let opts = crate::verify::Options { filter: case, verbose };
+        Command::Exercise(cmd) => exercise(ctx, cmd, out),
+        Command::Lesson { number: None, .. } => crate::course::commands::lessons(&ctx.cwd, out),
+        Command::Lesson { number: Some(n), path: true } => {
+            crate::course::commands::lesson_path(&ctx.cwd, n, out)
+        }
+        Command::Lesson { number: Some(n), path: false } => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            crate::course::commands::show_lesson(n, tty, &ctx.theme, out)
+        }
+        Command::Verify { case, lesson, verbose } => {
+            let opts = crate::verify::Options { filter: case, lesson, verbose };
             crate::verify::run(&opts, &ctx.theme, out)
         }
     }
@@ -157,6 +168,25 @@ fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::Measure
         strict: a.strict,
         width: crate::term::columns(),
     })
+}
+
+fn exercise(ctx: &Ctx, cmd: ExerciseCommand, out: &mut dyn Write) -> Result<u8> {
+    use crate::course::commands as c;
+    let cwd = &ctx.cwd;
+    match cmd {
+        ExerciseCommand::List { json } => {
+            c::list(cwd, json, std::io::IsTerminal::is_terminal(&std::io::stdout()), out)
+        }
+        ExerciseCommand::Start { number, into } => {
+            c::start(cwd, number, into.as_deref(), &ctx.theme, out)
+        }
+        ExerciseCommand::Check { number, json } => c::check(cwd, number, json, &ctx.theme, out),
+        ExerciseCommand::Hint { number, level } => c::hint(cwd, number, level, out),
+        ExerciseCommand::Reset { number, yes } => c::reset(cwd, number, yes, &ctx.theme, out),
+        ExerciseCommand::Solution { number, show_anyway } => {
+            c::solution(cwd, number, show_anyway, out)
+        }
+    }
 }
 
 fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write) -> Result<u8> {

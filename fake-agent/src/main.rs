@@ -21,7 +21,12 @@ use scenario::Scenario;
 use session::{OutputFormat, Session, SessionSpec};
 
 pub fn main() -> ExitCode {
-    let args = match Args::parse(std::env::args_os().skip(1)) {
+    main_with_args(std::env::args_os().skip(1))
+}
+
+/// The fake agent on `args` (without the program name): how `kit fake-agent …` runs it.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let args = match Args::parse(args) {
         Ok(a) => a,
         Err(msg) => return fail(&Error::usage(msg).with_hint("fake-agent --help")),
     };

@@ -343,14 +343,9 @@ const HOME_HINT: &str =
 pub(crate) mod tests {
     use super::*;
 
-    /// The shared samples: `../shared` from the main checkout, `../../shared` from a worktree.
+    /// The Claude Code samples copied into the repository (`tests/fixtures/samples`).
     pub(crate) fn samples() -> PathBuf {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-        ["../shared/samples/claude-code", "../../shared/samples/claude-code"]
-            .iter()
-            .map(|p| here.join(p))
-            .find(|p| p.is_dir())
-            .expect("the shared samples folder")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/claude-code")
     }
 
     fn sample(name: &str) -> Tail {

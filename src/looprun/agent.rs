@@ -106,7 +106,7 @@ impl AgentSpec {
             }
             AgentSpec::Codex => v(&["codex", "exec", "--json", "-"]),
             AgentSpec::Fake(scenario) => {
-                let mut a = vec![fake_agent_path().to_string_lossy().into_owned()];
+                let mut a = fake_agent_argv();
                 a.extend(v(&[
                     "--scenario",
                     scenario,
@@ -174,13 +174,26 @@ fn check_scenario(scenario: &str, root: &Path) -> Result<()> {
     .with_hint(FAKE_SCENARIO_HINT))
 }
 
-/// The `fake-agent` binary: beside the running `kit`, else the name alone (found on PATH).
-pub fn fake_agent_path() -> PathBuf {
+/// The `fake-agent` binary beside the running `kit`, if one was built there.
+pub fn fake_agent_beside() -> Option<PathBuf> {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|d| d.join("fake-agent")))
         .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("fake-agent"))
+}
+
+/// The argv that starts the fake agent: the `fake-agent` binary beside the running `kit`, else
+/// the running `kit` itself as `kit fake-agent` (the same code, built in), so the `kit` binary
+/// alone runs `agent = "fake:NAME"`.
+pub fn fake_agent_argv() -> Vec<String> {
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    if let Some(p) = fake_agent_beside() {
+        return vec![s(&p)];
+    }
+    match std::env::current_exe() {
+        Ok(exe) => vec![s(&exe), "fake-agent".into()],
+        Err(_) => vec!["fake-agent".into()],
+    }
 }
 
 /// What one iteration's agent run needs.

@@ -645,11 +645,10 @@ mod tests {
 mod skim_tests {
     use super::*;
 
+    /// The Claude Code samples copied into the repository (`tests/fixtures/samples`).
     fn samples() -> Option<PathBuf> {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .map(|a| a.join("shared/samples/claude-code"))
-            .find(|p| p.is_dir())
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/claude-code");
+        p.is_dir().then_some(p)
     }
 
     /// The fast path reads every real line, and reads it as serde does.

@@ -13,14 +13,9 @@ use crate::util::{git_repo, kit};
 /// The compaction point the tests run at (the default: 200k − 20k − 13k).
 const POINT: u64 = 167_000;
 
-/// The shared samples: `../shared` from the main checkout, `../../shared` from a worktree.
+/// The Claude Code samples copied into the repository (see `crate::measure::samples`).
 pub fn samples() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["../shared/samples/claude-code", "../../shared/samples/claude-code"]
-        .iter()
-        .map(|p| here.join(p))
-        .find(|p| p.is_dir())
-        .expect("the shared samples folder")
+    crate::measure::samples().join("claude-code")
 }
 
 /// What one hook run printed.

@@ -2,6 +2,7 @@
 //! its own temporary folder and starts the real `kit` (and `fake-agent`) binaries.
 
 mod cache;
+mod course;
 mod fake_agent;
 mod freeze;
 mod goal;
@@ -12,4 +13,5 @@ mod r#loop;
 mod measure;
 mod recall;
 mod rehearse;
+mod standalone;
 mod util;

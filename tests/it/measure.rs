@@ -1,4 +1,4 @@
-//! `kit measure` on the real samples in ../shared/samples, each laid out as a Claude config
+//! `kit measure` on the real samples in tests/fixtures/samples, each laid out as a Claude config
 //! tree (`projects/<project>/<session>.jsonl`) or a Codex home (`sessions/…`), and on damaged
 //! copies of them. Figures are checked against ccusage's and against the files' own totals.
 
@@ -8,17 +8,14 @@ use serde_json::Value;
 
 use crate::util::kit;
 
-/// The shared samples folder: `$KIT_SAMPLES`, else the nearest `shared/samples` beside the
-/// checkout or one of its ancestors (`../shared/samples` in CI and on main).
+/// The samples folder: `$KIT_SAMPLES` (a folder laid out the same way, for extra data), else
+/// the copies in the repository, `tests/fixtures/samples/{claude-code,codex}` (each with its
+/// `SOURCES.md`), so a fresh clone tests on its own.
 pub fn samples() -> PathBuf {
     if let Some(p) = std::env::var_os("KIT_SAMPLES") {
         return PathBuf::from(p);
     }
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/samples"))
-        .find(|p| p.is_dir())
-        .unwrap_or_else(|| here.join("../shared/samples"))
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples")
 }
 
 pub fn sample(rel: &str) -> PathBuf {
@@ -480,7 +477,7 @@ fn default_roots_come_from_claude_config_dir_and_codex_home() {
 /// minute; this runs the same generator with the same session count at a smaller size.)
 #[test]
 fn synthetic_tree_matches_its_ground_truth_manifest() {
-    let gen = samples().join("../bench/gen_synthetic_transcripts.py");
+    let gen = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/gen_synthetic_transcripts.py");
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("claude");
     let manifest = d.path().join("m.json");

@@ -1,0 +1,542 @@
+//! The learner's commands: `kit exercise list|start|check|hint|reset|solution` and `kit lesson`.
+//! Every command works without a terminal; a terminal only adds a progress bar, a pager and a
+//! confirmation prompt.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::exercise::{self, Exercise};
+use super::lab::{self, Progress};
+use super::lesson::{self, Lesson};
+use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::term::Theme;
+
+fn w(e: std::io::Error) -> Error {
+    Error::io("stdout", e)
+}
+
+/// The whole course, loaded from the binary.
+pub struct Course {
+    /// Lessons by number.
+    pub lessons: Vec<Lesson>,
+    /// Exercises by number.
+    pub exercises: Vec<Exercise>,
+}
+
+impl Course {
+    /// Load lessons and exercises.
+    pub fn load() -> Result<Course> {
+        Ok(Course { lessons: lesson::load_all()?, exercises: exercise::load_all()? })
+    }
+}
+
+/// Where exercise `ex`'s sandbox is in `lab`: recorded by `start`, else `<lab>/NN-slug`.
+fn sandbox_of(progress: &Progress, lab: &Path, ex: &Exercise) -> PathBuf {
+    progress
+        .exercises
+        .get(&ex.slug)
+        .and_then(|e| e.dir.clone())
+        .unwrap_or_else(|| lab.join(&ex.slug))
+}
+
+/// Make `p` absolute against `cwd` (without resolving links).
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}
+
+/// `kit exercise start N [--into DIR]`: lay the sandbox out, record it, print the task.
+pub fn start(
+    cwd: &Path,
+    n: u32,
+    into: Option<&Path>,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let course = Course::load()?;
+    let ex = exercise::find(&course.exercises, n)?;
+    let lab = lab::lab_dir(cwd);
+    let folder = into.map(|d| absolute(cwd, d)).unwrap_or_else(|| lab.join(&ex.slug));
+    if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
+        return Err(Error::usage(format!(
+            "exercise {n} is already laid out in {}",
+            folder.display()
+        ))
+        .with_hint(format!(
+            "kit exercise check {n} checks it; kit exercise reset {n} starts it again"
+        )));
+    }
+    lay_out(ex, &lab, &folder)?;
+    print_task(ex, &folder, theme, out)?;
+    Ok(EXIT_OK)
+}
+
+fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
+    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    std::fs::create_dir_all(folder).at(folder)?;
+    let env = crate::golden::golden_env(folder, &bins);
+    exercise::build_sandbox(ex, folder, &env, false)?;
+    let mut progress = Progress::load(lab)?;
+    let e = progress.entry(&ex.slug);
+    e.dir = Some(folder.to_path_buf());
+    e.started = Some(crate::clock::now_rfc3339());
+    progress.save(lab)
+}
+
+fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) -> Result<()> {
+    let m = &ex.meta;
+    let minutes = m.minutes.map(|x| format!(", {x} min")).unwrap_or_default();
+    writeln!(
+        out,
+        "{}  (lesson {}{minutes})",
+        theme.bold(&format!("exercise {:02}: {}", m.id, m.title)),
+        m.lesson
+    )
+    .map_err(w)?;
+    writeln!(out, "sandbox: {}", folder.display()).map_err(w)?;
+    writeln!(out).map_err(w)?;
+    writeln!(out, "{}", m.task.trim_end()).map_err(w)?;
+    writeln!(out).map_err(w)?;
+    if !m.edit.is_empty() {
+        writeln!(out, "edit: {}", m.edit.join(", ")).map_err(w)?;
+    }
+    writeln!(out, "check it: kit exercise check {}", m.id).map_err(w)?;
+    Ok(())
+}
+
+/// Which exercise's sandbox holds `cwd`.
+fn exercise_here<'a>(
+    course: &'a Course,
+    progress: &Progress,
+    lab: &Path,
+    cwd: &Path,
+) -> Option<&'a Exercise> {
+    let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    course.exercises.iter().find(|ex| {
+        let dir = sandbox_of(progress, lab, ex);
+        let dir = dir.canonicalize().unwrap_or(dir);
+        here.starts_with(&dir)
+    })
+}
+
+/// `kit exercise check [N] [--json]`: run the golden in a copy of the learner's sandbox.
+/// Exit 0 on a pass, 1 on a mismatch, 2 on a usage error.
+pub fn check(
+    cwd: &Path,
+    n: Option<u32>,
+    json: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let course = Course::load()?;
+    let lab = lab::lab_dir(cwd);
+    let mut progress = Progress::load(&lab)?;
+    let ex = match n {
+        Some(n) => exercise::find(&course.exercises, n)?,
+        None => exercise_here(&course, &progress, &lab, cwd).ok_or_else(|| {
+            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
+                .with_hint("kit exercise check N (kit exercise list shows them)")
+        })?,
+    };
+    let id = ex.meta.id;
+    let folder = sandbox_of(&progress, &lab, ex);
+    if !folder.is_dir() {
+        return Err(Error::usage(format!(
+            "exercise {id} is not started ({} does not exist)",
+            folder.display()
+        ))
+        .with_hint(format!("kit exercise start {id}")));
+    }
+    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let outcome = super::check::check_copy(ex, &folder, &bins)?;
+    let passed = outcome.failure.is_none();
+    if passed {
+        let e = progress.entry(&ex.slug);
+        if e.passed.is_none() {
+            e.passed = Some(crate::clock::now_rfc3339());
+        }
+        e.dir.get_or_insert(folder.clone());
+        progress.save(&lab)?;
+    }
+    let next = course.exercises.iter().find(|e| e.meta.id > id);
+    let hint = outcome.failure.as_ref().and_then(|f| ex.hint(ex.level_for_step(&f.command)));
+    if json {
+        let v = serde_json::json!({
+            "schema": "kit.check/1",
+            "exercise": id,
+            "slug": ex.slug,
+            "title": ex.meta.title,
+            "passed": passed,
+            "failure": outcome.failure.as_ref().map(|f| serde_json::json!({
+                "file": "golden.md",
+                "line": f.line,
+                "command": f.command,
+                "detail": f.detail,
+            })),
+            "hint": hint.map(|(k, t)| serde_json::json!({"level": k, "text": t})),
+            "next": next.map(|e| e.meta.id),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
+        return Ok(if passed { EXIT_OK } else { EXIT_INTERNAL });
+    }
+    let Some(f) = outcome.failure else {
+        writeln!(out, "{}  {id:02} {}", theme.ok("PASS"), ex.meta.title).map_err(w)?;
+        match next {
+            Some(nx) if nx.meta.lesson != ex.meta.lesson => {
+                writeln!(
+                    out,
+                    "lesson {} done; next: kit lesson {}",
+                    ex.meta.lesson, nx.meta.lesson
+                )
+                .map_err(w)?;
+            }
+            Some(nx) => writeln!(out, "next: kit exercise start {}", nx.meta.id).map_err(w)?,
+            None => writeln!(out, "that was the last exercise: the course is done").map_err(w)?,
+        }
+        return Ok(EXIT_OK);
+    };
+    writeln!(out, "{}  {id:02} {}", theme.bad("FAIL"), ex.meta.title).map_err(w)?;
+    writeln!(out, "first differing step: golden.md:{}  $ {}", f.line, f.command).map_err(w)?;
+    for line in f.detail.lines() {
+        writeln!(out, "  {line}").map_err(w)?;
+    }
+    if let Some((k, text)) = hint {
+        writeln!(out, "hint {k}: {}", text.trim()).map_err(w)?;
+        if k < ex.meta.hints.len() {
+            writeln!(out, "more: kit exercise hint {id} --level {}", k + 1).map_err(w)?;
+        }
+        if progress.exercises.contains_key(&ex.slug) {
+            let e = progress.entry(&ex.slug);
+            e.hints_seen = e.hints_seen.max(k);
+            progress.save(&lab)?;
+        }
+    }
+    Ok(EXIT_INTERNAL)
+}
+
+/// `kit exercise hint N [--level K]`: a rung of the hint ladder (default: the next unseen).
+pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let ex = exercise::find(&course.exercises, n)?;
+    let lab = lab::lab_dir(cwd);
+    let mut progress = Progress::load(&lab)?;
+    let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
+    let want = level.unwrap_or(seen + 1);
+    let Some((k, text)) = ex.hint(want) else {
+        writeln!(out, "exercise {n} has no hints; its task: kit exercise start {n}").map_err(w)?;
+        return Ok(EXIT_OK);
+    };
+    let total = ex.meta.hints.len();
+    writeln!(out, "hint {k}/{total}: {}", text.trim()).map_err(w)?;
+    if k < total {
+        writeln!(out, "more: kit exercise hint {n} --level {}", k + 1).map_err(w)?;
+    }
+    if lab.is_dir() {
+        let e = progress.entry(&ex.slug);
+        e.hints_seen = e.hints_seen.max(k);
+        progress.save(&lab)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise reset N [--yes]`: remove the sandbox and lay it out again. Without `--yes` it
+/// asks on a terminal and refuses (exit 2) without one.
+pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    use std::io::IsTerminal;
+    let course = Course::load()?;
+    let ex = exercise::find(&course.exercises, n)?;
+    let lab = lab::lab_dir(cwd);
+    let progress = Progress::load(&lab)?;
+    let folder = sandbox_of(&progress, &lab, ex);
+    if folder.exists() && !yes {
+        if !(std::io::stdin().is_terminal() && crate::term::stderr_is_term()) {
+            return Err(Error::usage(format!(
+                "reset removes {} and everything you did there",
+                folder.display()
+            ))
+            .with_hint(format!("kit exercise reset {n} --yes")));
+        }
+        let term = console::Term::stderr();
+        term.write_str(&format!(
+            "remove {} and start exercise {n} again? [y/N] ",
+            folder.display()
+        ))
+        .map_err(|e| Error::io("stderr", e))?;
+        let answer = term.read_line().map_err(|e| Error::io("stdin", e))?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            writeln!(out, "kept {}", folder.display()).map_err(w)?;
+            return Ok(EXIT_OK);
+        }
+    }
+    if folder.exists() {
+        std::fs::remove_dir_all(&folder).at(&folder)?;
+    }
+    lay_out(ex, &lab, &folder)?;
+    print_task(ex, &folder, theme, out)?;
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise solution N [--show-anyway]`: the solution's files, only once the exercise
+/// passed (looking first spoils it).
+pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let ex = exercise::find(&course.exercises, n)?;
+    let lab = lab::lab_dir(cwd);
+    let progress = Progress::load(&lab)?;
+    if !show_anyway && !progress.passed(&ex.slug) {
+        return Err(Error::usage(format!(
+            "exercise {n} has not passed yet; looking at the solution first spoils it"
+        ))
+        .with_hint(format!(
+            "kit exercise hint {n} for a nudge; kit exercise solution {n} --show-anyway if you must"
+        )));
+    }
+    if ex.solution.is_empty() {
+        writeln!(out, "exercise {n} has no solution files: it is solved by commands.")
+            .map_err(w)?;
+        if let Some(last) = ex.meta.hints.last() {
+            writeln!(out, "the last hint: {}", last.trim()).map_err(w)?;
+        }
+        return Ok(EXIT_OK);
+    }
+    for (path, bytes) in &ex.solution {
+        writeln!(out, "--- solution/{path}").map_err(w)?;
+        let text = String::from_utf8_lossy(bytes);
+        write!(out, "{text}").map_err(w)?;
+        if !text.ends_with('\n') {
+            writeln!(out).map_err(w)?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise list [--json]`: number, lesson, title, status; a progress bar on a terminal.
+pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let lab = lab::lab_dir(cwd);
+    let progress = Progress::load(&lab)?;
+    let total = course.exercises.len();
+    let passed = course.exercises.iter().filter(|e| progress.passed(&e.slug)).count();
+    if json {
+        let rows: Vec<_> = course
+            .exercises
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.meta.id,
+                    "lesson": e.meta.lesson,
+                    "slug": e.slug,
+                    "title": e.meta.title,
+                    "status": progress.status(&e.slug),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "schema": "kit.exercises/1", "exercises": rows, "passed": passed, "total": total,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
+        return Ok(EXIT_OK);
+    }
+    let tw = course.exercises.iter().map(|e| e.meta.title.chars().count()).max().unwrap_or(5);
+    writeln!(out, " #  lesson  {:<tw$}  status", "title").map_err(w)?;
+    for e in &course.exercises {
+        let m = &e.meta;
+        writeln!(
+            out,
+            "{:>2}  {:>6}  {:<tw$}  {}",
+            m.id,
+            m.lesson,
+            m.title,
+            progress.status(&e.slug)
+        )
+        .map_err(w)?;
+    }
+    if tty {
+        let width = 20;
+        let filled = (passed * width).checked_div(total).unwrap_or(0);
+        writeln!(out, "[{}{}] {passed}/{total}", "#".repeat(filled), "-".repeat(width - filled))
+            .map_err(w)?;
+    } else {
+        writeln!(out, "{passed}/{total} passed").map_err(w)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// `kit lesson`: the lessons with their exercises done, and where the learner is.
+pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let lab = lab::lab_dir(cwd);
+    let progress = Progress::load(&lab)?;
+    let tw = course.lessons.iter().map(|l| l.meta.title.chars().count()).max().unwrap_or(5);
+    writeln!(out, " #  {:<tw$}  minutes  exercises", "title").map_err(w)?;
+    for l in &course.lessons {
+        let mine: Vec<_> =
+            course.exercises.iter().filter(|e| e.meta.lesson == l.meta.number).collect();
+        let done = mine.iter().filter(|e| progress.passed(&e.slug)).count();
+        let ex = format!("{done}/{}", mine.len());
+        writeln!(out, "{:>2}  {:<tw$}  {:>7}  {ex}", l.meta.number, l.meta.title, l.meta.minutes)
+            .map_err(w)?;
+    }
+    match course.exercises.iter().find(|e| !progress.passed(&e.slug)) {
+        Some(e) if progress.status(&e.slug) == "started" => {
+            writeln!(out, "next: kit exercise check {} (started)", e.meta.id).map_err(w)?
+        }
+        Some(e) => {
+            let l = e.meta.lesson;
+            writeln!(out, "next: kit lesson {l}, then kit exercise start {}", e.meta.id)
+                .map_err(w)?
+        }
+        None => writeln!(out, "every exercise passed").map_err(w)?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// `kit lesson N`: the README, rendered and paged on a terminal, plain Markdown otherwise.
+pub fn show_lesson(n: u32, tty: bool, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let all = lesson::load_all()?;
+    let l = lesson::find(&all, n)?;
+    if !tty {
+        write!(out, "{}", l.readme).map_err(w)?;
+        return Ok(EXIT_OK);
+    }
+    let width = crate::term::columns().unwrap_or(100).clamp(40, 100);
+    let text = render_markdown(l.readme, width, theme);
+    if page(&text).is_err() {
+        write!(out, "{text}").map_err(w)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// Send `text` through `$PAGER` (else `less -R`).
+fn page(text: &str) -> std::io::Result<()> {
+    let pager = std::env::var("PAGER").ok().filter(|p| !p.trim().is_empty());
+    let pager = pager.unwrap_or_else(|| "less -R".into());
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&pager)
+        .stdin(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let st = child.wait()?;
+    if st.code() == Some(127) {
+        return Err(std::io::Error::other("pager not found"));
+    }
+    Ok(())
+}
+
+/// `kit lesson N --path`: where the lesson's files are.
+pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
+    let all = lesson::load_all()?;
+    let l = lesson::find(&all, n)?;
+    let rel = format!("lessons/{}/README.md", l.slug);
+    let checkout = cwd
+        .ancestors()
+        .map(|a| a.join(&rel))
+        .chain(std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(&rel)))
+        .find(|p| p.is_file());
+    match checkout {
+        Some(p) => writeln!(out, "{}", p.display()).map_err(w)?,
+        None => writeln!(
+            out,
+            "{rel} is embedded in kit (no checkout here); save a copy: kit lesson {n} > lesson.md"
+        )
+        .map_err(w)?,
+    }
+    Ok(EXIT_OK)
+}
+
+/// Render Markdown for a terminal: headings bold, code blocks indented and dim, paragraphs and
+/// list items wrapped to `width`.
+pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
+    let mut out = String::new();
+    let mut para: Vec<&str> = Vec::new();
+    let mut in_code = false;
+    let flush = |para: &mut Vec<&str>, out: &mut String| {
+        if para.is_empty() {
+            return;
+        }
+        let text = para.join(" ");
+        let (first, rest) = match text.split_once(' ') {
+            Some((m, _))
+                if m == "-" || m == "*" || m.trim_end_matches('.').parse::<u32>().is_ok() =>
+            {
+                (String::new(), " ".repeat(m.len() + 1))
+            }
+            _ => (String::new(), String::new()),
+        };
+        out.push_str(&wrap(&text, width, &first, &rest));
+        para.clear();
+    };
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            flush(&mut para, &mut out);
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            out.push_str(&theme.dim(&format!("    {line}")));
+            out.push('\n');
+        } else if line.starts_with('#') {
+            flush(&mut para, &mut out);
+            out.push_str(&theme.bold(line.trim_start_matches('#').trim()));
+            out.push('\n');
+        } else if line.trim().is_empty() {
+            flush(&mut para, &mut out);
+            out.push('\n');
+        } else {
+            let t = line.trim_start();
+            let item = t.starts_with("- ")
+                || t.starts_with("* ")
+                || t.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+            if item {
+                flush(&mut para, &mut out);
+            }
+            para.push(line.trim());
+        }
+    }
+    flush(&mut para, &mut out);
+    out
+}
+
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_headings_code_and_wrapped_paragraphs() {
+        let md = "# Title\n\none two three four five six\n\n- item one two three\n\n```console\n$ kit init\n```\n";
+        let got = render_markdown(md, 14, &Theme::plain());
+        let want =
+            "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
+        assert_eq!(got, want);
+    }
+}

@@ -1,0 +1,266 @@
+//! Exercises: `exercises/NN-slug/` embedded in the binary. Each holds `exercise.toml` (the only
+//! place for metadata, [`ExerciseToml`]), `golden.md` (the steps `kit exercise check` runs, in the
+//! golden format of [`crate::golden`]), `start/` (files laid over the base sandbox) and, where
+//! the learner must write something, `solution/` (files laid over the start that make the golden
+//! pass). The sandbox is built in the contract's order by [`build_sandbox`].
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde::Deserialize;
+
+use crate::error::{Error, IoContext, Result};
+use crate::golden;
+
+/// `exercise.toml`, field by field.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExerciseToml {
+    /// The exercise's number; equals the folder's `NN`.
+    pub id: u32,
+    /// The lesson (1–8) it belongs to.
+    pub lesson: u32,
+    /// One line, shown by `kit exercise list` and on a pass.
+    pub title: String,
+    /// Expected time in minutes.
+    #[serde(default)]
+    pub minutes: Option<u32>,
+    /// Base tree before `start/` is laid over it: `empty`, `git`, `rehearsal` or `transcripts`.
+    #[serde(default = "default_sandbox")]
+    pub sandbox: String,
+    /// Whether the lab is a git repository (commit `start` after setup). Default true.
+    #[serde(default = "default_true")]
+    pub git: bool,
+    /// Commands run (golden environment) after `start/` is laid out, before the commit.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// The files the learner is expected to change.
+    #[serde(default)]
+    pub edit: Vec<String>,
+    /// Timeout of one golden step, e.g. `120s`.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// What to do, in the course's words.
+    pub task: String,
+    /// The hint ladder: the first names the concept, the last nearly gives the answer.
+    #[serde(default)]
+    pub hints: Vec<String>,
+    /// The hint level that fits a failing step.
+    #[serde(default)]
+    pub step_hints: Vec<StepHint>,
+}
+
+/// `[[step_hints]]`: when the failing step's command contains `step`, show hint `level`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepHint {
+    /// A substring of the step's command.
+    pub step: String,
+    /// The hint level (1-based) to show.
+    pub level: usize,
+}
+
+fn default_sandbox() -> String {
+    "empty".into()
+}
+fn default_true() -> bool {
+    true
+}
+
+/// An exercise as embedded: its metadata and files.
+#[derive(Clone, Debug)]
+pub struct Exercise {
+    /// The folder name, `NN-slug`.
+    pub slug: String,
+    /// `exercise.toml`.
+    pub meta: ExerciseToml,
+    /// `golden.md`'s text.
+    pub golden: &'static str,
+    /// `start/` files, relative to `start/`.
+    pub start: Vec<(String, &'static [u8])>,
+    /// `solution/` files, relative to `solution/`.
+    pub solution: Vec<(String, &'static [u8])>,
+}
+
+impl Exercise {
+    /// `exercises/NN-slug/golden.md`, as errors and reports name it.
+    pub fn golden_origin(&self) -> String {
+        format!("exercises/{}/golden.md", self.slug)
+    }
+
+    /// The golden as a case named `name`, with this exercise's sandbox kind and timeout.
+    pub fn case(&self, name: &str) -> Result<golden::Case> {
+        let mut case = golden::parse(&self.golden_origin(), self.golden)?;
+        case.meta.name = name.to_string();
+        case.meta.sandbox = Some(self.meta.sandbox.clone());
+        if self.meta.timeout.is_some() {
+            case.meta.timeout = self.meta.timeout.clone();
+        }
+        Ok(case)
+    }
+
+    /// The hint of 1-based `level`, clamped to the ladder.
+    pub fn hint(&self, level: usize) -> Option<(usize, &str)> {
+        if self.meta.hints.is_empty() {
+            return None;
+        }
+        let k = level.clamp(1, self.meta.hints.len());
+        Some((k, self.meta.hints[k - 1].as_str()))
+    }
+
+    /// The hint level for a failing step's command (`step_hints`, else 1).
+    pub fn level_for_step(&self, command: &str) -> usize {
+        self.meta.step_hints.iter().find(|h| command.contains(&h.step)).map_or(1, |h| h.level)
+    }
+}
+
+/// Load every embedded exercise, sorted by number.
+///
+/// Errors: a malformed or missing `exercise.toml`, a missing `golden.md`, an `id` that is not
+/// the folder's number ([`Error::Input`] naming the file and line).
+pub fn load_all() -> Result<Vec<Exercise>> {
+    let mut out = Vec::new();
+    for d in crate::embedded::EXERCISES.dirs() {
+        let slug = d.path().to_string_lossy().into_owned();
+        let toml_origin = format!("exercises/{slug}/exercise.toml");
+        let text = d
+            .get_file(d.path().join("exercise.toml"))
+            .and_then(|f| f.contents_utf8())
+            .ok_or_else(|| Error::input(&toml_origin, None, "missing or not UTF-8"))?;
+        let meta = parse_meta(&slug, text)?;
+        let golden = d
+            .get_file(d.path().join("golden.md"))
+            .and_then(|f| f.contents_utf8())
+            .ok_or_else(|| {
+                Error::input(format!("exercises/{slug}/golden.md"), None, "missing or not UTF-8")
+            })?;
+        let sub =
+            |name: &str| d.get_dir(d.path().join(name)).map(super::files_under).unwrap_or_default();
+        out.push(Exercise { start: sub("start"), solution: sub("solution"), slug, meta, golden });
+    }
+    out.sort_by_key(|e| e.meta.id);
+    Ok(out)
+}
+
+/// Parse `exercises/<slug>/exercise.toml`'s `text`.
+///
+/// Errors: [`Error::Input`] naming the file and line of a bad field, or of an `id` that is not
+/// the folder's `NN`.
+pub fn parse_meta(slug: &str, text: &str) -> Result<ExerciseToml> {
+    let origin = format!("exercises/{slug}/exercise.toml");
+    let meta: ExerciseToml = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start));
+        Error::input(&origin, line, e.message().to_string())
+    })?;
+    let nn: Option<u32> = slug.split('-').next().and_then(|n| n.parse().ok());
+    if nn != Some(meta.id) {
+        return Err(Error::input(
+            &origin,
+            Some(line_of_key(text, "id")),
+            format!("id = {} does not match the folder {slug}", meta.id),
+        ));
+    }
+    Ok(meta)
+}
+
+fn line_of_key(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            l.trim_start().strip_prefix(key).is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map_or(1, |i| i + 1)
+}
+
+/// Find exercise `n` in `all`.
+///
+/// Errors: [`Error::Usage`] listing how to see the exercises.
+pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
+    all.iter().find(|e| e.meta.id == n).ok_or_else(|| {
+        Error::usage(format!("there is no exercise {n}")).with_hint("kit exercise list")
+    })
+}
+
+/// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
+/// init` where the kind has none, `start/`, `setup` commands, commit `start`, and, when
+/// `with_solution`, `solution/` laid over it without a commit.
+///
+/// Errors: a setup command failing ([`Error::Input`] naming `exercise.toml`), git or I/O errors.
+pub fn build_sandbox(
+    ex: &Exercise,
+    dir: &Path,
+    env: &[(String, String)],
+    with_solution: bool,
+) -> Result<()> {
+    std::fs::create_dir_all(dir.join(".home")).at(dir)?;
+    golden::build_sandbox(&ex.meta.sandbox, dir, env)?;
+    if ex.meta.git && !dir.join(".git").exists() {
+        golden::git_init(dir, env)?;
+    }
+    super::lay_files(dir, &ex.start)?;
+    for cmd in &ex.meta.setup {
+        let out = sh(cmd, dir, env)?;
+        if !out.status.success() {
+            return Err(Error::input(
+                format!("exercises/{}/exercise.toml", ex.slug),
+                None,
+                format!(
+                    "setup command `{cmd}` failed ({}):\n{}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            ));
+        }
+    }
+    if ex.meta.git {
+        let out = sh("git add -A && git commit -q --allow-empty -m start", dir, env)?;
+        if !out.status.success() {
+            return Err(Error::internal(format!(
+                "git commit of the start state failed in {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+    }
+    if with_solution {
+        super::lay_files(dir, &ex.solution)?;
+    }
+    Ok(())
+}
+
+fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::Output> {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .at(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_exercise_toml_names_the_file_and_line() {
+        let cases: &[(&str, &str, usize)] = &[
+            ("01-a", "id = 1\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\ncolour = 3\n", 5),
+            ("01-a", "id = 2\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\n", 1),
+            ("01-a", "id = 1\nlesson = \"one\"\ntitle = \"t\"\ntask = \"x\"\n", 2),
+        ];
+        for (slug, text, line) in cases {
+            match parse_meta(slug, text) {
+                Err(Error::Input { path, line: Some(l), .. }) => {
+                    assert_eq!(path.to_string_lossy(), "exercises/01-a/exercise.toml");
+                    assert_eq!(l, *line, "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let ok = parse_meta("01-a", "id = 1\nlesson = 1\ntitle = \"t\"\ntask = \"x\"\n").unwrap();
+        assert!(ok.git);
+        assert_eq!(ok.sandbox, "empty");
+    }
+}

@@ -1,0 +1,69 @@
+//! The course (DESIGN §13): lessons (`lessons/NN-slug/`) and exercises (`exercises/NN-slug/`)
+//! embedded in the binary, the learner's lab with its progress file, and the checker that runs
+//! an exercise's `golden.md` against a copy of the learner's work. The file formats are fixed by
+//! the course contract; [`lesson`] and [`exercise`] document them field by field.
+
+pub mod check;
+pub mod commands;
+pub mod exercise;
+pub mod lab;
+pub mod lesson;
+
+use std::path::Path;
+
+use include_dir::{Dir, DirEntry};
+
+use crate::error::{IoContext, Result};
+
+/// Every file under `dir` (recursively) as `(path relative to dir, bytes)`, sorted by path.
+pub(crate) fn files_under(dir: &'static Dir<'static>) -> Vec<(String, &'static [u8])> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in d.entries() {
+            match e {
+                DirEntry::Dir(sub) => stack.push(sub),
+                DirEntry::File(f) => {
+                    let rel = f.path().strip_prefix(dir.path()).unwrap_or(f.path());
+                    out.push((rel.to_string_lossy().into_owned(), f.contents()));
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Write `files` (relative paths) under `root`, replacing files already there.
+pub(crate) fn lay_files(root: &Path, files: &[(String, &'static [u8])]) -> Result<()> {
+    for (rel, bytes) in files {
+        let p = root.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).at(parent)?;
+        }
+        std::fs::write(&p, bytes).at(&p)?;
+    }
+    Ok(())
+}
+
+/// Copy the tree `from` into `to` (created if missing), `.git` included; symbolic links are
+/// copied as links. Used so that a check never runs in the learner's own folder.
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).at(to)?;
+    for entry in std::fs::read_dir(from).at(from)? {
+        let entry = entry.at(from)?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ft = entry.file_type().at(&src)?;
+        if ft.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if ft.is_symlink() {
+            let target = std::fs::read_link(&src).at(&src)?;
+            let _ = std::fs::remove_file(&dst);
+            std::os::unix::fs::symlink(target, &dst).at(&dst)?;
+        } else if ft.is_file() {
+            std::fs::copy(&src, &dst).at(&src)?;
+        }
+    }
+    Ok(())
+}
