@@ -1,0 +1,4 @@
+# second.sh: start a second `kit loop --agent fake:finish` while another loop runs here;
+# its output (stdout and stderr) in second.log, its exit status in second.status.
+kit loop --agent fake:finish > second.log 2>&1
+echo $? > second.status
