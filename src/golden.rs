@@ -32,7 +32,7 @@
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
 //! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
 //! `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `XDG_STATE_HOME` (kit's handoff key) inside the sandbox,
-//! `NO_COLOR=1`, `COLUMNS=100`,
+//! `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
 //! folder of the binaries as `[BIN]`.
@@ -108,6 +108,13 @@ pub fn parse(origin: &str, text: &str) -> Result<Case> {
             let l = e.span().map_or(2, |s| crate::longrun::config::line_of(&fm, s.start) + 1);
             err(l, e.message())
         })?;
+        if let Some(t) = &meta.timeout {
+            if crate::duration::parse_duration(t).is_err() {
+                let at = lines[1..end].iter().position(|l| l.trim_start().starts_with("timeout"));
+                let msg = format!("bad timeout `{t}`: write a duration such as \"120s\" or \"5m\"");
+                return Err(err(at.map_or(2, |p| p + 2), &msg));
+            }
+        }
         i = end + 1;
     }
     let mut steps = Vec::new();
@@ -130,14 +137,30 @@ pub fn parse(origin: &str, text: &str) -> Result<Case> {
             content.push('\n');
             steps.push(Step::File { path: path.to_string(), content });
         } else if info.trim() == "console" {
-            parse_console(body, start + 2, &mut steps);
+            parse_console(body, start + 2, &mut steps).map_err(|(l, m)| err(l, &m))?;
         }
         i = close + 1;
     }
     Ok(Case { meta, steps })
 }
 
-fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
+/// Parse an expected exit status line's value: `N` (0–255) or `failed` (any non-zero).
+pub fn parse_status(text: &str) -> std::result::Result<Option<i32>, String> {
+    let t = text.trim();
+    if t == "failed" {
+        return Ok(None);
+    }
+    match t.parse::<u8>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(i32::from(n))),
+        _ => Err(format!("bad exit status `? {t}`: write `? N` (0 to 255) or `? failed`")),
+    }
+}
+
+fn parse_console(
+    body: &[&str],
+    first_line: usize,
+    steps: &mut Vec<Step>,
+) -> std::result::Result<(), (usize, String)> {
     let mut k = 0;
     while k < body.len() {
         let Some(cmd) = body[k].strip_prefix("$ ") else {
@@ -147,8 +170,8 @@ fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
         let line = first_line + k;
         k += 1;
         let mut status = Some(0);
-        if let Some(s) = body.get(k).and_then(|l| l.strip_prefix("? ")) {
-            status = s.trim().parse().ok();
+        if let Some(s) = body.get(k).filter(|l| l.starts_with('?')) {
+            status = parse_status(&s[1..]).map_err(|m| (first_line + k, m))?;
             k += 1;
         }
         let from = k;
@@ -158,6 +181,7 @@ fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
         let output = body[from..k].join("\n");
         steps.push(Step::Run { line, command: cmd.to_string(), status, output });
     }
+    Ok(())
 }
 
 /// Where the binaries under test are.
@@ -242,7 +266,9 @@ pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-/// The environment every golden command runs with (besides the inherited one).
+/// The whole environment every golden command runs with: nothing else is inherited from the
+/// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
+/// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).
 pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
     let home = root.join(".home");
     let mut path_dirs = vec![];
@@ -267,6 +293,7 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("COLUMNS", "100".into()),
         ("TERM", "dumb".into()),
         ("TZ", "UTC".into()),
+        ("LANG", "C.UTF-8".into()),
         ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
         ("GIT_AUTHOR_NAME", "Kit Learner".into()),
         ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
@@ -347,6 +374,10 @@ pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Out
     Ok(Outcome { name, failure: None })
 }
 
+/// How long the runner waits, after the shell exits, for the output pipe to close before it
+/// kills the process group (a background job holding the pipe).
+pub const EOF_GRACE: Duration = Duration::from_secs(2);
+
 /// Run `command` through `sh -c` in `dir`, stdout and stderr into one pipe; kill it (and its
 /// process group) after `timeout`. Returns the exit code (None if killed) and the output.
 fn run_merged(
@@ -362,6 +393,7 @@ fn run_merged(
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(writer)
@@ -369,10 +401,20 @@ fn run_merged(
         .process_group(0)
         .spawn()
         .at(dir)?;
-    let reader_thread = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = reader.read_to_end(&mut buf);
-        buf
+    // The reader keeps what it has read in `buf`, so a process that holds the pipe open after
+    // the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses nothing already printed.
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let shared = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => shared.lock().unwrap_or_else(|e| e.into_inner()).extend(&chunk[..n]),
+            }
+        }
+        let _ = done_tx.send(());
     });
     let start = Instant::now();
     let code = loop {
@@ -387,7 +429,13 @@ fn run_merged(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let buf = reader_thread.join().unwrap_or_default();
+    if done_rx.recv_timeout(EOF_GRACE).is_err() {
+        // Something in the process group still holds the pipe: end the group, keep the output.
+        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = done_rx.recv_timeout(Duration::from_secs(1));
+    }
+    let buf = buf.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok((code, String::from_utf8_lossy(&buf).into_owned()))
 }
 
@@ -425,5 +473,61 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse("c.md", "```console\n$ x\n").is_err());
+    }
+
+    #[test]
+    fn exit_status_is_strict() {
+        let case = |st: &str| parse("c.md", &format!("x\n```console\n$ true\n? {st}\n```\n"));
+        let status = |st: &str| match case(st).unwrap().steps[0].clone() {
+            Step::Run { status, .. } => status,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(status("0"), Some(0));
+        assert_eq!(status("255"), Some(255));
+        assert_eq!(status("failed"), None);
+        for bad in ["success", "256", "-1", "1x", "fail", "", "+1"] {
+            match case(bad) {
+                Err(Error::Input { line: Some(4), .. }) => {}
+                other => panic!("`? {bad}`: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_timeout_names_the_line() {
+        match parse("c.md", "+++\nname = \"x\"\ntimeout = \"soon\"\n+++\n") {
+            Err(Error::Input { line: Some(3), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(parse("c.md", "+++\nname = \"x\"\ntimeout = \"5m\"\n+++\n").is_ok());
+    }
+
+    fn bins() -> Binaries {
+        Binaries { kit: PathBuf::from("/nonexistent/kit"), fake_agent: None }
+    }
+
+    #[test]
+    fn host_environment_does_not_leak() {
+        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let (code, out) =
+            run_merged("env | sort", Path::new("/tmp"), &env, Duration::from_secs(20)).unwrap();
+        assert_eq!(code, Some(0));
+        let names: Vec<&str> = out.lines().filter_map(|l| l.split('=').next()).collect();
+        let allowed: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        for n in names {
+            // `sh` itself may export PWD, SHLVL and `_`.
+            assert!(allowed.contains(&n) || ["PWD", "SHLVL", "_", "OLDPWD"].contains(&n), "{n}");
+        }
+    }
+
+    #[test]
+    fn background_job_holding_the_pipe_does_not_hang() {
+        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let start = Instant::now();
+        let (code, out) =
+            run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))
+                .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+        assert_eq!((code, out.as_str()), (Some(0), "hi\n"));
     }
 }
