@@ -32,7 +32,7 @@
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
 //! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
 //! `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `XDG_STATE_HOME` (kit's handoff key) inside the sandbox,
-//! `NO_COLOR=1`, `COLUMNS=100`,
+//! `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
 //! folder of the binaries as `[BIN]`.
@@ -93,6 +93,21 @@ pub struct Case {
 ///
 /// Errors: [`Error::Input`] with the line of a malformed front matter or an unclosed block.
 pub fn parse(origin: &str, text: &str) -> Result<Case> {
+    parse_with_spans(origin, text).map(|(case, _)| case)
+}
+
+/// Where a `$ ` step sits in its case file (0-based line indices), for rewriting it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Span {
+    /// The `$ ` line.
+    command: usize,
+    /// The `? ` line, if any.
+    status: Option<usize>,
+    /// The expected output lines, without trailing blank lines.
+    output: std::ops::Range<usize>,
+}
+
+fn parse_with_spans(origin: &str, text: &str) -> Result<(Case, Vec<Span>)> {
     let err = |line: usize, msg: &str| Error::input(origin, Some(line), msg.to_string());
     let lines: Vec<&str> = text.lines().collect();
     let mut i = 0;
@@ -108,9 +123,17 @@ pub fn parse(origin: &str, text: &str) -> Result<Case> {
             let l = e.span().map_or(2, |s| crate::longrun::config::line_of(&fm, s.start) + 1);
             err(l, e.message())
         })?;
+        if let Some(t) = &meta.timeout {
+            if crate::duration::parse_duration(t).is_err() {
+                let at = lines[1..end].iter().position(|l| l.trim_start().starts_with("timeout"));
+                let msg = format!("bad timeout `{t}`: write a duration such as \"120s\" or \"5m\"");
+                return Err(err(at.map_or(2, |p| p + 2), &msg));
+            }
+        }
         i = end + 1;
     }
     let mut steps = Vec::new();
+    let mut spans = Vec::new();
     while i < lines.len() {
         let l = lines[i].trim_start();
         let Some(info) = l.strip_prefix("```") else {
@@ -130,14 +153,32 @@ pub fn parse(origin: &str, text: &str) -> Result<Case> {
             content.push('\n');
             steps.push(Step::File { path: path.to_string(), content });
         } else if info.trim() == "console" {
-            parse_console(body, start + 2, &mut steps);
+            parse_console(body, start + 2, &mut steps, &mut spans).map_err(|(l, m)| err(l, &m))?;
         }
         i = close + 1;
     }
-    Ok(Case { meta, steps })
+    Ok((Case { meta, steps }, spans))
 }
 
-fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
+/// Parse an expected exit status line's value: `N` (0–255) or `failed` (any non-zero).
+pub fn parse_status(text: &str) -> std::result::Result<Option<i32>, String> {
+    let t = text.trim();
+    if t == "failed" {
+        return Ok(None);
+    }
+    match t.parse::<u8>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(i32::from(n))),
+        _ => Err(format!("bad exit status `? {t}`: write `? N` (0 to 255) or `? failed`")),
+    }
+}
+
+fn parse_console(
+    body: &[&str],
+    first_line: usize,
+    steps: &mut Vec<Step>,
+    spans: &mut Vec<Span>,
+) -> std::result::Result<(), (usize, String)> {
+    let at = |k: usize| first_line - 1 + k;
     let mut k = 0;
     while k < body.len() {
         let Some(cmd) = body[k].strip_prefix("$ ") else {
@@ -147,8 +188,10 @@ fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
         let line = first_line + k;
         k += 1;
         let mut status = Some(0);
-        if let Some(s) = body.get(k).and_then(|l| l.strip_prefix("? ")) {
-            status = s.trim().parse().ok();
+        let mut status_at = None;
+        if let Some(s) = body.get(k).filter(|l| l.starts_with('?')) {
+            status = parse_status(&s[1..]).map_err(|m| (first_line + k, m))?;
+            status_at = Some(at(k));
             k += 1;
         }
         let from = k;
@@ -156,8 +199,18 @@ fn parse_console(body: &[&str], first_line: usize, steps: &mut Vec<Step>) {
             k += 1;
         }
         let output = body[from..k].join("\n");
+        let mut to = k;
+        while to > from && body[to - 1].trim().is_empty() {
+            to -= 1;
+        }
+        spans.push(Span {
+            command: at(line - first_line),
+            status: status_at,
+            output: at(from)..at(to),
+        });
         steps.push(Step::Run { line, command: cmd.to_string(), status, output });
     }
+    Ok(())
 }
 
 /// Where the binaries under test are.
@@ -242,7 +295,9 @@ pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-/// The environment every golden command runs with (besides the inherited one).
+/// The whole environment every golden command runs with: nothing else is inherited from the
+/// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
+/// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).
 pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
     let home = root.join(".home");
     let mut path_dirs = vec![];
@@ -267,6 +322,7 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("COLUMNS", "100".into()),
         ("TERM", "dumb".into()),
         ("TZ", "UTC".into()),
+        ("LANG", "C.UTF-8".into()),
         ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
         ("GIT_AUTHOR_NAME", "Kit Learner".into()),
         ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
@@ -285,6 +341,30 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
 /// Run `case` in a fresh sandbox under a temporary folder. `sandbox` builds the starting tree
 /// for the case's sandbox kind (use [`build_sandbox`] unless you add kinds).
 pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Outcome> {
+    run_case_steps(case, bins, sandbox, false).map(|(outcome, _)| outcome)
+}
+
+/// What one `$ ` step printed and how it exited, from [`run_case_steps`].
+#[derive(Clone, Debug)]
+pub struct StepRun {
+    /// Line of the `$ ` command in the case file.
+    pub line: usize,
+    /// The exit code (None: killed by a signal or the timeout).
+    pub code: Option<i32>,
+    /// The output, stdout and stderr merged, with the placeholders applied.
+    pub actual: String,
+    /// Whether status and output matched the case.
+    pub ok: bool,
+}
+
+/// [`run_case`], also returning every step's [`StepRun`]. With `keep_going`, steps after a failed
+/// one still run (for [`bless`]); the outcome still reports the first failure.
+pub fn run_case_steps(
+    case: &Case,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+    keep_going: bool,
+) -> Result<(Outcome, Vec<StepRun>)> {
     let tmp = tempfile::Builder::new()
         .prefix("kit-golden-")
         .tempdir()
@@ -310,6 +390,8 @@ pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Out
         red.add("[BIN]", d.to_string_lossy());
     }
     let name = case.meta.name.clone();
+    let mut runs = Vec::new();
+    let mut first_failure = None;
     for step in &case.steps {
         match step {
             Step::File { path, content } => {
@@ -327,7 +409,13 @@ pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Out
                     None => code.is_some_and(|c| c != 0),
                 };
                 let out_ok = matcher::is_match(output, &actual);
-                if !(status_ok && out_ok) {
+                runs.push(StepRun {
+                    line: *line,
+                    code,
+                    actual: actual.clone(),
+                    ok: status_ok && out_ok,
+                });
+                if !(status_ok && out_ok) && first_failure.is_none() {
                     let mut detail = String::new();
                     if !status_ok {
                         let want = status.map_or("non-zero".to_string(), |s| s.to_string());
@@ -338,14 +426,84 @@ pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Out
                     if !out_ok {
                         detail.push_str(&matcher::diff(output, &actual));
                     }
-                    let failure = Failure { line: *line, command: command.clone(), detail };
-                    return Ok(Outcome { name, failure: Some(failure) });
+                    first_failure = Some(Failure { line: *line, command: command.clone(), detail });
+                    if !keep_going {
+                        break;
+                    }
                 }
             }
         }
     }
-    Ok(Outcome { name, failure: None })
+    Ok((Outcome { name, failure: first_failure }, runs))
 }
+
+/// Rewrite `text` (a case file) so that its failed steps expect what they printed in `runs`:
+/// expected lines that still match (wildcards too) stay, others are replaced
+/// ([`matcher::bless`]); a wrong `? N` becomes the actual status. Prose, file blocks and passing
+/// steps are untouched. A step killed by the timeout keeps its status line.
+pub fn bless(origin: &str, text: &str, runs: &[StepRun]) -> Result<String> {
+    let (case, spans) = parse_with_spans(origin, text)?;
+    let lines: Vec<&str> = text.split('\n').collect();
+    let expected: Vec<(&Option<i32>, &String)> = case
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Run { status, output, .. } => Some((status, output)),
+            Step::File { .. } => None,
+        })
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut next = 0;
+    for (span, (status, output)) in spans.iter().zip(expected) {
+        let Some(run) = runs.iter().find(|r| r.line == span.command + 1 && !r.ok) else {
+            continue;
+        };
+        out.extend(lines[next..=span.command].iter().map(|l| l.to_string()));
+        let status_ok = match status {
+            Some(s) => run.code == Some(*s),
+            None => run.code.is_some_and(|c| c != 0),
+        };
+        let new_status = match (status_ok, run.code, span.status) {
+            (false, Some(c), _) => (c != 0 || span.status.is_some()).then(|| format!("? {c}")),
+            (_, _, Some(at)) => Some(lines[at].to_string()),
+            _ => None,
+        };
+        out.extend(new_status);
+        let blessed = matcher::bless(output, &run.actual);
+        if !blessed.is_empty() {
+            out.extend(blessed.split('\n').map(str::to_string));
+        }
+        next = span.output.end;
+    }
+    out.extend(lines[next..].iter().map(|l| l.to_string()));
+    Ok(out.join("\n"))
+}
+
+/// Run the case in file `path` and, if steps fail, [`bless`] the file in place (atomically).
+/// Returns the outcome before blessing and whether the file changed.
+pub fn bless_file(
+    path: &Path,
+    origin: &str,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+) -> Result<(Outcome, bool)> {
+    let text = std::fs::read_to_string(path).at(path)?;
+    let case = parse(origin, &text)?;
+    let (outcome, runs) = run_case_steps(&case, bins, sandbox, true)?;
+    if outcome.failure.is_none() {
+        return Ok((outcome, false));
+    }
+    let new = bless(origin, &text, &runs)?;
+    let changed = new != text;
+    if changed {
+        crate::atomic::write_atomic(path, new.as_bytes())?;
+    }
+    Ok((outcome, changed))
+}
+
+/// How long the runner waits, after the shell exits, for the output pipe to close before it
+/// kills the process group (a background job holding the pipe).
+pub const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// Run `command` through `sh -c` in `dir`, stdout and stderr into one pipe; kill it (and its
 /// process group) after `timeout`. Returns the exit code (None if killed) and the output.
@@ -362,6 +520,7 @@ fn run_merged(
         .arg("-c")
         .arg(command)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(writer)
@@ -369,10 +528,20 @@ fn run_merged(
         .process_group(0)
         .spawn()
         .at(dir)?;
-    let reader_thread = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = reader.read_to_end(&mut buf);
-        buf
+    // The reader keeps what it has read in `buf`, so a process that holds the pipe open after
+    // the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses nothing already printed.
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let shared = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match reader.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => shared.lock().unwrap_or_else(|e| e.into_inner()).extend(&chunk[..n]),
+            }
+        }
+        let _ = done_tx.send(());
     });
     let start = Instant::now();
     let code = loop {
@@ -387,7 +556,13 @@ fn run_merged(
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let buf = reader_thread.join().unwrap_or_default();
+    if done_rx.recv_timeout(EOF_GRACE).is_err() {
+        // Something in the process group still holds the pipe: end the group, keep the output.
+        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = done_rx.recv_timeout(Duration::from_secs(1));
+    }
+    let buf = buf.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok((code, String::from_utf8_lossy(&buf).into_owned()))
 }
 
@@ -425,5 +600,87 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse("c.md", "```console\n$ x\n").is_err());
+    }
+
+    #[test]
+    fn exit_status_is_strict() {
+        let case = |st: &str| parse("c.md", &format!("x\n```console\n$ true\n? {st}\n```\n"));
+        let status = |st: &str| match case(st).unwrap().steps[0].clone() {
+            Step::Run { status, .. } => status,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(status("0"), Some(0));
+        assert_eq!(status("255"), Some(255));
+        assert_eq!(status("failed"), None);
+        for bad in ["success", "256", "-1", "1x", "fail", "", "+1"] {
+            match case(bad) {
+                Err(Error::Input { line: Some(4), .. }) => {}
+                other => panic!("`? {bad}`: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_timeout_names_the_line() {
+        match parse("c.md", "+++\nname = \"x\"\ntimeout = \"soon\"\n+++\n") {
+            Err(Error::Input { line: Some(3), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(parse("c.md", "+++\nname = \"x\"\ntimeout = \"5m\"\n+++\n").is_ok());
+    }
+
+    fn bins() -> Binaries {
+        Binaries { kit: PathBuf::from("/nonexistent/kit"), fake_agent: None }
+    }
+
+    #[test]
+    fn host_environment_does_not_leak() {
+        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let (code, out) =
+            run_merged("env | sort", Path::new("/tmp"), &env, Duration::from_secs(20)).unwrap();
+        assert_eq!(code, Some(0));
+        let names: Vec<&str> = out.lines().filter_map(|l| l.split('=').next()).collect();
+        let allowed: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        for n in names {
+            // `sh` itself may export PWD, SHLVL and `_`.
+            assert!(allowed.contains(&n) || ["PWD", "SHLVL", "_", "OLDPWD"].contains(&n), "{n}");
+        }
+    }
+
+    #[test]
+    fn background_job_holding_the_pipe_does_not_hang() {
+        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let start = Instant::now();
+        let (code, out) =
+            run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))
+                .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+        assert_eq!((code, out.as_str()), (Some(0), "hi\n"));
+    }
+
+    #[test]
+    fn bless_file_rewrites_failing_steps_only() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("case.md");
+        let text = "+++\nname = \"b\"\n+++\n\nProse stays.\n\n```console\n$ echo one; echo took 3s\nzero\ntook [DURATION]\n\n$ echo same\nsame\n$ exit 3\n$ printf 'a\\nb\\nc\\n'; false\n? failed\na\n...\nz\n```\n\nMore prose.\n";
+        std::fs::write(&path, text).unwrap();
+        let (outcome, changed) = bless_file(&path, "case.md", &bins(), &build_sandbox).unwrap();
+        assert_eq!(outcome.failure.unwrap().line, 8);
+        assert!(changed);
+        let new = std::fs::read_to_string(&path).unwrap();
+        let want = "+++\nname = \"b\"\n+++\n\nProse stays.\n\n```console\n$ echo one; echo took 3s\none\ntook [DURATION]\n\n$ echo same\nsame\n$ exit 3\n? 3\n$ printf 'a\\nb\\nc\\n'; false\n? failed\na\n...\nc\n```\n\nMore prose.\n";
+        assert_eq!(new, want);
+        let again = bless_file(&path, "case.md", &bins(), &build_sandbox).unwrap();
+        assert!(again.0.failure.is_none() && !again.1);
+    }
+
+    #[test]
+    fn failure_detail_names_the_exit_status_and_numbers_lines() {
+        let case = parse("c.md", "```console\n$ echo hi; exit 4\nho\n```\n").unwrap();
+        let o = run_case(&case, &bins(), &build_sandbox).unwrap();
+        let f = o.failure.unwrap();
+        assert_eq!(f.line, 2);
+        assert!(f.detail.starts_with("exit status: expected 0, got 4\n"), "{}", f.detail);
+        assert!(f.detail.contains("       1        - ho\n              1 + hi\n"), "{}", f.detail);
     }
 }

@@ -148,15 +148,199 @@ fn match_from(
     v
 }
 
-/// A readable unified diff of expected versus actual (both normalised), for a failed match.
+/// How one expected line (or `...`) lines up with the actual output, from [`align`].
+/// Indices are 0-based into the normalised expected and actual lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Row {
+    /// Expected line `exp` matched actual line `act` (literally or through `[..]`/placeholders).
+    Same { exp: usize, act: usize },
+    /// A `...` line at `exp` matched the actual lines `act` (possibly none).
+    Folded { exp: usize, act: std::ops::Range<usize> },
+    /// Expected line `exp` has no counterpart in the actual output.
+    Missing { exp: usize },
+    /// Actual line `act` was not expected.
+    Extra { act: usize },
+}
+
+impl Row {
+    fn is_change(&self) -> bool {
+        matches!(self, Row::Missing { .. } | Row::Extra { .. })
+    }
+}
+
+/// An actual line, compared against a compiled expected line by the diff algorithm.
+struct Act<'a>(&'a str);
+
+impl PartialEq<Pattern> for Act<'_> {
+    fn eq(&self, p: &Pattern) -> bool {
+        // `...` is never "equal" to one line: runs of changes next to it are folded into it.
+        !matches!(p, Pattern::AnyLines) && p.matches(self.0)
+    }
+}
+
+fn split_lines(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split('\n').collect()
+    }
+}
+
+/// Line up the `expected` golden text with the `actual` output (both [`normalize`]d), with a
+/// Myers diff (`similar`) in which an expected line equals every actual line it matches. In each
+/// run of changes that holds a `...`, the `...` takes all the unexpected actual lines, so a
+/// wildcard never shows as a change. Keeping every `Same`/`Folded` expected line and writing
+/// each `Extra` actual line literally gives a golden that matches `actual` (see [`bless`]).
+pub fn align(expected: &str, actual: &str) -> Vec<Row> {
+    let exp = normalize(expected);
+    let act = normalize(actual);
+    let exp_lines = split_lines(&exp);
+    let pats: Vec<Pattern> = exp_lines.iter().map(|l| compile_line(l)).collect();
+    let acts: Vec<Act> = split_lines(&act).into_iter().map(Act).collect();
+    let mut cap = similar::algorithms::Capture::new();
+    // The capture hook never fails.
+    let _ = similar::algorithms::myers::diff(
+        &mut cap,
+        &pats[..],
+        0..pats.len(),
+        &acts[..],
+        0..acts.len(),
+    );
+    let mut rows = Vec::new();
+    let (mut dels, mut ins): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    // One run of changes: literal expected lines before the first `...` pair with as many
+    // leading actual lines, those after the last `...` with as many trailing ones; the `...`
+    // takes the actual lines in between.
+    let flush = |rows: &mut Vec<Row>, dels: &mut Vec<usize>, ins: &mut Vec<usize>| {
+        let is_any = |e: &usize| matches!(pats[*e], Pattern::AnyLines);
+        let Some(first) = dels.iter().position(is_any) else {
+            rows.extend(dels.iter().map(|&exp| Row::Missing { exp }));
+            rows.extend(ins.iter().map(|&act| Row::Extra { act }));
+            dels.clear();
+            ins.clear();
+            return;
+        };
+        let last = dels.iter().rposition(is_any).unwrap_or(first);
+        let lead = first.min(ins.len());
+        let trail = (dels.len() - last - 1).min(ins.len() - lead);
+        rows.extend(dels[..first].iter().map(|&exp| Row::Missing { exp }));
+        rows.extend(ins[..lead].iter().map(|&act| Row::Extra { act }));
+        let middle = &ins[lead..ins.len() - trail];
+        let mut taken = false;
+        for &e in &dels[first..=last] {
+            if matches!(pats[e], Pattern::AnyLines) {
+                let act = match middle {
+                    [a, .., b] if !taken => *a..*b + 1,
+                    [a] if !taken => *a..*a + 1,
+                    _ => {
+                        let at = ins.get(lead + middle.len()).copied().unwrap_or(acts.len());
+                        at..at
+                    }
+                };
+                rows.push(Row::Folded { exp: e, act });
+                taken = true;
+            } else {
+                rows.push(Row::Missing { exp: e });
+            }
+        }
+        rows.extend(dels[last + 1..].iter().map(|&exp| Row::Missing { exp }));
+        rows.extend(ins[ins.len() - trail..].iter().map(|&act| Row::Extra { act }));
+        dels.clear();
+        ins.clear();
+    };
+    for op in cap.into_ops() {
+        let (tag, old, new) = op.as_tag_tuple();
+        match tag {
+            similar::DiffTag::Equal => {
+                flush(&mut rows, &mut dels, &mut ins);
+                rows.extend(old.zip(new).map(|(exp, act)| Row::Same { exp, act }));
+            }
+            _ => {
+                dels.extend(old);
+                ins.extend(new);
+            }
+        }
+    }
+    flush(&mut rows, &mut dels, &mut ins);
+    rows
+}
+
+/// The golden text rewritten to match `actual`: expected lines that still match (wildcards
+/// included) are kept as written, lines no longer printed are dropped, new lines are added
+/// literally. Used by `KIT_GOLDEN=overwrite` and `kit verify --bless`.
+pub fn bless(expected: &str, actual: &str) -> String {
+    let exp = normalize(expected);
+    let act = normalize(actual);
+    let (exp_lines, act_lines) = (split_lines(&exp), split_lines(&act));
+    let mut out: Vec<&str> = Vec::new();
+    for row in align(expected, actual) {
+        match row {
+            Row::Same { exp, .. } | Row::Folded { exp, .. } => out.push(exp_lines[exp]),
+            Row::Missing { .. } => {}
+            Row::Extra { act } => out.push(act_lines[act]),
+        }
+    }
+    out.join("\n")
+}
+
+/// Lines of context shown around each change in [`diff`].
+pub const CONTEXT: usize = 3;
+
+/// A readable unified diff of expected versus actual, for a failed match: each row shows the
+/// expected line number, the actual line number, a sign (`-` expected but missing, `+` printed but
+/// not expected, blank: matched) and the text. Lines matched by `[..]` or a placeholder show as
+/// matched (with the actual text); a `...` shows once with the range of actual lines it took.
+/// Only [`CONTEXT`] lines around each change are shown; skipped stretches print as `@@ … @@`.
+/// Line numbers count from 1 within the expected block and the actual output.
 pub fn diff(expected: &str, actual: &str) -> String {
-    let exp = normalize(expected) + "\n";
-    let act = normalize(actual) + "\n";
-    similar::TextDiff::from_lines(&exp, &act)
-        .unified_diff()
-        .context_radius(3)
-        .header("expected", "actual")
-        .to_string()
+    diff_numbered(expected, actual, 1)
+}
+
+/// [`diff`], numbering the expected lines from `first_expected_line` (its line in the case file).
+pub fn diff_numbered(expected: &str, actual: &str, first_expected_line: usize) -> String {
+    let exp = normalize(expected);
+    let act = normalize(actual);
+    let (exp_lines, act_lines) = (split_lines(&exp), split_lines(&act));
+    let rows = align(expected, actual);
+    let e_no = |e: usize| (e + first_expected_line).to_string();
+    let a_no = |a: usize| (a + 1).to_string();
+    let changes: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].is_change()).collect();
+    let near = |i: usize| changes.iter().any(|&c| c.abs_diff(i) <= CONTEXT);
+    let mut out = String::from("expected actual\n");
+    if changes.is_empty() {
+        out.push_str("  (no line differs)\n");
+        return out;
+    }
+    let mut skipped = 0usize;
+    for (i, row) in rows.iter().enumerate() {
+        if !near(i) {
+            skipped += 1;
+            continue;
+        }
+        if skipped > 0 {
+            out.push_str(&format!("@@ {skipped} matching line(s) @@\n"));
+            skipped = 0;
+        }
+        let (en, an, sign, text) = match row {
+            Row::Same { exp, act } => (e_no(*exp), a_no(*act), ' ', act_lines[*act].to_string()),
+            Row::Folded { exp, act } => {
+                let range = match act.len() {
+                    0 => String::new(),
+                    1 => a_no(act.start),
+                    _ => format!("{}-{}", a_no(act.start), act.end),
+                };
+                (e_no(*exp), range, ' ', format!("... ({} line(s))", act.len()))
+            }
+            Row::Missing { exp } => (e_no(*exp), String::new(), '-', exp_lines[*exp].to_string()),
+            Row::Extra { act } => (String::new(), a_no(*act), '+', act_lines[*act].to_string()),
+        };
+        out.push_str(format!("{en:>8} {an:>6} {sign} {text}").trim_end());
+        out.push('\n');
+    }
+    if skipped > 0 {
+        out.push_str(&format!("@@ {skipped} matching line(s) @@\n"));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -202,8 +386,91 @@ mod tests {
     }
 
     #[test]
-    fn diff_names_both_sides() {
-        let d = diff("a\nb\n", "a\nc\n");
-        assert!(d.contains("-b") && d.contains("+c"), "{d}");
+    fn table_of_placeholders() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("at [TIME]", "at 2026-10-01T09:00:00.123+02:00", true),
+            ("at [TIME]", "at yesterday", false),
+            ("[N] files", "12 files", true),
+            ("[N] files", "-1 files", false),
+            ("[HASH]", "abcdef0", true),
+            ("[HASH]", "abc", false),
+            ("[HASH]", "ABCDEF0", false),
+            ("took [DURATION]", "took 2h10m", true),
+            ("[ROOT]/a", "[ROOT]/a", true),
+            ("a\nb", "a\r\nb", true),
+            ("a\nb\n", "a\nb", true),
+            ("a\nb", "a\nb\n\n", true),
+            ("a ", "a", true),
+            ("a\n...\nb\n...\nc", "a\nb\nx\nc", true),
+        ];
+        for (exp, act, want) in cases {
+            assert_eq!(is_match(exp, act), *want, "expected {exp:?} vs actual {act:?}");
+        }
+    }
+
+    #[test]
+    fn redactions_replace_every_occurrence() {
+        let mut r = Redactions::new();
+        r.add("[ROOT]", "/r").add("[BIN]", "");
+        assert_eq!(r.apply("/r and /r"), "[ROOT] and [ROOT]");
+    }
+
+    /// (expected, actual, diff) — the whole report, so the format itself is pinned.
+    #[test]
+    fn table_of_diffs() {
+        let cases: &[(&str, &str, &str)] = &[
+            // A changed line: one missing, one extra, numbered on both sides.
+            ("a\nb\nc", "a\nB\nc", "       1      1   a\n       2        - b\n              2 + B\n       3      3   c\n"),
+            // A missing line at the end.
+            ("a\nb", "a", "       1      1   a\n       2        - b\n"),
+            // An extra line; no final newline and CRLF make no difference.
+            ("a", "a\r\nz", "       1      1   a\n              2 + z\n"),
+            // `...` folds the lines it took; `[..]` and placeholders show as matched.
+            (
+                "start [..]\n...\nend [N]\nlast",
+                "start 42\nx\ny\nend 7\nLAST",
+                "       1      1   start 42\n       2    2-3   ... (2 line(s))\n       3      4   end 7\n       4        - last\n              5 + LAST\n",
+            ),
+            // Far from the change, matching lines are folded away.
+            (
+                "1\n2\n3\n4\n5\n6\n7\nx",
+                "1\n2\n3\n4\n5\n6\n7\ny",
+                "@@ 4 matching line(s) @@\n       5      5   5\n       6      6   6\n       7      7   7\n       8        - x\n              8 + y\n",
+            ),
+            // Missing output entirely.
+            ("a", "", "       1        - a\n"),
+        ];
+        for (exp, act, want) in cases {
+            let d = diff(exp, act);
+            assert_eq!(
+                d,
+                format!("expected actual\n{want}"),
+                "expected {exp:?} vs actual {act:?}:\n{d}"
+            );
+            assert!(!is_match(exp, act));
+        }
+    }
+
+    #[test]
+    fn diff_numbers_expected_lines_from_the_case_file() {
+        let d = diff_numbered("a", "b", 40);
+        assert!(d.contains("      40        - a\n"), "{d}");
+    }
+
+    #[test]
+    fn bless_keeps_wildcards_that_still_match() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("a\nb", "a\nc", "a\nc"),
+            ("took [DURATION]\nold", "took 3s\nnew\nmore", "took [DURATION]\nnew\nmore"),
+            ("head\n...\ntail", "head\nx\ny\nTAIL", "head\n...\nTAIL"),
+            ("x [..] z\ngone", "x y z", "x [..] z"),
+            ("", "out", "out"),
+            ("a", "", ""),
+        ];
+        for (exp, act, want) in cases {
+            let b = bless(exp, act);
+            assert_eq!(&b, want, "expected {exp:?} vs actual {act:?}");
+            assert!(is_match(&b, act), "{b:?} must match {act:?}");
+        }
     }
 }
