@@ -172,6 +172,12 @@ pub fn parse_status(text: &str) -> std::result::Result<Option<i32>, String> {
     }
 }
 
+/// The value of an exit status line `? TOKEN`: `?`, one space, then a single word.
+fn status_token(line: &str) -> Option<&str> {
+    let rest = line.trim_end().strip_prefix("? ")?;
+    (!rest.is_empty() && !rest.contains(char::is_whitespace)).then_some(rest)
+}
+
 fn parse_console(
     body: &[&str],
     first_line: usize,
@@ -189,8 +195,10 @@ fn parse_console(
         k += 1;
         let mut status = Some(0);
         let mut status_at = None;
-        if let Some(s) = body.get(k).filter(|l| l.starts_with('?')) {
-            status = parse_status(&s[1..]).map_err(|m| (first_line + k, m))?;
+        // `? TOKEN` (one word after `? `) is a status line and must be valid; anything else,
+        // such as git's `?? notes.txt`, is the command's output.
+        if let Some(s) = body.get(k).and_then(|l| status_token(l)) {
+            status = parse_status(s).map_err(|m| (first_line + k, m))?;
             status_at = Some(at(k));
             k += 1;
         }
@@ -323,6 +331,9 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("TERM", "dumb".into()),
         ("TZ", "UTC".into()),
         ("LANG", "C.UTF-8".into()),
+        // No compiled caches: a fix of the same size within the same second would otherwise run
+        // the stale `.pyc` (Python compares mtime and size only).
+        ("PYTHONDONTWRITEBYTECODE", "1".into()),
         ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
         ("GIT_AUTHOR_NAME", "Kit Learner".into()),
         ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
@@ -612,10 +623,18 @@ mod tests {
         assert_eq!(status("0"), Some(0));
         assert_eq!(status("255"), Some(255));
         assert_eq!(status("failed"), None);
-        for bad in ["success", "256", "-1", "1x", "fail", "", "+1"] {
+        for bad in ["success", "256", "-1", "1x", "fail", "+1"] {
             match case(bad) {
                 Err(Error::Input { line: Some(4), .. }) => {}
                 other => panic!("`? {bad}`: {other:?}"),
+            }
+        }
+        // Output that merely starts with `?` (git's untracked files) is output, not a status.
+        for output in ["?? notes.txt", "? two words"] {
+            let c = parse("c.md", &format!("x\n```console\n$ git status --short\n{output}\n```\n"));
+            match c.unwrap().steps[0].clone() {
+                Step::Run { status: Some(0), output: o, .. } => assert_eq!(o, output),
+                other => panic!("{other:?}"),
             }
         }
     }
