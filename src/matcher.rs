@@ -2,7 +2,9 @@
 //! matcher serves the kit test catalogue (`tests/cases/`), the exercises' `golden.md` files and
 //! `cargo test`, so a learner's run is judged exactly as the instructors' is.
 //!
-//! (Reference with examples: `docs/golden-format.md`.) It is kit's own (not `trycmd`'s) because kit must run it from an installed binary against
+//! Reference with examples: `docs/golden-format.md`.
+//!
+//! It is kit's own (not `trycmd`'s) because kit must run it from an installed binary against
 //! embedded goldens, with placeholders for what varies between machines. The syntax is the
 //! trycmd-compatible subset (DESIGN §13):
 //!
