@@ -236,3 +236,24 @@ fn every_lesson_folder_holds_lesson_toml_and_readme_only() {
     let lessons = kit::course::lesson::load_all().unwrap();
     assert!(!exercises.is_empty() && !lessons.is_empty());
 }
+
+/// Everything embedded from the course folders is in git: a file that a `.gitignore` inside an
+/// exercise hides (a solution's `longrun/.frozen/`) is in the binary built here but missing
+/// from a fresh clone. Skipped where the checkout is not a git repository.
+#[test]
+fn every_embedded_course_file_is_tracked_by_git() {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "--others", "--exclude-standard", "--ignored", "--directory", "--"])
+        .args(["lessons", "exercises", "tests/cases", "kit", "fake-agent/scenarios"])
+        .current_dir(root())
+        .output();
+    let Ok(out) = out else { return };
+    if !out.status.success() {
+        return;
+    }
+    let untracked = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        untracked.trim().is_empty(),
+        "embedded files that git ignores (add them with git add -f):\n{untracked}"
+    );
+}
