@@ -161,7 +161,15 @@ pub fn check(
         e.dir.get_or_insert(folder.clone());
         progress.save(&lab)?;
     }
-    let next = course.exercises.iter().find(|e| e.meta.id > id);
+    // Next: the first exercise not yet passed (after this one, else from the start), so a
+    // learner who skipped one is sent back to it rather than told the lesson is done.
+    let unpassed = |e: &&Exercise| e.meta.id != id && !progress.passed(&e.slug);
+    let next = course
+        .exercises
+        .iter()
+        .filter(unpassed)
+        .find(|e| e.meta.id > id)
+        .or_else(|| course.exercises.iter().find(unpassed));
     let hint = outcome.failure.as_ref().and_then(|f| ex.hint(ex.level_for_step(&f.command)));
     if json {
         let v = serde_json::json!({
@@ -185,7 +193,7 @@ pub fn check(
     let Some(f) = outcome.failure else {
         writeln!(out, "{}  {id:02} {}", theme.ok("PASS"), ex.meta.title).map_err(w)?;
         match next {
-            Some(nx) if nx.meta.lesson != ex.meta.lesson => {
+            Some(nx) if nx.meta.lesson > ex.meta.lesson => {
                 writeln!(
                     out,
                     "lesson {} done; next: kit lesson {}",
