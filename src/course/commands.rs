@@ -480,7 +480,12 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         out.push_str(&wrap(&text, width, &first, &rest));
         para.clear();
     };
+    let mut table: Vec<&str> = Vec::new();
     for line in md.lines() {
+        if !table.is_empty() && !line.trim_start().starts_with('|') {
+            out.push_str(&render_table(&table, theme));
+            table.clear();
+        }
         if line.trim_start().starts_with("```") {
             flush(&mut para, &mut out);
             in_code = !in_code;
@@ -489,6 +494,11 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         if in_code {
             out.push_str(&theme.dim(&format!("    {line}")));
             out.push('\n');
+        } else if line.trim_start().starts_with('|') {
+            // A table: kept whole (never reflowed), its columns aligned.
+            flush(&mut para, &mut out);
+            table.push(line.trim());
+            continue;
         } else if line.starts_with('#') {
             flush(&mut para, &mut out);
             out.push_str(&theme.bold(line.trim_start_matches('#').trim()));
@@ -508,6 +518,47 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         }
     }
     flush(&mut para, &mut out);
+    out.push_str(&render_table(&table, theme));
+    out
+}
+
+/// A Markdown table as aligned columns: `| a | b |` rows, the `|---|` row as a rule under the
+/// header. Widths are display widths (`console::measure_text_width`).
+fn render_table(rows: &[&str], theme: &Theme) -> String {
+    let cells = |row: &str| -> Vec<String> {
+        let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+        inner.split('|').map(|c| c.trim().replace('`', "")).collect()
+    };
+    let is_rule = |row: &str| row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
+    let body: Vec<(bool, Vec<String>)> =
+        rows.iter().map(|r| (is_rule(r), if is_rule(r) { vec![] } else { cells(r) })).collect();
+    let ncols = body.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+    let mut widths = vec![0usize; ncols];
+    for (_, row) in &body {
+        for (i, c) in row.iter().enumerate() {
+            widths[i] = widths[i].max(console::measure_text_width(c));
+        }
+    }
+    let mut out = String::new();
+    for (k, (rule, row)) in body.iter().enumerate() {
+        let line = if *rule {
+            widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")
+        } else {
+            let mut l = String::new();
+            for (i, c) in row.iter().enumerate() {
+                l.push_str(c);
+                if i + 1 < row.len() {
+                    let pad = widths[i].saturating_sub(console::measure_text_width(c));
+                    l.push_str(&" ".repeat(pad + 2));
+                }
+            }
+            l
+        };
+        let header = k == 0 && body.get(1).is_some_and(|(r, _)| *r);
+        out.push_str("  ");
+        out.push_str(&if header { theme.bold(&line) } else { line });
+        out.push('\n');
+    }
     out
 }
 
@@ -545,6 +596,14 @@ mod tests {
         let got = render_markdown(md, 14, &Theme::plain());
         let want =
             "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn markdown_tables_keep_their_rows_and_align_columns() {
+        let md = "Before.\n\n| who | file |\n|---|---|\n| you | `goal.md` |\n| kit only | journal.jsonl |\nAfter.\n";
+        let got = render_markdown(md, 80, &Theme::plain());
+        let want = "Before.\n\n  who       file\n  --------  -------------\n  you       goal.md\n  kit only  journal.jsonl\nAfter.\n";
         assert_eq!(got, want);
     }
 }
