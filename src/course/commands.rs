@@ -6,8 +6,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::exercise::{self, Exercise};
-use super::lab::{self, Progress};
+use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
+use super::marker::{self, Found};
+use super::stamp;
 use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
 use crate::term::Theme;
 
@@ -74,15 +76,20 @@ pub fn start(
     Ok(EXIT_OK)
 }
 
+/// Lay `ex` out in `folder` and record it as started (not passed: a pass earned before stays
+/// as `earned`, which keeps the solution unlocked).
 fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
     let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let key = stamp::key()?;
     std::fs::create_dir_all(folder).at(folder)?;
     let env = crate::golden::golden_env(folder, &bins);
-    exercise::build_sandbox(ex, folder, &env, false)?;
+    exercise::build_sandbox(ex, folder, &env, &key, false)?;
     let mut progress = Progress::load(lab)?;
+    progress.print_notes();
     let e = progress.entry(&ex.slug);
     e.dir = Some(folder.to_path_buf());
     e.started = Some(crate::clock::now_rfc3339());
+    e.passed = None;
     progress.save(lab)
 }
 
@@ -107,13 +114,18 @@ fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) 
     Ok(())
 }
 
-/// Which exercise's sandbox holds `cwd`.
+/// Which exercise's sandbox holds `cwd`: the nearest genuine marker above it, else the
+/// sandbox folders the progress file records.
 fn exercise_here<'a>(
     course: &'a Course,
     progress: &Progress,
     lab: &Path,
     cwd: &Path,
+    key: &[u8],
 ) -> Option<&'a Exercise> {
+    if let Some((_, id)) = marker::find_up(cwd, Some(key)) {
+        return course.exercises.iter().find(|e| e.meta.id == id);
+    }
     let here = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     course.exercises.iter().find(|ex| {
         let dir = sandbox_of(progress, lab, ex);
@@ -133,10 +145,12 @@ pub fn check(
 ) -> Result<u8> {
     let course = Course::load()?;
     let lab = lab::lab_dir(cwd);
-    let mut progress = Progress::load(&lab)?;
+    let key = stamp::key()?;
+    let mut progress = Progress::load_with(&lab, Some(&key))?;
+    progress.print_notes();
     let ex = match n {
         Some(n) => exercise::find(&course.exercises, n)?,
-        None => exercise_here(&course, &progress, &lab, cwd).ok_or_else(|| {
+        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
             Error::usage("which exercise? this folder is not inside an exercise's sandbox")
                 .with_hint("kit exercise check N (kit exercise list shows them)")
         })?,
@@ -150,14 +164,17 @@ pub fn check(
         ))
         .with_hint(format!("kit exercise start {id}")));
     }
+    own_sandbox(ex, &folder, &key, &lab)?;
     let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let digest = stamp::edited_digest(&folder, &ex.meta.edit)?;
     let outcome = super::check::check_copy(ex, &folder, &bins)?;
     let passed = outcome.failure.is_none();
     if passed {
+        let pass = Pass::new(&key, id, &ex.slug, &folder, digest);
         let e = progress.entry(&ex.slug);
-        if e.passed.is_none() {
-            e.passed = Some(crate::clock::now_rfc3339());
-        }
+        e.started.get_or_insert_with(|| pass.time.clone());
+        e.earned.get_or_insert_with(|| pass.clone());
+        e.passed = Some(pass);
         e.dir.get_or_insert(folder.clone());
         progress.save(&lab)?;
     }
@@ -170,7 +187,13 @@ pub fn check(
         .filter(unpassed)
         .find(|e| e.meta.id > id)
         .or_else(|| course.exercises.iter().find(unpassed));
-    let hint = outcome.failure.as_ref().and_then(|f| ex.hint(ex.level_for_step(&f.command)));
+    // The hint ladder climbs one rung at a time: a check shows the rung the failing step's hint
+    // fits when the learner has seen the rungs below it, else the next unseen one, and names the
+    // command that climbs on.
+    let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
+    let fits = outcome.failure.as_ref().map(|f| ex.level_for_step(&f.command));
+    let hint = fits.and_then(|k| ex.hint(k.min(seen + 1)));
+    let solution_seen = progress.solution_seen(&ex.slug);
     if json {
         let v = serde_json::json!({
             "schema": "kit.check/1",
@@ -184,14 +207,18 @@ pub fn check(
                 "command": f.command,
                 "detail": f.detail,
             })),
-            "hint": hint.map(|(k, t)| serde_json::json!({"level": k, "text": t})),
+            "hint": hint.map(|(k, t)| serde_json::json!({
+                "level": k, "text": t, "fits_level": fits, "more": format!("kit exercise hint {id}"),
+            })),
+            "solution_seen": solution_seen,
             "next": next.map(|e| e.meta.id),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
         return Ok(if passed { EXIT_OK } else { EXIT_INTERNAL });
     }
     let Some(f) = outcome.failure else {
-        writeln!(out, "{}  {id:02} {}", theme.ok("PASS"), ex.meta.title).map_err(w)?;
+        let seen = if solution_seen { "  (solution seen before passing)" } else { "" };
+        writeln!(out, "{}  {id:02} {}{seen}", theme.ok("PASS"), ex.meta.title).map_err(w)?;
         match next {
             Some(nx) if nx.meta.lesson > ex.meta.lesson => {
                 writeln!(
@@ -212,9 +239,20 @@ pub fn check(
         writeln!(out, "  {line}").map_err(w)?;
     }
     if let Some((k, text)) = hint {
-        writeln!(out, "hint {k}: {}", text.trim()).map_err(w)?;
-        if k < ex.meta.hints.len() {
-            writeln!(out, "more: kit exercise hint {id} --level {}", k + 1).map_err(w)?;
+        let total = ex.meta.hints.len();
+        writeln!(out, "hint {k}/{total}: {}", text.trim()).map_err(w)?;
+        match fits {
+            Some(f) if f > k => writeln!(
+                out,
+                "hint {f} fits this step: kit exercise hint {id} shows the next rung ({}/{total})",
+                k + 1
+            )
+            .map_err(w)?,
+            _ if k < total => {
+                writeln!(out, "more: kit exercise hint {id} shows hint {}/{total}", k + 1)
+                    .map_err(w)?
+            }
+            _ => {}
         }
         if progress.exercises.contains_key(&ex.slug) {
             let e = progress.entry(&ex.slug);
@@ -225,12 +263,47 @@ pub fn check(
     Ok(EXIT_INTERNAL)
 }
 
+/// Refuse to check `folder` for `ex` unless it holds `ex`'s genuine marker (left by `kit
+/// exercise start`): a progress file pointed at another exercise's sandbox, or a folder copied
+/// or moved from elsewhere, is not this exercise's work.
+///
+/// Errors: [`Error::Usage`] naming the folder and the fix.
+fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<()> {
+    let id = ex.meta.id;
+    let shown = folder.display();
+    let from = lab::progress_path(lab);
+    let reset = format!(
+        "kit exercise reset {id} --yes lays exercise {id} out again there (move your edits aside first)"
+    );
+    match marker::read(folder, Some(key)) {
+        Found::Of { id: m, genuine: true } if m == id => Ok(()),
+        Found::Of { id: m, .. } if m != id => Err(Error::usage(format!(
+            "{shown} is exercise {m}'s sandbox, not exercise {id}'s ({} points exercise {id} there)",
+            from.display()
+        ))
+        .with_hint(format!(
+            "kit exercise check {m} checks that one; kit exercise start {id} --into DIR lays exercise {id} out elsewhere"
+        ))),
+        Found::Of { .. } => Err(Error::usage(format!(
+            "{shown}: its exercise marker ({} or {}) was not written there by kit exercise start {id} (edited, or the folder was copied or moved)",
+            marker::IN_GIT,
+            marker::IN_HOME
+        ))
+        .with_hint(reset)),
+        Found::Missing => Err(Error::usage(format!(
+            "{shown} is not exercise {id}'s sandbox: it has no marker from kit exercise start {id}"
+        ))
+        .with_hint(reset)),
+    }
+}
+
 /// `kit exercise hint N [--level K]`: a rung of the hint ladder (default: the next unseen).
 pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
     let lab = lab::lab_dir(cwd);
     let mut progress = Progress::load(&lab)?;
+    progress.print_notes();
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);
     let Some((k, text)) = ex.hint(want) else {
@@ -293,14 +366,27 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
     let lab = lab::lab_dir(cwd);
-    let progress = Progress::load(&lab)?;
-    if !show_anyway && !progress.passed(&ex.slug) {
+    let mut progress = Progress::load(&lab)?;
+    progress.print_notes();
+    let earned = progress.earned(&ex.slug);
+    if !show_anyway && !earned {
         return Err(Error::usage(format!(
             "exercise {n} has not passed yet; looking at the solution first spoils it"
         ))
         .with_hint(format!(
             "kit exercise hint {n} for a nudge; kit exercise solution {n} --show-anyway if you must"
         )));
+    }
+    if !earned {
+        // Seen before any pass: recorded, and shown by `list` and `check --json`.
+        let e = progress.entry(&ex.slug);
+        if e.solution_seen.is_none() {
+            e.solution_seen = Some(crate::clock::now_rfc3339());
+            progress.save(&lab)?;
+        }
+        eprintln!(
+            "note: exercise {n}'s solution seen before passing; kit exercise list will say so"
+        );
     }
     if ex.solution.is_empty() {
         writeln!(out, "exercise {n} has no solution files: it is solved by commands.")
@@ -326,6 +412,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
     let course = Course::load()?;
     let lab = lab::lab_dir(cwd);
     let progress = Progress::load(&lab)?;
+    progress.print_notes();
     let total = course.exercises.len();
     let passed = course.exercises.iter().filter(|e| progress.passed(&e.slug)).count();
     if json {
@@ -339,6 +426,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
                     "slug": e.slug,
                     "title": e.meta.title,
                     "status": progress.status(&e.slug),
+                    "solution_seen": progress.solution_seen(&e.slug),
                 })
             })
             .collect();
@@ -358,7 +446,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
             m.id,
             m.lesson,
             m.title,
-            progress.status(&e.slug)
+            progress.status_line(&e.slug)
         )
         .map_err(w)?;
     }
@@ -378,6 +466,7 @@ pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
     let lab = lab::lab_dir(cwd);
     let progress = Progress::load(&lab)?;
+    progress.print_notes();
     let tw = course.lessons.iter().map(|l| l.meta.title.chars().count()).max().unwrap_or(5);
     writeln!(out, " #  {:<tw$}  minutes  exercises", "title").map_err(w)?;
     for l in &course.lessons {

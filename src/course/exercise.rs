@@ -48,6 +48,11 @@ pub struct ExerciseToml {
     /// The hint level that fits a failing step.
     #[serde(default)]
     pub step_hints: Vec<StepHint>,
+    /// A substring of the `$ ` command of the step that must fail first on the start state: the
+    /// step the learner's work changes. `kit verify`'s "start fails" case requires the start to
+    /// fail there, not at any step (a golden broken for another reason must not count).
+    #[serde(default)]
+    pub start_fails_at: Option<String>,
 }
 
 /// `[[step_hints]]`: when the failing step's command contains `step`, show hint `level`.
@@ -181,14 +186,16 @@ pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
 }
 
 /// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
-/// init` where the kind has none, `start/`, `setup` commands, commit `start`, and, when
-/// `with_solution`, `solution/` laid over it without a commit.
+/// init` where the kind has none, `start/`, `setup` commands, commit `start`, the sandbox's
+/// marker ([`super::marker`], stamped under `marker_key`) and, when `with_solution`,
+/// `solution/` laid over it without a commit.
 ///
 /// Errors: a setup command failing ([`Error::Input`] naming `exercise.toml`), git or I/O errors.
 pub fn build_sandbox(
     ex: &Exercise,
     dir: &Path,
     env: &[(String, String)],
+    marker_key: &[u8],
     with_solution: bool,
 ) -> Result<()> {
     std::fs::create_dir_all(dir.join(".home")).at(dir)?;
@@ -222,10 +229,22 @@ pub fn build_sandbox(
             )));
         }
     }
+    super::marker::write(dir, ex, marker_key)?;
     if with_solution {
         super::lay_files(dir, &ex.solution)?;
     }
     Ok(())
+}
+
+/// The course key of the golden environment `env` (its `XDG_STATE_HOME`, inside the sandbox),
+/// created on first use: what `kit verify` stamps its sandboxes' markers with, so that kit run in
+/// such a sandbox finds the sandbox's own state as in a learner's lab.
+///
+/// Errors: `env` has no absolute state folder, or the key cannot be made.
+pub fn env_course_key(env: &[(String, String)]) -> Result<Vec<u8>> {
+    let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let dir = crate::handoff::key::state_dir(var)?;
+    crate::handoff::key::load_or_create(&dir.join("kit").join(super::stamp::FILE))
 }
 
 fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::Output> {

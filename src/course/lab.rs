@@ -7,25 +7,42 @@
 //!
 //! ```json
 //! {
-//!   "schema": "kit.progress/1",
+//!   "schema": "kit.progress/2",
 //!   "exercises": {
-//!     "01-init": { "dir": "/home/me/kit-lab/01-init", "started": "2026-10-01T09:00:00Z",
-//!                  "passed": "2026-10-01T09:10:00Z", "hints_seen": 1 }
+//!     "01-init": {
+//!       "dir": "/home/me/kit-lab/01-init",
+//!       "started": "2026-10-01T09:00:00Z",
+//!       "passed": { "time": "2026-10-01T09:10:00Z", "dir": "/home/me/kit-lab/01-init",
+//!                   "digest": "…", "stamp": "…" },
+//!       "earned": { …the first pass, the same fields… },
+//!       "solution_seen": "2026-10-01T09:05:00Z",
+//!       "hints_seen": 1
+//!     }
 //!   }
 //! }
 //! ```
 //!
-//! `started`/`passed` are RFC 3339 times (kit's clock), `hints_seen` the highest hint level shown.
+//! Times are RFC 3339 (kit's clock). `passed` is the pass of the sandbox as it is now (`reset`
+//! clears it); `earned` the first pass ever, which unlocks `kit exercise solution` and survives a
+//! reset; both carry a [`Pass`] stamp under the course key ([`super::stamp`]). [`Progress::load`]
+//! ignores a pass whose stamp does not verify (written by hand, copied from another exercise or
+//! lab) with a one-line note naming the file and `kit exercise check N`. `solution_seen` is when
+//! `kit exercise solution --show-anyway` showed the solution before any pass; `hints_seen` the
+//! highest hint level shown. A `kit.progress/1` file is read too: its passes were not stamped,
+//! so they become "started" (check again).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::stamp;
 use crate::error::{Error, Result};
 
 /// The progress file's schema id.
-pub const SCHEMA: &str = "kit.progress/1";
+pub const SCHEMA: &str = "kit.progress/2";
+/// The schema before passes were stamped, still read.
+pub const SCHEMA_1: &str = "kit.progress/1";
 
 /// The lab folder for a command run in `cwd`.
 pub fn lab_dir(cwd: &Path) -> PathBuf {
@@ -51,10 +68,61 @@ pub struct Entry {
     pub dir: Option<PathBuf>,
     /// When `kit exercise start` laid it out.
     pub started: Option<String>,
-    /// When `kit exercise check` first passed.
-    pub passed: Option<String>,
+    /// The pass of the sandbox as it is now (cleared by `kit exercise reset`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passed: Option<Pass>,
+    /// The first pass: unlocks the solution, kept by `kit exercise reset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earned: Option<Pass>,
+    /// When `kit exercise solution --show-anyway` showed the solution before any pass.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub solution_seen: Option<String>,
     /// The highest hint level shown.
     pub hints_seen: usize,
+}
+
+/// One pass of `kit exercise check`, stamped under the course key.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Pass {
+    /// When it passed.
+    pub time: String,
+    /// The sandbox that passed.
+    pub dir: PathBuf,
+    /// [`stamp::edited_digest`] of the exercise's `edit` files when it passed.
+    pub digest: String,
+    /// [`stamp::sign`] of [`Pass::fields`].
+    pub stamp: String,
+}
+
+impl Pass {
+    /// A pass of exercise `id` (`slug`) now, stamped under `key`.
+    pub fn new(key: &[u8], id: u32, slug: &str, dir: &Path, digest: String) -> Pass {
+        let mut p = Pass {
+            time: crate::clock::now_rfc3339(),
+            dir: dir.to_path_buf(),
+            digest,
+            stamp: String::new(),
+        };
+        p.stamp = stamp::sign(key, &p.fields(id, slug).each_ref().map(String::as_str));
+        p
+    }
+
+    fn fields(&self, id: u32, slug: &str) -> [String; 6] {
+        [
+            SCHEMA.to_string(),
+            id.to_string(),
+            slug.to_string(),
+            self.dir.to_string_lossy().into_owned(),
+            self.time.clone(),
+            self.digest.clone(),
+        ]
+    }
+
+    /// Whether the stamp is kit's for exercise `id` (`slug`) under `key`.
+    pub fn verifies(&self, key: &[u8], id: u32, slug: &str) -> bool {
+        stamp::verify(key, &self.fields(id, slug).each_ref().map(String::as_str), &self.stamp)
+    }
 }
 
 /// `<lab>/.kit/progress.json`.
@@ -65,12 +133,37 @@ pub struct Progress {
     /// Keyed by the exercise's folder name, `NN-slug`.
     #[serde(default)]
     pub exercises: BTreeMap<String, Entry>,
+    /// One line per record [`Progress::load`] ignored, for the learner (not saved).
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Default for Progress {
     fn default() -> Self {
-        Progress { schema: SCHEMA.into(), exercises: BTreeMap::new() }
+        Progress { schema: SCHEMA.into(), exercises: BTreeMap::new(), notes: Vec::new() }
     }
+}
+
+/// A `kit.progress/1` entry: `passed` was a bare time.
+#[derive(Deserialize)]
+#[serde(default)]
+#[derive(Default)]
+struct EntryV1 {
+    dir: Option<PathBuf>,
+    started: Option<String>,
+    passed: Option<String>,
+    hints_seen: usize,
+}
+
+#[derive(Deserialize)]
+struct ProgressV1 {
+    #[serde(default)]
+    exercises: BTreeMap<String, EntryV1>,
+}
+
+#[derive(Deserialize)]
+struct SchemaOnly {
+    schema: String,
 }
 
 /// Where the progress file of `lab` is.
@@ -78,27 +171,84 @@ pub fn progress_path(lab: &Path) -> PathBuf {
     lab.join(".kit").join("progress.json")
 }
 
+/// The exercise number of a slug `NN-…`.
+fn id_of(slug: &str) -> Option<u32> {
+    slug.split('-').next()?.parse().ok()
+}
+
 impl Progress {
-    /// Read the lab's progress (empty when the file does not exist).
+    /// Read the lab's progress (empty when the file does not exist), keeping only the passes
+    /// whose stamp verifies under this user's course key; each one dropped adds a line to
+    /// [`Progress::notes`].
     ///
-    /// Errors: unreadable or malformed file, or another schema ([`Error::Input`]).
+    /// Errors: unreadable or malformed file, or an unknown schema ([`Error::Input`]); a
+    /// malformed course key.
     pub fn load(lab: &Path) -> Result<Progress> {
+        Self::load_with(lab, stamp::load_key()?.as_deref())
+    }
+
+    /// [`Progress::load`] checking stamps against `key` (`None`: nothing verifies).
+    ///
+    /// Errors: as [`Progress::load`].
+    pub fn load_with(lab: &Path, key: Option<&[u8]>) -> Result<Progress> {
         let path = progress_path(lab);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Progress::default()),
             Err(e) => return Err(Error::io(&path, e)),
         };
-        let p: Progress = serde_json::from_str(&text)
-            .map_err(|e| Error::input(&path, Some(e.line()), e.to_string()))?;
-        if p.schema != SCHEMA {
-            return Err(Error::input(
-                &path,
-                None,
-                format!("schema `{}`, this kit reads `{SCHEMA}`", p.schema),
-            )
-            .with_hint("update kit"));
+        let bad = |e: serde_json::Error| Error::input(&path, Some(e.line()), e.to_string());
+        let schema = serde_json::from_str::<SchemaOnly>(&text).map_err(bad)?.schema;
+        let shown = path.display();
+        let mut p = match schema.as_str() {
+            SCHEMA => serde_json::from_str::<Progress>(&text).map_err(bad)?,
+            SCHEMA_1 => {
+                let old: ProgressV1 = serde_json::from_str(&text).map_err(bad)?;
+                let mut p = Progress::default();
+                for (slug, e) in old.exercises {
+                    if e.passed.is_some() {
+                        let n = id_of(&slug).unwrap_or(0);
+                        p.notes.push(format!(
+                            "note: {shown}: exercise {n}'s pass was recorded by an older kit without a stamp; run `kit exercise check {n}`"
+                        ));
+                    }
+                    let started = e.started.or(e.passed);
+                    let entry =
+                        Entry { dir: e.dir, started, hints_seen: e.hints_seen, ..Entry::default() };
+                    p.exercises.insert(slug, entry);
+                }
+                p
+            }
+            other => {
+                return Err(Error::input(
+                    &path,
+                    None,
+                    format!("schema `{other}`, this kit reads `{SCHEMA}`"),
+                )
+                .with_hint("update kit"))
+            }
+        };
+        let mut notes = Vec::new();
+        for (slug, e) in &mut p.exercises {
+            let Some(n) = id_of(slug) else { continue };
+            let genuine = |pass: &Pass| key.is_some_and(|k| pass.verifies(k, n, slug));
+            let mut dropped = false;
+            if e.passed.as_ref().is_some_and(|x| !genuine(x)) {
+                e.passed = None;
+                dropped = true;
+            }
+            if e.earned.as_ref().is_some_and(|x| !genuine(x)) {
+                e.earned = None;
+                dropped = true;
+            }
+            if dropped {
+                e.started.get_or_insert_with(crate::clock::now_rfc3339);
+                notes.push(format!(
+                    "note: {shown}: exercise {n}'s pass is not stamped by kit (edited by hand or copied), so it is ignored; run `kit exercise check {n}`"
+                ));
+            }
         }
+        p.notes.extend(notes);
         Ok(p)
     }
 
@@ -117,9 +267,19 @@ impl Progress {
         self.exercises.entry(slug.to_string()).or_default()
     }
 
-    /// Whether exercise `slug` has passed.
+    /// Whether exercise `slug`'s sandbox has passed (since its last start or reset).
     pub fn passed(&self, slug: &str) -> bool {
         self.exercises.get(slug).is_some_and(|e| e.passed.is_some())
+    }
+
+    /// Whether exercise `slug` ever passed: its solution is unlocked.
+    pub fn earned(&self, slug: &str) -> bool {
+        self.exercises.get(slug).is_some_and(|e| e.earned.is_some() || e.passed.is_some())
+    }
+
+    /// Whether the solution of `slug` was shown before any pass.
+    pub fn solution_seen(&self, slug: &str) -> bool {
+        self.exercises.get(slug).is_some_and(|e| e.solution_seen.is_some())
     }
 
     /// `not started`, `started` or `passed`.
@@ -130,24 +290,83 @@ impl Progress {
             _ => "not started",
         }
     }
+
+    /// [`Progress::status`], with ` (solution seen)` when the solution was shown before a pass.
+    pub fn status_line(&self, slug: &str) -> String {
+        let s = self.status(slug);
+        if self.solution_seen(slug) {
+            format!("{s} (solution seen)")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Print [`Progress::notes`] on stderr, one line each.
+    pub fn print_notes(&self) {
+        for n in &self.notes {
+            eprintln!("{n}");
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pass(key: &[u8], n: u32, slug: &str) -> Pass {
+        Pass::new(key, n, slug, Path::new("/lab/x"), "d".into())
+    }
+
     #[test]
     fn progress_round_trips_and_names_its_status() {
         let d = tempfile::tempdir().unwrap();
-        let mut p = Progress::load(d.path()).unwrap();
+        let key = b"k";
+        let mut p = Progress::load_with(d.path(), Some(key)).unwrap();
         assert_eq!(p.status("01-init"), "not started");
         p.entry("01-init").started = Some("2026-10-01T09:00:00Z".into());
         p.save(d.path()).unwrap();
-        let mut p = Progress::load(d.path()).unwrap();
+        let mut p = Progress::load_with(d.path(), Some(key)).unwrap();
         assert_eq!(p.status("01-init"), "started");
-        p.entry("01-init").passed = Some("2026-10-01T09:10:00Z".into());
+        p.entry("01-init").passed = Some(pass(key, 1, "01-init"));
+        p.save(d.path()).unwrap();
+        let p = Progress::load_with(d.path(), Some(key)).unwrap();
         assert_eq!(p.status("01-init"), "passed");
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
         std::fs::write(progress_path(d.path()), r#"{"schema":"kit.progress/9"}"#).unwrap();
         assert!(matches!(Progress::load(d.path()), Err(Error::Input { .. })));
+    }
+
+    #[test]
+    fn a_pass_under_another_key_or_exercise_is_ignored_with_a_note() {
+        let d = tempfile::tempdir().unwrap();
+        let mut p = Progress::default();
+        p.entry("01-init").passed = Some(pass(b"other", 1, "01-init"));
+        p.entry("02-who").earned = Some(pass(b"k", 1, "01-init"));
+        p.save(d.path()).unwrap();
+        let p = Progress::load_with(d.path(), Some(b"k")).unwrap();
+        assert_eq!(p.status("01-init"), "started");
+        assert!(!p.earned("02-who"));
+        assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+        assert!(p.notes[0].contains("kit exercise check 1"), "{:?}", p.notes);
+        assert!(p.notes[1].contains("kit exercise check 2"), "{:?}", p.notes);
+        let none = Progress::load_with(d.path(), None).unwrap();
+        assert_eq!(none.status("01-init"), "started");
+    }
+
+    #[test]
+    fn version_1_passes_become_started() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".kit")).unwrap();
+        std::fs::write(
+            progress_path(d.path()),
+            r#"{"schema":"kit.progress/1","exercises":{"03-x":{"dir":"/l/03-x","started":"t0","passed":"t1","hints_seen":2}}}"#,
+        )
+        .unwrap();
+        let p = Progress::load_with(d.path(), Some(b"k")).unwrap();
+        assert_eq!(p.status("03-x"), "started");
+        assert_eq!(p.exercises["03-x"].hints_seen, 2);
+        assert_eq!(p.notes.len(), 1);
+        assert!(p.notes[0].contains("kit exercise check 3"), "{:?}", p.notes);
+        assert_eq!(p.schema, SCHEMA);
     }
 }

@@ -29,12 +29,20 @@ pub const LEN: usize = 32;
 ///
 /// Errors: [`Error::Usage`] when neither variable gives an absolute path.
 pub fn path(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf> {
+    state_dir(var).map(|d| d.join("kit").join(FILE))
+}
+
+/// kit's state folder from the environment `var` looks up: `$XDG_STATE_HOME` when absolute,
+/// else `$HOME/.local/state`. Its `kit/` subfolder holds the handoff key and the course key.
+///
+/// Errors: [`Error::Usage`] when neither variable gives an absolute path.
+pub fn state_dir(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf> {
     let abs = |k: &str| var(k).map(PathBuf::from).filter(|p| p.is_absolute());
     if let Some(state) = abs("XDG_STATE_HOME") {
-        return Ok(state.join("kit").join(FILE));
+        return Ok(state);
     }
     if let Some(home) = abs("HOME") {
-        return Ok(home.join(".local/state/kit").join(FILE));
+        return Ok(home.join(".local/state"));
     }
     Err(Error::usage(
         "neither XDG_STATE_HOME nor HOME is set to an absolute path: kit has nowhere to keep its handoff key",
@@ -45,6 +53,19 @@ pub fn path(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf> {
 /// [`path`] from this process's environment.
 pub fn default_path() -> Result<PathBuf> {
     path(|k| std::env::var(k).ok())
+}
+
+/// The key for the project at `root`: a course sandbox that `kit exercise start` laid out (its
+/// marker verifies, [`crate::course::marker::own_state_dir`]) keeps its own key in
+/// `<sandbox>/.home/.local/state/kit/`, the folder its setup and `kit exercise check` use, so
+/// the learner's own `kit handoff save` and the check agree; anywhere else [`default_path`].
+///
+/// Errors: as [`default_path`].
+pub fn project_path(root: &Path) -> Result<PathBuf> {
+    match crate::course::marker::own_state_dir(root) {
+        Some(state) => Ok(state.join("kit").join(FILE)),
+        None => default_path(),
+    }
 }
 
 /// The key at `path`, or `None` when the file does not exist.
@@ -105,11 +126,17 @@ fn parse(path: &Path, text: &str) -> Result<Vec<u8>> {
     let t = text.trim();
     match hex::decode(t) {
         Ok(k) if k.len() == LEN => Ok(k),
-        _ => Err(Error::input(path, Some(1), "not a kit handoff key (64 hex digits expected)")
+        _ if path.file_name().is_some_and(|n| n == FILE) => Err(Error::input(path, Some(1), "not a kit handoff key (64 hex digits expected)")
             .with_hint(format!(
                 "rm {} (the next kit handoff save creates a new key; handoffs saved with the old one will no longer verify)",
                 path.display()
             ))),
+        _ => Err(Error::input(path, Some(1), "not a kit key (64 hex digits expected)").with_hint(
+            format!(
+                "rm {} (kit makes a new one; what was stamped with the old one must be checked again)",
+                path.display()
+            ),
+        )),
     }
 }
 

@@ -268,6 +268,9 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     // Bad flags and an agent that cannot start are refused before the lock, the journal and
     // the baseline: nothing is written and no iteration is spent on them.
     opts.check(&project.root)?;
+    // So are a bad config or goal and a goal below the required level: a refusal leaves
+    // longrun/ as it was (no lock file, no journal line).
+    preflight(&project, opts)?;
     crate::atomic::create_dir_all(&project.runs())?;
     let stop = signals::Stop::install();
     let me = lock::Holder::current();
@@ -324,6 +327,23 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
             Err(e)
         }
     }
+}
+
+/// What [`RunCtx::prepare`] checks before anything is written, run before the lock: the config,
+/// the goal and its level, the settings and the agent. `prepare` checks again under the lock (the
+/// files may change in between).
+///
+/// Errors: as [`run`]'s refusals (exit 2), or an agent that is not installed.
+fn preflight(project: &Project, opts: &LoopOptions) -> Result<()> {
+    let cfg = Config::load(&project.config())?;
+    let goal = crate::goal::load(project)?;
+    let frozen_paths = crate::goal::frozen_paths(project)?;
+    let rating = crate::goal::rate(&goal, &frozen_paths, &project.root);
+    if rating.level < cfg.goal.required_level {
+        return Err(below_level(project, rating.level, cfg.goal.required_level, &rating));
+    }
+    let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+    settings.spec.check_installed(&project.root)
 }
 
 /// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`

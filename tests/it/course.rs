@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::util::{fake_agent_bin, kit, kit_bin};
+use crate::util::{fake_agent_bin, kit_bin};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -14,9 +14,51 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// `kit` in `dir` with the lab at `lab`.
+/// `kit` run by the learner in `dir` with the lab at `lab`: one HOME (and so one course key and
+/// one handoff key) outside the lab, `<lab>/../.home`, wherever the command runs.
 fn kit_in(dir: &Path, lab: &Path, args: &[&str]) -> Output {
-    kit(dir).env("KIT_LAB", lab).args(args).output().unwrap()
+    learner(dir, lab).args(args).output().unwrap()
+}
+
+fn learner(dir: &Path, lab: &Path) -> std::process::Command {
+    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let mut c = std::process::Command::new(kit_bin());
+    c.current_dir(dir)
+        .env_clear()
+        .envs(kit::golden::golden_env(lab.parent().unwrap(), &bins))
+        .env("KIT_LAB", lab);
+    c
+}
+
+/// `sh -c script` in `dir` with the learner's environment.
+fn sh_in(dir: &Path, lab: &Path, script: &str) -> Output {
+    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .env_clear()
+        .envs(kit::golden::golden_env(lab.parent().unwrap(), &bins))
+        .env("KIT_LAB", lab)
+        .output()
+        .unwrap()
+}
+
+fn progress_json(lab: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(lab.join(".kit/progress.json")).unwrap()).unwrap()
+}
+
+fn set_progress(lab: &Path, v: &serde_json::Value) {
+    std::fs::write(lab.join(".kit/progress.json"), serde_json::to_string_pretty(v).unwrap())
+        .unwrap();
+}
+
+fn list_row(lab: &Path, n: u32) -> String {
+    let list = text(&kit_in(lab.parent().unwrap(), lab, &["exercise", "list"]));
+    list.lines()
+        .find(|l| l.starts_with(&format!("{n:>2} ")))
+        .unwrap_or_else(|| panic!("no row {n} in {list}"))
+        .to_string()
 }
 
 #[test]
@@ -41,14 +83,17 @@ fn learner_starts_fails_fixes_and_passes_exercise_1() {
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("FAIL  01 Create longrun/ in a repository"), "{t}");
     assert!(t.contains("golden.md:4  $ ls longrun"), "{t}");
-    assert!(t.contains("hint 2: "), "{t}");
-    assert!(t.contains("more: kit exercise hint 1 --level 3"), "{t}");
+    assert!(t.contains("hint 1/3: "), "{t}");
+    assert!(
+        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        "{t}"
+    );
     assert!(!sandbox.join("longrun").exists(), "a check must not write into the lab");
 
     let solution = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
     assert_eq!(solution.status.code(), Some(2), "{}", text(&solution));
 
-    let init = kit(&sandbox).arg("init").output().unwrap();
+    let init = learner(&sandbox, &lab).arg("init").output().unwrap();
     assert!(init.status.success(), "{}", text(&init));
     // Without N, check finds the exercise whose sandbox holds the current folder.
     let o = kit_in(&sandbox.join("longrun"), &lab, &["exercise", "check"]);
@@ -68,8 +113,8 @@ fn learner_starts_fails_fixes_and_passes_exercise_1() {
 
     let progress = std::fs::read_to_string(lab.join(".kit/progress.json")).unwrap();
     let p: serde_json::Value = serde_json::from_str(&progress).unwrap();
-    assert_eq!(p["schema"], "kit.progress/1");
-    assert!(p["exercises"]["01-init"]["passed"].is_string(), "{progress}");
+    assert_eq!(p["schema"], "kit.progress/2");
+    assert!(p["exercises"]["01-init"]["passed"]["stamp"].is_string(), "{progress}");
 
     let solution = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
     assert!(solution.status.success(), "{}", text(&solution));
@@ -256,4 +301,290 @@ fn every_embedded_course_file_is_tracked_by_git() {
         untracked.trim().is_empty(),
         "embedded files that git ignores (add them with git add -f):\n{untracked}"
     );
+}
+
+/// Start exercise `n` in a fresh lab: (temp dir, lab, sandbox).
+fn started(n: u32) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["exercise", "start", &n.to_string()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let slug = kit::course::exercise::load_all()
+        .unwrap()
+        .into_iter()
+        .find(|e| e.meta.id == n)
+        .unwrap()
+        .slug;
+    let sandbox = lab.join(slug);
+    (d, lab, sandbox)
+}
+
+fn pass_exercise_1(lab: &Path, sandbox: &Path) {
+    assert!(learner(sandbox, lab).arg("init").output().unwrap().status.success());
+    let o = kit_in(sandbox, lab, &["exercise", "check", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn a_pass_written_into_progress_by_hand_or_copied_is_ignored_with_a_note() {
+    let (d, lab, sandbox) = started(1);
+    assert!(kit_in(d.path(), &lab, &["exercise", "start", "2"]).status.success());
+    // Typed by hand: a pass that kit did not stamp.
+    let mut p = progress_json(&lab);
+    p["exercises"]["01-init"]["passed"] = serde_json::json!({
+        "time": "2026-10-01T09:10:00Z", "dir": sandbox, "digest": "0".repeat(64), "stamp": "f".repeat(64),
+    });
+    set_progress(&lab, &p);
+    let o = kit_in(d.path(), &lab, &["exercise", "list"]);
+    let t = text(&o);
+    assert!(t.contains(&format!(
+        "note: {}: exercise 1's pass is not stamped by kit (edited by hand or copied), so it is ignored; run `kit exercise check 1`",
+        lab.join(".kit/progress.json").display()
+    )), "{t}");
+    assert!(list_row(&lab, 1).ends_with("started"), "{t}");
+    let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
+    assert_eq!(sol.status.code(), Some(2), "{}", text(&sol));
+
+    // A genuine pass of exercise 1, copied to exercise 2's entry, is not exercise 2's.
+    pass_exercise_1(&lab, &sandbox);
+    let mut p = progress_json(&lab);
+    p["exercises"]["02-who-writes-what"]["passed"] = p["exercises"]["01-init"]["passed"].clone();
+    p["exercises"]["02-who-writes-what"]["earned"] = p["exercises"]["01-init"]["passed"].clone();
+    set_progress(&lab, &p);
+    assert!(list_row(&lab, 1).ends_with("passed"));
+    assert!(list_row(&lab, 2).ends_with("started"));
+    let sol = kit_in(d.path(), &lab, &["exercise", "solution", "2"]);
+    assert_eq!(sol.status.code(), Some(2), "{}", text(&sol));
+    assert!(text(&sol).contains("kit exercise check 2"), "{}", text(&sol));
+
+    // Another user's key (here: a new key) makes every pass a claim to check again.
+    let key = d.path().join(".home/.local/state/kit/course.key");
+    std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    assert!(list_row(&lab, 1).ends_with("started"));
+
+    // kit.progress/1 is read: its unstamped passes are "started, check again".
+    let old = serde_json::json!({"schema": "kit.progress/1", "exercises": {"01-init": {
+        "dir": sandbox, "started": "2026-10-01T09:00:00Z", "passed": "2026-10-01T09:10:00Z", "hints_seen": 1}}});
+    set_progress(&lab, &old);
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "list"]));
+    assert!(t.contains("exercise 1's pass was recorded by an older kit without a stamp; run `kit exercise check 1`"), "{t}");
+    assert!(list_row(&lab, 1).ends_with("started"));
+    let o = kit_in(d.path(), &lab, &["exercise", "check", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(progress_json(&lab)["schema"], "kit.progress/2");
+    assert!(list_row(&lab, 1).ends_with("passed"));
+}
+
+#[test]
+fn check_refuses_a_sandbox_that_is_another_exercises_or_not_kits() {
+    let (d, lab, sandbox1) = started(1);
+    assert!(kit_in(d.path(), &lab, &["exercise", "start", "2"]).status.success());
+    let mut p = progress_json(&lab);
+    p["exercises"]["02-who-writes-what"]["dir"] = serde_json::json!(sandbox1);
+    set_progress(&lab, &p);
+    let o = kit_in(d.path(), &lab, &["exercise", "check", "2"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("{} is exercise 1's sandbox, not exercise 2's", sandbox1.display())),
+        "{t}"
+    );
+    assert!(t.contains("next: kit exercise check 1 checks that one"), "{t}");
+    // The marker is where neither ls nor git status sees it.
+    assert!(sandbox1.join(".git/kit-exercise").is_file());
+    let st = sh_in(&sandbox1, &lab, "ls -a; git status --porcelain");
+    assert!(!text(&st).contains("kit-exercise"), "{}", text(&st));
+
+    // A plain folder, or a copy of a sandbox elsewhere, is not exercise 1's sandbox.
+    let copy = d.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    let cp = sh_in(d.path(), &lab, &format!("cp -a {}/. {}", sandbox1.display(), copy.display()));
+    assert!(cp.status.success());
+    let mut p = progress_json(&lab);
+    p["exercises"]["01-init"]["dir"] = serde_json::json!(copy);
+    set_progress(&lab, &p);
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
+    assert!(t.contains("was not written there by kit exercise start 1"), "{t}");
+    assert!(t.contains("next: kit exercise reset 1 --yes"), "{t}");
+    std::fs::remove_file(copy.join(".git/kit-exercise")).unwrap();
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
+    assert!(t.contains("has no marker from kit exercise start 1"), "{t}");
+}
+
+#[test]
+fn the_marker_of_a_sandbox_without_git_is_in_its_home() {
+    let (d, lab, sandbox) = started(9);
+    assert!(!sandbox.join(".git").exists());
+    assert!(sandbox.join(".home/.kit-exercise").is_file());
+    let o = kit_in(&sandbox, &lab, &["exercise", "check"]);
+    assert_eq!(o.status.code(), Some(1), "found by its marker, and fails: {}", text(&o));
+    assert!(text(&o).contains("FAIL  09"), "{}", text(&o));
+    drop(d);
+}
+
+#[test]
+fn reset_after_a_pass_is_started_again_and_keeps_the_solution_unlocked() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("passed"));
+    let o = kit_in(d.path(), &lab, &["exercise", "reset", "1", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!sandbox.join("longrun").exists());
+    assert!(list_row(&lab, 1).ends_with("started"), "{}", list_row(&lab, 1));
+    let lessons = text(&kit_in(d.path(), &lab, &["lesson"]));
+    assert!(lessons.contains("next: kit exercise check 1 (started)"), "{lessons}");
+    let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
+    assert!(sol.status.success(), "earned once, the solution stays open: {}", text(&sol));
+    assert!(!text(&sol).contains("seen before passing"), "{}", text(&sol));
+}
+
+#[test]
+fn a_solution_shown_before_passing_is_recorded_in_list_and_check() {
+    let (d, lab, sandbox) = started(1);
+    let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1", "--show-anyway"]);
+    assert!(sol.status.success(), "{}", text(&sol));
+    assert!(text(&sol).contains("exercise 1's solution seen before passing"), "{}", text(&sol));
+    assert!(list_row(&lab, 1).ends_with("started (solution seen)"), "{}", list_row(&lab, 1));
+    let o = kit_in(d.path(), &lab, &["exercise", "check", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["solution_seen"], true);
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("passed (solution seen)"), "{}", list_row(&lab, 1));
+    let json = kit_in(d.path(), &lab, &["exercise", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["exercises"][0]["solution_seen"], true);
+    assert_eq!(v["exercises"][1]["solution_seen"], false);
+}
+
+#[test]
+fn the_hint_ladder_climbs_one_rung_at_a_time_after_a_check() {
+    let (d, lab, _sandbox) = started(1);
+    // The failing step (`ls longrun`) fits hint 2; the learner has seen none: the check shows
+    // hint 1 and names the command that climbs.
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
+    assert!(t.contains("hint 1/3: A long run keeps its state"), "{t}");
+    assert!(
+        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        "{t}"
+    );
+    let h = text(&kit_in(d.path(), &lab, &["exercise", "hint", "1"]));
+    assert!(h.starts_with("hint 2/3: "), "{h}");
+    // Seen up to 2: the check shows the fitting rung itself.
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
+    assert!(t.contains("hint 2/3: `kit init` creates longrun/"), "{t}");
+    assert!(t.contains("more: kit exercise hint 1 shows hint 3/3"), "{t}");
+    let h = text(&kit_in(d.path(), &lab, &["exercise", "hint", "1"]));
+    assert!(h.starts_with("hint 3/3: "), "{h}");
+    let h = text(&kit_in(d.path(), &lab, &["exercise", "hint", "1", "--level", "1"]));
+    assert!(h.starts_with("hint 1/3: "), "{h}");
+    assert_eq!(progress_json(&lab)["exercises"]["01-init"]["hints_seen"], 3);
+}
+
+#[test]
+fn a_handoff_the_learner_verifies_and_saves_in_the_sandbox_is_the_one_the_check_verifies() {
+    // Exercise 12: the setup stamped a handoff with the sandbox's key; the learner's own shell
+    // (HOME outside the lab) verifies it with no XDG_STATE_HOME by hand.
+    let (d, lab, sandbox) = started(12);
+    let v = sh_in(&sandbox, &lab, "kit handoff verify");
+    let t = text(&v);
+    assert!(t.contains("ok   stamp id is kit's keyed id"), "{t}");
+    assert!(t.contains("FAIL") && t.contains("lib.py"), "{t}");
+    let fix = sh_in(&sandbox, &lab, "git checkout -- lib.py && kit handoff verify");
+    assert!(fix.status.success(), "{}", text(&fix));
+    let o = kit_in(&sandbox, &lab, &["exercise", "check", "12"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !d.path().join(".home/.local/state/kit/handoff.key").exists(),
+        "the lab's key is the lab's"
+    );
+
+    // Exercise 11: the learner writes, saves and verifies in their own shell; the check agrees.
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "11"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s11 = lab.join("11-save-a-handoff");
+    let save = sh_in(
+        &s11,
+        &lab,
+        "printf '# Handoff\\n\\n## Done\\n- sub added to lib.py.\\n\\n## Next action\\nWrite a test for sub.\\n' > longrun/handoff.md && kit handoff save && kit handoff verify",
+    );
+    assert!(save.status.success(), "{}", text(&save));
+    let o = kit_in(&s11, &lab, &["exercise", "check", "11"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn check_copies_the_sandbox_without_nested_labs_or_other_sandboxes() {
+    let (d, lab, sandbox) = started(1);
+    // Another exercise laid out inside this sandbox, and a lab inside it: neither is exercise
+    // 1's work, and the golden's `git status --short` would list them.
+    let o = kit_in(
+        d.path(),
+        &lab,
+        &["exercise", "start", "2", "--into", &sandbox.join("other").to_string_lossy()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::create_dir_all(sandbox.join("inner/.kit")).unwrap();
+    std::fs::write(sandbox.join("inner/.kit/progress.json"), "{}").unwrap();
+    std::fs::write(sandbox.join(".home/big.bin"), vec![0u8; 1 << 20]).unwrap();
+    pass_exercise_1(&lab, &sandbox);
+
+    // What the copy holds, for a transcripts sandbox: the fixtures from the binary (not the
+    // learner's edited ones), the sandbox's handoff key, nothing else of .home.
+    let (_d9, _lab9, s9) = started(9);
+    let projects = s9.join(".home/.claude/projects");
+    let one = walk_files(&projects)[0].clone();
+    let pristine = std::fs::read(&one).unwrap();
+    std::fs::write(&one, "edited\n").unwrap();
+    std::fs::create_dir_all(s9.join(".home/.local/state/kit")).unwrap();
+    std::fs::write(s9.join(".home/.local/state/kit/handoff.key"), "k\n").unwrap();
+    std::fs::write(s9.join(".home/notes.txt"), "x").unwrap();
+    let to = tempfile::tempdir().unwrap();
+    kit::course::check::copy_sandbox(&s9, "transcripts", to.path()).unwrap();
+    let rel = one.strip_prefix(&s9).unwrap();
+    assert_eq!(std::fs::read(to.path().join(rel)).unwrap(), pristine);
+    assert!(to.path().join(".home/.local/state/kit/handoff.key").is_file());
+    assert!(!to.path().join(".home/notes.txt").exists());
+    assert!(!to.path().join(".home/.kit-exercise").exists());
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn verify_start_fails_only_at_the_step_the_learners_work_changes() {
+    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let all = kit::course::exercise::load_all().unwrap();
+    let one = all.iter().find(|e| e.meta.id == 1).unwrap();
+    assert_eq!(one.meta.start_fails_at.as_deref(), Some("ls longrun"));
+    let ok = kit::course::check::run_start_fails(one, &bins).unwrap();
+    assert!(ok.failure.is_none(), "{:?}", ok.failure);
+    // A golden broken before the learner's step (a typo) fails on the start state too, and must
+    // not count as "start fails".
+    let mut broken = one.clone();
+    broken.golden =
+        Box::leak(format!("```console\n$ catt NOTES.md\n```\n\n{}", one.golden).into_boxed_str());
+    let o = kit::course::check::run_start_fails(&broken, &bins).unwrap();
+    let f = o.failure.expect("a start failing at the wrong step is a failure");
+    assert!(
+        f.detail.contains(
+            "not at the step exercises/01-init/exercise.toml's start_fails_at names (`ls longrun`)"
+        ),
+        "{}",
+        f.detail
+    );
+    let mut unnamed = one.clone();
+    unnamed.meta.start_fails_at = None;
+    let o = kit::course::check::run_start_fails(&unnamed, &bins).unwrap();
+    assert!(o.failure.unwrap().detail.contains("has no start_fails_at"));
 }

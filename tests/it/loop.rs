@@ -670,10 +670,15 @@ fn an_agent_that_is_not_installed_is_named_before_anything_runs() {
 fn a_malformed_config_exits_2_naming_the_line() {
     let d = project(false);
     write(d.path(), "longrun/config.toml", "[caps]\nmax_iterations = \"ten\"\n");
+    let before = state(d.path());
     let o = kit_loop(d.path(), &["--agent", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("config.toml:2"), "{}", text(&o));
-    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "refused");
+    assert_eq!(
+        state(d.path()),
+        before,
+        "a refusal leaves the journal and the lock file as they were"
+    );
 }
 
 #[test]
@@ -684,12 +689,18 @@ fn a_goal_below_the_required_level_is_refused_with_the_reason() {
         "longrun/goal.md",
         "# Goal: weak\n\n## Criteria\n- function: `python3 -m unittest discover -s tests` → `OK`\n",
     );
+    let before = state(d.path());
     let o = kit_loop(d.path(), &["--agent", "true"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(t.contains("below the level 3"), "{t}");
     assert!(t.contains("next: kit goal check"), "{t}");
-    assert!(events(d.path(), "agent_start").is_empty());
+    assert!(!t.contains("took longrun/.lock"), "{t}");
+    assert_eq!(
+        state(d.path()),
+        before,
+        "a refusal leaves the journal and the lock file as they were"
+    );
 }
 
 #[test]
