@@ -359,8 +359,10 @@ fn a_pass_written_into_progress_by_hand_or_copied_is_ignored_with_a_note() {
 
     // Another user's key (here: a new key) makes every pass a claim to check again.
     let key = d.path().join(".home/.local/state/kit/course.key");
+    let mine = std::fs::read(&key).unwrap();
     std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
     assert!(list_row(&lab, 1).ends_with("started"));
+    std::fs::write(&key, mine).unwrap();
 
     // kit.progress/1 is read: its unstamped passes are "started, check again".
     let old = serde_json::json!({"schema": "kit.progress/1", "exercises": {"01-init": {
