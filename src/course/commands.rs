@@ -384,7 +384,8 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
             e.solution_seen = Some(crate::clock::now_rfc3339());
             progress.save(&lab)?;
         }
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "note: exercise {n}'s solution seen before passing; kit exercise list will say so"
         );
     }

@@ -303,8 +303,11 @@ impl Progress {
 
     /// Print [`Progress::notes`] on stderr, one line each.
     pub fn print_notes(&self) {
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
         for n in &self.notes {
-            eprintln!("{n}");
+            // A note is a courtesy: a closed stderr must not stop the command.
+            let _ = writeln!(err, "{n}");
         }
     }
 }
