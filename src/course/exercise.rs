@@ -139,8 +139,9 @@ pub fn load_all() -> Result<Vec<Exercise>> {
             .ok_or_else(|| {
                 Error::input(format!("exercises/{slug}/golden.md"), None, "missing or not UTF-8")
             })?;
-        let sub =
-            |name: &str| d.get_dir(d.path().join(name)).map(super::files_under).unwrap_or_default();
+        let sub = |name: &str| {
+            d.get_dir(d.path().join(name)).map(crate::embedded::files).unwrap_or_default()
+        };
         out.push(Exercise { start: sub("start"), solution: sub("solution"), slug, meta, golden });
     }
     out.sort_by_key(|e| e.meta.id);
@@ -203,7 +204,7 @@ pub fn build_sandbox(
     if ex.meta.git && !dir.join(".git").exists() {
         golden::git_init(dir, env)?;
     }
-    super::lay_files(dir, &ex.start)?;
+    crate::embedded::write_files(dir, &ex.start)?;
     for cmd in &ex.meta.setup {
         let out = sh(cmd, dir, env)?;
         if !out.status.success() {
@@ -231,7 +232,7 @@ pub fn build_sandbox(
     }
     super::marker::write(dir, ex, marker_key)?;
     if with_solution {
-        super::lay_files(dir, &ex.solution)?;
+        crate::embedded::write_files(dir, &ex.solution)?;
     }
     Ok(())
 }

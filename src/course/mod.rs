@@ -13,40 +13,7 @@ pub mod stamp;
 
 use std::path::Path;
 
-use include_dir::{Dir, DirEntry};
-
 use crate::error::{IoContext, Result};
-
-/// Every file under `dir` (recursively) as `(path relative to dir, bytes)`, sorted by path.
-pub(crate) fn files_under(dir: &'static Dir<'static>) -> Vec<(String, &'static [u8])> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in d.entries() {
-            match e {
-                DirEntry::Dir(sub) => stack.push(sub),
-                DirEntry::File(f) => {
-                    let rel = f.path().strip_prefix(dir.path()).unwrap_or(f.path());
-                    out.push((rel.to_string_lossy().into_owned(), f.contents()));
-                }
-            }
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
-/// Write `files` (relative paths) under `root`, replacing files already there.
-pub(crate) fn lay_files(root: &Path, files: &[(String, &'static [u8])]) -> Result<()> {
-    for (rel, bytes) in files {
-        let p = root.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).at(parent)?;
-        }
-        std::fs::write(&p, bytes).at(&p)?;
-    }
-    Ok(())
-}
 
 /// Copy the tree `from` into `to` (created if missing), `.git` included, keeping only the
 /// entries `keep(path relative to from, is a folder)` accepts (a folder refused is skipped whole);

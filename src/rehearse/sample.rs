@@ -6,8 +6,6 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use include_dir::Dir;
-
 use crate::error::{Error, IoContext, Result};
 
 /// Where the project lives inside the embedded `kit/` folder.
@@ -41,26 +39,7 @@ pub fn write_sample_files(dir: &Path) -> Result<Vec<String>> {
     let root = crate::embedded::KIT
         .get_dir(PROJECT)
         .ok_or_else(|| Error::internal("this kit was built without kit/rehearsal/project"))?;
-    let mut written = Vec::new();
-    write_dir(root, dir, &mut written)?;
-    written.sort();
-    Ok(written)
-}
-
-fn write_dir(d: &Dir<'static>, dest: &Path, written: &mut Vec<String>) -> Result<()> {
-    for f in d.files() {
-        let rel = f.path().strip_prefix(PROJECT).unwrap_or(f.path());
-        let target = dest.join(rel);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).at(parent)?;
-        }
-        std::fs::write(&target, f.contents()).at(&target)?;
-        written.push(rel.to_string_lossy().into_owned());
-    }
-    for sub in d.dirs() {
-        write_dir(sub, dest, written)?;
-    }
-    Ok(())
+    crate::embedded::write_tree(root, dir)
 }
 
 /// Make `dir` a git repository whose history is [`crate::golden::git_init`]'s empty commit and
