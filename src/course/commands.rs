@@ -332,6 +332,19 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
     let lab = lab::lab_dir(cwd);
     let progress = Progress::load(&lab)?;
     let folder = sandbox_of(&progress, &lab, ex);
+    // Never remove another exercise's work: a progress file pointed at its sandbox.
+    if let Found::Of { id: m, .. } = marker::read(&folder, None) {
+        if m != n {
+            return Err(Error::usage(format!(
+                "{} is exercise {m}'s sandbox, not exercise {n}'s ({} points exercise {n} there): reset would remove it",
+                folder.display(),
+                lab::progress_path(&lab).display()
+            ))
+            .with_hint(format!(
+                "kit exercise reset {m} resets that one; kit exercise start {n} --into DIR lays exercise {n} out elsewhere"
+            )));
+        }
+    }
     if folder.exists() && !yes {
         if !(std::io::stdin().is_terminal() && crate::term::stderr_is_term()) {
             return Err(Error::usage(format!(

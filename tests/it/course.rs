@@ -392,6 +392,10 @@ fn check_refuses_a_sandbox_that_is_another_exercises_or_not_kits() {
         "{t}"
     );
     assert!(t.contains("next: kit exercise check 1 checks that one"), "{t}");
+    let r = kit_in(d.path(), &lab, &["exercise", "reset", "2", "--yes"]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+    assert!(text(&r).contains("reset would remove it"), "{}", text(&r));
+    assert!(sandbox1.join("NOTES.md").is_file(), "exercise 1's work is still there");
     // The marker is where neither ls nor git status sees it.
     assert!(sandbox1.join(".git/kit-exercise").is_file());
     let st = sh_in(&sandbox1, &lab, "ls -a; git status --porcelain");
