@@ -64,12 +64,17 @@ pub struct Rating {
 /// is the repository root, where the test files that commands name are looked up.
 pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
     let frozen = Frozen::new(frozen);
-    let mut lint =
-        Lint { root, frozen: &frozen, shortcuts: Vec::new(), exercised: BTreeSet::new() };
+    let mut lint = Lint {
+        root,
+        frozen: &frozen,
+        shortcuts: Vec::new(),
+        exercised: BTreeSet::new(),
+        status_lost: BTreeSet::new(),
+    };
     for c in &goal.criteria {
         lint.criterion(c);
     }
-    let Lint { mut shortcuts, exercised, .. } = lint;
+    let Lint { mut shortcuts, exercised, status_lost, .. } = lint;
     let mut seen = BTreeSet::new();
     shortcuts.retain(|s| seen.insert((s.line, s.what.clone())));
     shortcuts.sort_by_key(|s| s.line);
@@ -111,8 +116,21 @@ pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
                 if prose == 1 { "the criterion is" } else { "all criteria are" }
             )
         }
-    } else {
+    } else if status_lost.is_empty() {
         format!("commands: {commands} of {} run by the loop itself, each with its exit status checked", commands + prose)
+    } else {
+        // The ✓ of this point says commands exist; it must not also claim their status counts.
+        let lines: Vec<String> = status_lost.iter().map(|l| format!("goal.md:{l}")).collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (which, verb) = match lines.as_slice() {
+            [one] => (one.to_string(), "is"),
+            [rest @ .., last] => (format!("{} and {last}", rest.join(", ")), "are"),
+            [] => (String::new(), "is"),
+        };
+        format!(
+            "commands: {commands} of {} run by the loop itself, but the exit status of {which} {verb} thrown away (see the shortcuts)",
+            commands + prose,
+        )
     });
     reasons.push(if level < 2 {
         "no shortcut: needs commands first".to_string()
@@ -233,6 +251,8 @@ struct Lint<'a> {
     shortcuts: Vec<Shortcut>,
     /// Frozen test files and folders the criteria exercise (for the level 3 reason).
     exercised: BTreeSet<String>,
+    /// Lines of criteria whose exit status is not the work's (`; exit 0`, `|| true`…).
+    status_lost: BTreeSet<usize>,
 }
 
 /// What a command exercises that must be frozen.
@@ -267,6 +287,12 @@ impl Lint<'_> {
         self.shortcuts.push(Shortcut { line, what });
     }
 
+    /// A shortcut that makes the criterion's exit status something other than the work's.
+    fn flag_status(&mut self, line: usize, problem: impl Into<String>, fix: impl Into<String>) {
+        self.status_lost.insert(line);
+        self.flag(line, problem, fix);
+    }
+
     fn criterion(&mut self, c: &Criterion) {
         let line = c.line;
         self.expectations(c);
@@ -277,7 +303,7 @@ impl Lint<'_> {
             self.agent_files(line, words);
             self.own_output(c, words);
             if let Some(runner) = Runner::of(words) {
-                self.runner_flags(line, &runner, pinned);
+                self.runner_flags(c, &runner, pinned);
             }
         }
         let mut targets = Vec::new();
@@ -324,23 +350,47 @@ impl Lint<'_> {
     fn expectations(&mut self, c: &Criterion) {
         let line = c.line;
         if c.expectations.is_empty() {
+            let fix = match c.kind {
+                Kind::Limit => {
+                    format!("add → with the bound written in, {}", limit_example(c, None))
+                }
+                _ => {
+                    format!("add → with output only the finished work prints: {}", count_example(c))
+                }
+            };
             self.flag(
                 line,
-                format!("no expected output: any run that exits {} passes, even one that tests nothing", c.exit),
-                "add → `…` with output only the finished work prints, e.g. → `Ran 14 tests` and `OK`",
+                format!(
+                    "no expected output: any run that exits {} passes, even one that tests nothing",
+                    c.exit
+                ),
+                fix,
             );
             return;
         }
-        let mut all_anything = true;
+        let all_anything = c.expectations.iter().all(matches_anything);
         for e in &c.expectations {
             if matches_anything(e) {
-                self.flag(
-                    line,
-                    format!("`{}` matches any output", e.as_written()),
-                    "expect text that only the finished work prints, e.g. `Ran 14 tests`",
-                );
-            } else {
-                all_anything = false;
+                let fix = if all_anything {
+                    match c.kind {
+                        Kind::Limit => {
+                            format!("write the bound into it, {}", limit_example(c, None))
+                        }
+                        _ => format!(
+                            "expect text that only the finished work prints: {}",
+                            count_example(c)
+                        ),
+                    }
+                } else {
+                    let rest: Vec<String> = c
+                        .expectations
+                        .iter()
+                        .filter(|o| !matches_anything(o))
+                        .map(|o| format!("`{}`", o.as_written()))
+                        .collect();
+                    format!("drop `{}`: it adds nothing to {}", e.as_written(), rest.join(" and "))
+                };
+                self.flag(line, format!("`{}` matches any output", e.as_written()), fix);
             }
         }
         if all_anything {
@@ -357,7 +407,7 @@ impl Lint<'_> {
                             "{} pins no count: it still passes after tests are deleted or skipped",
                             items.join(" and ")
                         ),
-                        "pin the number of tests too: → `Ran 14 tests` and `OK` (unittest), `14 passed` (pytest)",
+                        format!("pin the number of tests too: {}", count_example(c)),
                     );
                 }
             }
@@ -365,10 +415,34 @@ impl Lint<'_> {
                 if !c.expectations.iter().any(has_a_number) {
                     let items: Vec<String> =
                         c.expectations.iter().map(|e| format!("`{}`", e.as_written())).collect();
+                    let unbounded = c.expectations.iter().find(|e| !matches_anything(e));
                     self.flag(
                         line,
-                        format!("limit without a number: {} accepts any value", items.join(" and ")),
-                        "write the bound into the expectation, e.g. `re:^p95_ms=([0-9]|1[0-9])$` for under 20 ms",
+                        format!(
+                            "limit without a number: {} accepts any value",
+                            items.join(" and ")
+                        ),
+                        format!(
+                            "write the bound into the expectation, {}",
+                            limit_example(c, unbounded)
+                        ),
+                    );
+                } else if let Some((e, tok)) = c.expectations.iter().find_map(|e| {
+                    let tok = unbounded_digits(e)?;
+                    // Another expectation of the same criterion may hold the bound.
+                    let other_bound = c
+                        .expectations
+                        .iter()
+                        .any(|o| o != e && has_a_number(o) && unbounded_digits(o).is_none());
+                    (!other_bound).then_some((e, tok))
+                }) {
+                    self.flag(
+                        line,
+                        format!(
+                            "limit without a bound: `{}` accepts any value, `{tok}` has no upper limit",
+                            e.as_written()
+                        ),
+                        format!("write the bound into the expectation, {}", limit_example(c, Some(e))),
                     );
                 }
             }
@@ -403,7 +477,7 @@ impl Lint<'_> {
                     if w.first().is_some_and(|f| f == "set") {
                         if w.iter().any(|a| a == "+e") {
                             errexit = false;
-                            self.flag(
+                            self.flag_status(
                                 line,
                                 "`set +e` keeps going after a failure",
                                 "remove `set +e` so a failing step fails the criterion",
@@ -421,7 +495,7 @@ impl Lint<'_> {
             self.redirections(line, list, &lists[i + 1..]);
             for (k, p) in list.pipelines.iter().enumerate() {
                 if k > 0 && list.ops[k - 1] == "||" && !p.negated && !fails(&p.commands[0].words) {
-                    self.flag(
+                    self.flag_status(
                         line,
                         format!("`|| {}` swallows the failure: the criterion passes when the command fails", show_pipeline(p)),
                         "remove the `|| …` part so the runner's exit status decides",
@@ -429,7 +503,7 @@ impl Lint<'_> {
                 }
                 if p.negated && p.commands.iter().any(|s| role(&s.words) == Role::Work) {
                     let shown = show_pipeline(p);
-                    self.flag(
+                    self.flag_status(
                         line,
                         format!("`! {shown}` inverts the exit status: the criterion passes when `{shown}` fails"),
                         "remove the `!`; if a failure is the expected result, say so with (exit N)",
@@ -445,7 +519,7 @@ impl Lint<'_> {
                 .collect();
             if list.background {
                 for w in &work {
-                    self.flag(
+                    self.flag_status(
                         line,
                         format!("`{w} &` runs in the background: its exit status is never seen"),
                         "remove the `&` so the command's exit status decides",
@@ -487,7 +561,7 @@ impl Lint<'_> {
             let runner_before =
                 p.commands[..p.commands.len() - 1].iter().any(|s| Runner::of(&s.words).is_some());
             if !pipefail && !prog.is_empty() && (is_passthrough(prog) || runner_before) {
-                self.flag(
+                self.flag_status(
                     line,
                     format!("`| {prog}` makes the exit status {prog}'s: a failing runner still exits 0"),
                     "drop the pipe and match the full output (expectations already search all of it), or start with set -o pipefail;",
@@ -506,20 +580,20 @@ impl Lint<'_> {
         let shown = show_list(final_list);
         if let Some((first, _)) = discarded.first() {
             if deciding_work {
-                self.flag(
+                self.flag_status(
                     line,
                     format!("`; {shown}` decides the exit status: `{first}` may fail and the criterion still passes"),
                     "join the steps with && so each one must succeed",
                 );
             } else {
-                self.flag(
+                self.flag_status(
                     line,
                     format!("`; {shown}` replaces the runner's exit status with its own"),
                     "end the command with the runner, or join the steps with &&",
                 );
             }
         } else if !any_work && depth == 0 && !errexit_work_before(&lists, last) {
-            self.flag(
+            self.flag_status(
                 line,
                 format!("`{shown}` only prints or does nothing and exits 0: the criterion passes without any work being checked"),
                 "run the real test runner or program, whose output and exit status are the evidence",
@@ -620,7 +694,8 @@ impl Lint<'_> {
         }
     }
 
-    fn runner_flags(&mut self, line: usize, r: &Runner, pinned: bool) {
+    fn runner_flags(&mut self, c: &Criterion, r: &Runner, pinned: bool) {
+        let line = c.line;
         for (flag, value) in &r.selecting {
             let shown = match value {
                 Some(v) => format!("{flag} {v}"),
@@ -637,7 +712,7 @@ impl Lint<'_> {
                 self.flag(
                     line,
                     format!("`{flag}` stops at the first failure and the expectation pins no count, so a partial run can pass"),
-                    "pin the count a full run reports (`Ran 14 tests`, `14 passed`), or drop the flag",
+                    format!("drop `{flag}`, or pin the count a full run reports: {}", count_example(c)),
                 );
             }
         }
@@ -703,6 +778,66 @@ impl Lint<'_> {
                 self.flag(line, what, fix);
             }
         }
+    }
+}
+
+/// How a full run of this criterion's runner states its count, for a fix text: the runner's own
+/// words with `N` for the count. The linter never guesses how many tests a file holds (a class
+/// can inherit tests, a loop can make them), so N is what the criterion's command prints.
+fn count_example(c: &Criterion) -> String {
+    let commands = shell::simple_commands(&c.command);
+    let Some((runner, words)) = commands.iter().find_map(|w| Runner::of(w).map(|r| (r, w))) else {
+        return format!(
+            "a count or value that `{}` prints only once the work is done",
+            cut(c.command.clone())
+        );
+    };
+    let plain: Vec<String> = words.iter().filter(|w| !w.contains(['<', '>'])).cloned().collect();
+    let cmd = show_words(&plain);
+    match runner.kind {
+        RunnerKind::Unittest => {
+            format!("→ `Ran N tests` and `re:^OK$`, N being the count `{cmd}` reports for a full run")
+        }
+        RunnerKind::Pytest => {
+            format!("→ `N passed`, N being the count `{cmd}` reports for a full run")
+        }
+        RunnerKind::Cargo => format!(
+            "→ `test result: ok. N passed`, N being the count `{cmd}` reports for a full run"
+        ),
+        RunnerKind::Go => format!(
+            "→ `--- PASS: TestName` for each new test (`go test` prints no count; add -v to `{cmd}`)"
+        ),
+    }
+}
+
+/// An example bound for a limit, built from the criterion's own expectation: its unbounded
+/// number (`\d+`, `[0-9]+`, `.*`) replaced by `[0-9]{1,3}`, or a `NAME=` substring followed by
+/// one; without one, a bare value on its own line.
+fn limit_example(c: &Criterion, unbounded: Option<&Expectation>) -> String {
+    const BOUND: &str = "[0-9]{1,3}";
+    let bounded = unbounded.and_then(|e| match e {
+        Expectation::Regex { pattern, .. } => {
+            ["\\d+", "[0-9]+", "\\d*", "[0-9]*", "\\S+", "\\w+", ".+", ".*"].iter().find_map(
+                |tok| {
+                    let at = pattern.find(tok)?;
+                    let rest = &pattern[at + tok.len()..];
+                    // Without anything after it, `[0-9]{1,3}` would also match the start of 1234.
+                    let end = if rest.is_empty() { "\\b" } else { "" };
+                    Some(format!("re:{}{BOUND}{end}{rest}", &pattern[..at]))
+                },
+            )
+        }
+        Expectation::Substring(s) => {
+            let t = s.trim_end();
+            t.ends_with(['=', ':']).then(|| format!("re:{}{BOUND}\\b", regex::escape(t)))
+        }
+    });
+    match bounded {
+        Some(e) => format!("e.g. `{e}` for a value under 1000"),
+        None => format!(
+            "e.g. `re:^{BOUND}$` for under 1000 if `{}` prints the value alone on a line",
+            cut(c.command.clone())
+        ),
     }
 }
 
@@ -964,6 +1099,39 @@ fn numbers(text: &str) -> Vec<&str> {
         prev = c;
     }
     out
+}
+
+/// The digits of a regex with no upper limit on their count (`\d+`, `[0-9]*`, `\d{2,}`), which
+/// a limit's number must not be: `cpu_ms=\d+` accepts 99999 as well as 9.
+/// A pattern that also bounds some digits (`[0-9]{1,3}`) is taken to hold its bound there:
+/// `rows=[0-9]+ took_ms=[0-9]{1,3}` counts rows and limits the time.
+fn unbounded_digits(e: &Expectation) -> Option<String> {
+    let Expectation::Regex { pattern, .. } = e else { return None };
+    const CLASSES: [&str; 3] = ["\\d", "[0-9]", "[[:digit:]]"];
+    let bounded = CLASSES.iter().any(|class| {
+        pattern.match_indices(class).any(|(at, _)| {
+            let rest = &pattern[at + class.len()..];
+            rest.starts_with('{') && rest.find('}').is_some_and(|k| !rest[1..k].ends_with(','))
+        })
+    });
+    if bounded {
+        return None;
+    }
+    for class in CLASSES {
+        let mut from = 0;
+        while let Some(at) = pattern[from..].find(class) {
+            let end = from + at + class.len();
+            let rest = &pattern[end..];
+            let open_brace =
+                rest.starts_with('{') && rest.find('}').is_some_and(|k| rest[1..k].ends_with(','));
+            if rest.starts_with(['+', '*']) || open_brace {
+                let len = if open_brace { rest.find('}').unwrap_or(0) + 1 } else { 1 };
+                return Some(pattern[from + at..end + len].to_string());
+            }
+            from = end;
+        }
+    }
+    None
 }
 
 /// Whether a limit's expectation holds any digit (a bound), classes included: `[0-9]|1[0-9]`.
@@ -1771,6 +1939,165 @@ mod tests {
             };
             let r = rate(&g, &[], root.path());
             assert!(r.level <= 4 && r.reasons.len() == 4);
+        }
+    }
+
+    /// Every fix text is built from the criterion it is about (QA): no count, metric name or
+    /// runner from some other goal. Each criterion below has one shortcut whose fix is checked
+    /// for what it must and must not say.
+    #[test]
+    fn fix_texts_come_from_their_own_criterion() {
+        let root = repo();
+        // (criterion, a phrase of the problem, what the fix must hold, what it must not)
+        let cases: &[(&str, &str, &[&str], &[&str])] = &[
+            (
+                "- function: `python3 -m unittest tests.test_durations -v` → `OK`",
+                "pins no count",
+                &["`Ran N tests`", "`python3 -m unittest tests.test_durations -v`"],
+                &["14", "9 tests", "passed"],
+            ),
+            (
+                "- regression: `pytest pyt/test_api.py` → `0 failed`",
+                "pins no count",
+                &["`N passed`", "`pytest pyt/test_api.py`"],
+                &["14", "Ran "],
+            ),
+            (
+                "- regression: `cargo test --locked` → `ok`",
+                "pins no count",
+                &["test result: ok. N passed", "`cargo test --locked`"],
+                &["14", "Ran "],
+            ),
+            (
+                "- function: `python3 -m unittest tests.test_durations 2>/dev/null` → `OK`",
+                "pins no count",
+                &["`python3 -m unittest tests.test_durations`"],
+                &["/dev/null"],
+            ),
+            (
+                "- function: `python3 -m unittest tests.test_durations`",
+                "no expected output",
+                &["`Ran N tests`", "tests.test_durations"],
+                &["14"],
+            ),
+            (
+                "- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:.*`",
+                "matches any output",
+                &["drop `re:.*`", "`Ran 9 tests`"],
+                &["14"],
+            ),
+            (
+                "- function: `python3 -m unittest tests.test_durations` → `re:.*`",
+                "matches any output",
+                &["`Ran N tests`"],
+                &["14"],
+            ),
+            (
+                "- function: `python3 -m unittest -f tests.test_durations` → `OK`",
+                "stops at the first failure",
+                &["drop `-f`", "`Ran N tests`"],
+                &["14", "passed"],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py` → `re:^parsed=20000 cpu_ms=\\d+$`",
+                "limit without a bound",
+                &["`re:^parsed=20000 cpu_ms=[0-9]{1,3}$`"],
+                &["p95"],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py` → `re:^rows=[0-9]+ took_ms=[0-9]{1,3}$`",
+                "",
+                &[],
+                &[],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py` → `re:cpu_ms=\\d+`",
+                "limit without a number",
+                &["`re:cpu_ms=[0-9]{1,3}\\b`"],
+                &["p95"],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py` → `rss_kb=`",
+                "limit without a number",
+                &["`re:rss_kb=[0-9]{1,3}\\b`"],
+                &["p95", "cpu"],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py` → `re:^took (.*) ms$`",
+                "limit without a number",
+                &["`re:^took ([0-9]{1,3}) ms$`"],
+                &["p95"],
+            ),
+            (
+                "- limit: `python3 tools/bench_load.py`",
+                "no expected output",
+                &["`python3 tools/bench_load.py` prints the value alone"],
+                &["p95", "Ran "],
+            ),
+        ];
+        for (text, problem, must, must_not) in cases {
+            let rating = rate(&goal(text), &all_frozen(), root.path());
+            if problem.is_empty() {
+                // `rows=[0-9]+` is a count, not the bound; the bound is there too. Known gap:
+                // the linter cannot tell which number is the limited one.
+                assert!(rating.shortcuts.iter().all(|s| !s.what.contains("bound")), "{text}");
+                continue;
+            }
+            let Some(s) = rating.shortcuts.iter().find(|s| s.what.contains(problem)) else {
+                panic!("{text}: no `{problem}` in {:#?}", rating.shortcuts);
+            };
+            let fix = s.what.split_once(FIX_SEP).map(|(_, f)| f).unwrap_or("");
+            for m in *must {
+                assert!(fix.contains(m), "{text}: fix lacks `{m}`: {fix}");
+            }
+            for m in *must_not {
+                assert!(!fix.contains(m), "{text}: fix has `{m}`: {fix}");
+            }
+        }
+        // A bound written that way really is a bound: 1000 and more fail, 999 passes.
+        let re = regex::Regex::new("cpu_ms=[0-9]{1,3}\\b").unwrap();
+        assert!(re.is_match("parsed=20000 cpu_ms=999"));
+        assert!(!re.is_match("parsed=20000 cpu_ms=1000"));
+    }
+
+    /// Point 2 of the scale says each command's exit status is checked only when it is.
+    #[test]
+    fn the_commands_point_does_not_claim_a_swallowed_status() {
+        let root = repo();
+        let honest = rate(
+            &goal(
+                "- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests` and `OK`",
+            ),
+            &all_frozen(),
+            root.path(),
+        );
+        assert!(
+            honest.reasons[1].contains("each with its exit status checked"),
+            "{:?}",
+            honest.reasons
+        );
+        for cmd in [
+            "python3 -m unittest discover -s tests; exit 0",
+            "python3 -m unittest discover -s tests || true",
+            "python3 -m unittest discover -s tests 2>&1 | tail -3",
+            "! python3 -m unittest discover -s tests",
+            "echo Ran 14 tests OK",
+        ] {
+            let text = format!(
+                "- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `OK`\n- regression: `{cmd}` → `Ran 14 tests` and `OK`"
+            );
+            let r = rate(&goal(&text), &all_frozen(), root.path());
+            assert_eq!(r.level, 2, "{cmd}");
+            assert!(
+                !r.reasons[1].contains("each with its exit status checked"),
+                "{cmd}: {}",
+                r.reasons[1]
+            );
+            assert!(
+                r.reasons[1].contains("exit status of goal.md:5 is thrown away"),
+                "{cmd}: {}",
+                r.reasons[1]
+            );
         }
     }
 
