@@ -785,7 +785,7 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
 fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
     let d = project(false);
     let before = state(d.path());
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--timeout", "abc"], "--timeout: `abc` is not a duration"),
         (&["--memory-max", "5X"], "--memory-max: `5X` is not a memory size"),
         (&["--max-wall", "-1"], "--max-wall: `-1` is not a duration"),
@@ -793,6 +793,8 @@ fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
         (&["--max-iterations", "-3"], "'-3' for '--max-iterations <N>'"),
         (&["--timeout", "0s"], "--timeout 0s: caps may not be off"),
         (&["--max-wall", "0s"], "--max-wall 0s: caps may not be off"),
+        (&["--memory-max", "1K"], "--memory-max: `1K` is below the smallest memory cap"),
+        (&["--memory-max", "99999999999T"], "--memory-max: `99999999999T` is too large"),
     ];
     for (args, want) in cases {
         let o = kit_loop(d.path(), &[&["--agent", "sh -c 'echo ran > ran'"], args].concat());
