@@ -830,9 +830,19 @@ fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
 fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
     let d = project(false);
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n"); // not executable
+                                                                      // A program that is not there at all is refused before the lock, the journal untouched.
+    let before = journal(d.path());
+    let o = kit_loop(d.path(), &["--agent", "no-such-agent-for-kit --go", "--max-iterations", "5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the agent program `no-such-agent-for-kit` is not installed"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(journal(d.path()), before, "nothing journaled");
     let cases = [
         ("./agent.sh", "exited 126 (found but not executable) in iteration 1"),
-        ("no-such-agent-for-kit --go", "exited 127 (command not found) in iteration 2"),
+        ("sh -c 'no-such-agent-for-kit --go'", "exited 127 (command not found) in iteration 2"),
     ];
     for (i, (agent, want)) in cases.into_iter().enumerate() {
         let o = kit_loop(d.path(), &["--agent", agent, "--max-iterations", "5"]);
