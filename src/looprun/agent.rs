@@ -348,10 +348,23 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                 kill_sent = true;
             }
         }
-        if term_at.is_none() && l.stop.is_some_and(|s| s.requested().is_some()) {
-            ended.interrupted = true;
-            procs::signal_tree(me, pid, Signal::SIGTERM);
-            term_at = Some(Instant::now());
+        if let Some((stop, sig)) = l.stop.and_then(|s| Some((s, s.requested()?))) {
+            if !ended.interrupted {
+                ended.interrupted = true;
+                notify(&format!(
+                    "loop: {sig} received: stopping the agent (process group {pid}): SIGTERM now, \
+                     SIGKILL in {} unless it exits; press Ctrl-C again to kill it at once",
+                    crate::duration::format_duration(l.grace)
+                ));
+                if term_at.is_none() {
+                    procs::signal_tree(me, pid, Signal::SIGTERM);
+                    term_at = Some(Instant::now());
+                }
+            } else if !kill_sent && stop.times() >= 2 {
+                notify(&format!("loop: {sig} again: killing the agent's process group {pid} now"));
+                procs::signal_tree(me, pid, Signal::SIGKILL);
+                kill_sent = true;
+            }
         }
         let elapsed = started_at.elapsed();
         match term_at {
@@ -388,6 +401,15 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     ended.duration_ms = started_at.elapsed().as_millis() as u64;
     ended.log_recovered = keep_log(l.log, &kept)?;
     Ok(ended)
+}
+
+/// Say at once, on stderr, what a stop request is doing (the loop's own lines go to stdout and
+/// may be redirected to a file; the person who pressed Ctrl-C reads the terminal). A failed write
+/// is ignored: the stop goes on.
+fn notify(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }
 
 /// Put the iteration's log back when the agent deleted or replaced it (`git clean -fdx`,
