@@ -62,7 +62,20 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<()> {
 /// file gets 0o666 less the umask. Returns `Ok(false)` when the file already existed and was
 /// left alone.
 pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
+    create_new_atomic_inner(path, bytes, None)
+}
+
+/// Like [`create_new_atomic`], with the Unix permission bits `perm` set before the file appears.
+pub fn create_new_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<bool> {
+    create_new_atomic_inner(path, bytes, Some(perm))
+}
+
+fn create_new_atomic_inner(path: &Path, bytes: &[u8], perm: Option<u32>) -> Result<bool> {
     let tmp = temp_with(path, bytes)?;
+    if let Some(perm) = perm {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(fs::Permissions::from_mode(perm)).at(path)?;
+    }
     tmp.as_file().sync_all().at(path)?;
     match tmp.persist_noclobber(path) {
         Ok(_) => {

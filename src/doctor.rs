@@ -2,7 +2,12 @@
 //! which memory-cap enforcer `kit loop` will use (and why), whether kit can be a child
 //! subreaper, and which agents and tools are on `PATH`.
 //!
-//! Exit status: 0 when a loop can run here (git found), 1 otherwise.
+//! Inside a repository with `longrun/`, it also checks the agent that `longrun/config.toml`
+//! configures (installed, scenario known) and that the config parses; outside one it says the
+//! machine is ready and where to start.
+//!
+//! Exit status: 0 when a loop can run here (git found, and in a project the configured agent
+//! found and the config valid), 1 otherwise.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -64,8 +69,9 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `kit doctor`: print what the loop will use on this machine.
-pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+/// `kit doctor`: print what the loop will use on this machine, and for the project containing
+/// `cwd` (if any) whether its configured agent can start.
+pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let o = Path::new("stdout");
     let (enforcer, why) = memcap::detect();
     writeln!(out, "{} {} — {why}", theme.bold("memory cap:"), enforcer.name()).at(o)?;
@@ -105,9 +111,71 @@ pub fn run(theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         };
         writeln!(out, "  {:<11} {state}  — {}", t.name, t.role).at(o)?;
     }
-    let verdict = if ok { "a loop can run here" } else { "a loop cannot run here: install git" };
-    writeln!(out, "{} {verdict}", theme.bold("doctor:")).at(o)?;
-    Ok(if ok { 0 } else { 1 })
+    if !ok {
+        writeln!(out, "{} a loop cannot run here: install git", theme.bold("doctor:")).at(o)?;
+        return Ok(1);
+    }
+    let project = crate::longrun::Project::discover_initialised(cwd).ok();
+    let Some(project) = project else {
+        writeln!(
+            out,
+            "{} this machine can run a loop; no longrun/ here (next: kit init, in a git repository)",
+            theme.bold("doctor:")
+        )
+        .at(o)?;
+        return Ok(0);
+    };
+    let problem = match crate::longrun::config::Config::load(&project.config()) {
+        Err(e) => Some(format!("{e}")),
+        Ok(cfg) => {
+            let agent = cfg.agent.command.clone();
+            let checked = agent::AgentSpec::parse(&agent)
+                .and_then(|spec| spec.check_installed(&project.root));
+            match checked {
+                Ok(()) => {
+                    writeln!(
+                        out,
+                        "{} `{agent}` (longrun/config.toml) {}",
+                        theme.bold("agent:"),
+                        theme.ok("found")
+                    )
+                    .at(o)?;
+                    None
+                }
+                Err(e) => {
+                    writeln!(
+                        out,
+                        "{} `{agent}` (longrun/config.toml) {}",
+                        theme.bold("agent:"),
+                        theme.bad(&e.to_string())
+                    )
+                    .at(o)?;
+                    let next = match agent::AgentSpec::parse(&agent) {
+                        Ok(agent::AgentSpec::Claude) => INSTALL_CLAUDE.to_string(),
+                        Ok(agent::AgentSpec::Codex) => INSTALL_CODEX.to_string(),
+                        Ok(agent::AgentSpec::Fake(_)) => {
+                            e.hint().unwrap_or("kit loop --agent fake:finish").to_string()
+                        }
+                        _ => "install it, or set [agent] command in longrun/config.toml".into(),
+                    };
+                    Some(format!(
+                        "the configured agent `{agent}` cannot start (next: {next}; to rehearse \
+                         meanwhile: kit loop --agent fake:finish)"
+                    ))
+                }
+            }
+        }
+    };
+    match problem {
+        None => {
+            writeln!(out, "{} a loop can run here", theme.bold("doctor:")).at(o)?;
+            Ok(0)
+        }
+        Some(why) => {
+            writeln!(out, "{} a loop cannot run here: {why}", theme.bold("doctor:")).at(o)?;
+            Ok(1)
+        }
+    }
 }
 
 /// What `kit doctor` prints for the fake agent when no `fake-agent` binary sits beside `kit`.

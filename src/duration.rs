@@ -64,7 +64,30 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     if !(n.is_finite() && n > 0.0) {
         return Err(err());
     }
-    Ok((n * mult as f64) as u64)
+    let bytes = n * mult as f64;
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("`{s}` is too large for a memory size; write e.g. 512M or 4G"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The smallest memory cap kit accepts for an agent's process tree: below it no agent CLI
+/// (Claude Code and Codex start a Node.js or Rust process of 40–200 MiB) even starts, so a
+/// smaller value is a typo (`1K` for `1G`), not a cap.
+pub const MIN_MEMORY_CAP: u64 = 32 << 20;
+
+/// Check a memory cap parsed by [`parse_size`] against [`MIN_MEMORY_CAP`].
+///
+/// Errors: a message naming the text and the smallest accepted value.
+pub fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
+    if bytes < MIN_MEMORY_CAP {
+        return Err(format!(
+            "`{text}` is below the smallest memory cap kit accepts ({}): no agent starts in \
+             that; write e.g. 512M or 4G",
+            format_size(MIN_MEMORY_CAP)
+        ));
+    }
+    Ok(())
 }
 
 /// Print a byte count the way `MemoryMax=` accepts it back, e.g. `512M`, `4G`, `1536M`.
@@ -117,6 +140,9 @@ mod tests {
         }
         assert!(parse_size("lots").is_err());
         assert!(parse_size("-1G").is_err());
+        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+        assert!(check_memory_cap("1K", 1024).unwrap_err().contains("32M"));
+        assert!(check_memory_cap("32M", 32 << 20).is_ok());
         assert_eq!(format_size(512 << 20), "512M");
     }
 }

@@ -129,7 +129,7 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     }
     sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
     let looked_in = if opts.paths.is_empty() {
-        let (c, x) = discover::default_roots();
+        let (c, x) = discover::default_roots()?;
         c.into_iter().chain(x).collect()
     } else {
         opts.paths.clone()

@@ -83,7 +83,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Status { json } => {
             crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
         }
-        Command::Doctor => crate::doctor::run(&ctx.theme, out),
+        Command::Doctor => crate::doctor::run(&ctx.cwd, &ctx.theme, out),
         Command::Rehearse(a) => {
             let opts = crate::rehearse::Options {
                 scenario: a.scenario.unwrap_or_else(|| "finish".into()),

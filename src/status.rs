@@ -84,6 +84,9 @@ pub struct Status {
     pub interrupted: bool,
     /// Torn or malformed journal lines that were skipped (1-based).
     pub skipped_lines: Vec<usize>,
+    /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
+    /// each `{file, error}`: status shows them instead of silently showing defaults.
+    pub problems: Vec<Value>,
 }
 
 /// Gather the status of the project containing `cwd`.
@@ -117,6 +120,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
             "results": views.iter().map(|v| json!({
                 "line": v.line, "kind": v.kind, "command": v.command, "passed": v.passed,
                 "exit": v.exit, "timed_out": v.timed_out, "missing": v.missing,
+                "output_tail": v.output_tail,
             })).collect::<Vec<_>>(),
         })
     });
@@ -130,7 +134,22 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         .map(|e| json!({ "iteration": e["iteration"], "path": e["path"], "kind": e["kind"] }))
         .collect();
     let reverts = json!({ "total": cheats.len(), "this_run": this_run, "recent": recent });
-    let caps = caps_of(&project, started, run, ended.as_ref());
+    let mut problems = Vec::new();
+    let config = match Config::load(&project.config()) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            problems.push(json!({ "file": "longrun/config.toml", "error": e.to_string() }));
+            None
+        }
+    };
+    let next_action = match next_action(&project.progress()) {
+        Ok(a) => a,
+        Err(e) => {
+            problems.push(json!({ "file": "longrun/progress.md", "error": e }));
+            None
+        }
+    };
+    let caps = caps_of(config.as_ref(), started, run, ended.as_ref());
     Ok(Status {
         schema: "kit.status/1",
         goal,
@@ -140,20 +159,23 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         criteria,
         reverts,
         caps,
-        next_action: next_action(&project.progress()),
+        next_action,
         outcome: ended,
         skipped_lines: h.skipped.clone(),
+        problems,
     })
 }
 
+/// The caps of the current run from its `loop_start`; before any run, those of `config` (the
+/// defaults when it is unreadable: the problem is reported beside them).
 fn caps_of(
-    project: &Project,
+    config: Option<&Config>,
     started: Option<&Value>,
     run: &[Value],
     ended: Option<&Value>,
 ) -> Caps {
     let Some(start) = started else {
-        let cfg = Config::load(&project.config()).unwrap_or_default();
+        let cfg = config.cloned().unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
         return Caps {
             iterations: lim(f64::from(cfg.caps.max_iterations)),
@@ -191,9 +213,20 @@ fn caps_of(
 /// The next action written in `progress.md`: the first non-empty line under a heading that
 /// says "next action", or the text after `Next action:` on a line. HTML comments and a
 /// parenthesised placeholder line (template guidance) are ignored.
-pub fn next_action(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let text = strip_comments(&text);
+///
+/// Errors: the reason, when the file exists but cannot be read (permissions, not UTF-8). A
+/// missing file is no next action (`Ok(None)`).
+pub fn next_action(path: &Path) -> std::result::Result<Option<String>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    Ok(next_action_in(&text))
+}
+
+fn next_action_in(text: &str) -> Option<String> {
+    let text = strip_comments(text);
     let mut under_heading = false;
     for line in text.lines() {
         let t = line.trim();
@@ -219,6 +252,17 @@ pub fn next_action(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// How many of a failing criterion's last output lines `kit status` shows under it.
+const FAIL_TAIL_LINES: usize = 3;
+
+/// The last `n` lines of `text` that say something (not blank, not a rule of `-` or `=` such
+/// as unittest prints), trimmed at the end.
+fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let says_something = |l: &&str| l.chars().any(|c| !matches!(c, '-' | '=' | ' ' | '\t'));
+    let lines: Vec<&str> = text.lines().map(str::trim_end).filter(says_something).collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
 }
 
 fn strip_comments(text: &str) -> String {
@@ -322,6 +366,12 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
                     r["command"].as_str().unwrap_or(""),
                     r["line"]
                 )?;
+                if !passed {
+                    for line in last_lines(r["output_tail"].as_str().unwrap_or(""), FAIL_TAIL_LINES)
+                    {
+                        writeln!(out, "        | {line}")?;
+                    }
+                }
             }
         }
     }
@@ -387,6 +437,15 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         None if s.owner.is_some() => writeln!(out, "{} running", theme.bold("outcome:"))?,
         None => writeln!(out, "{} no loop has run yet; next: kit loop", theme.bold("outcome:"))?,
     }
+    for p in &s.problems {
+        writeln!(
+            out,
+            "{} {} {}",
+            theme.warn("problem:"),
+            p["file"].as_str().unwrap_or("?"),
+            p["error"].as_str().unwrap_or("?")
+        )?;
+    }
     if !s.skipped_lines.is_empty() {
         writeln!(
             out,
@@ -418,7 +477,7 @@ mod tests {
         for (text, want) in cases {
             let f = tempfile::NamedTempFile::new().unwrap();
             std::fs::write(f.path(), text).unwrap();
-            assert_eq!(next_action(f.path()).as_deref(), want, "{text}");
+            assert_eq!(next_action(f.path()).unwrap().as_deref(), want, "{text}");
         }
     }
 }

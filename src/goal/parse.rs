@@ -54,9 +54,20 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
                     goal.title = strip_goal_prefix(t).to_string();
                 }
                 (2, t) => section = Section::named(t),
-                _ => {}
+                (level, t) => {
+                    if let Some(name) = Section::named(t).title() {
+                        return Err(misplaced_section(path, n, trimmed, name, level));
+                    }
+                }
             }
             continue;
+        }
+        // A bare `Criteria` or `**Criteria:**` line reads as a heading to a person, not to kit.
+        if !line.starts_with([' ', '\t']) && bullet(line).is_none() {
+            let bare = trimmed.trim_matches(['*', '_']).trim();
+            if let Some(name) = Section::named(bare).title() {
+                return Err(misplaced_section(path, n, trimmed, name, 0));
+            }
         }
         if section == Section::EndState && !trimmed.is_empty() {
             end_state.push(trimmed);
@@ -123,7 +134,36 @@ enum Section {
     Other,
 }
 
+/// A section title kit would ignore where it stands (not a level-2 heading): an error naming
+/// the line and the heading kit needs, so that criteria are never silently dropped.
+fn misplaced_section(path: &Path, n: usize, found: &str, name: &str, level: usize) -> Error {
+    let what = match level {
+        0 => "is not a heading".to_string(),
+        l => format!("is a level-{l} heading"),
+    };
+    Error::input(
+        path,
+        Some(n),
+        format!(
+            "`{found}` {what}: kit reads this section only under `## {name}`, so what follows \
+             would be ignored"
+        ),
+    )
+    .with_hint(format!("write the heading as `## {name}` (two #, then a space)"))
+}
+
 impl Section {
+    /// The section's canonical title, for a section kit reads.
+    fn title(self) -> Option<&'static str> {
+        match self {
+            Section::EndState => Some("End state"),
+            Section::Criteria => Some("Criteria"),
+            Section::Constraints => Some("Constraints"),
+            Section::Budget => Some("Budget"),
+            Section::Preamble | Section::Other => None,
+        }
+    }
+
     fn named(title: &str) -> Section {
         let t: String = title
             .to_ascii_lowercase()
@@ -804,6 +844,10 @@ mod tests {
             ("## Budget\n- tokens: 5\n", 2, "unknown budget item"),
             ("## Budget\n- iterations: 3\n- iterations: 4\n", 3, "twice"),
             ("## Budget\n- nothing here\n", 2, "name: value"),
+            ("# G\n### Criteria\n- function: `a` → `b`\n", 2, "level-3 heading"),
+            ("# G\n# Criteria\n- function: `a` → `b`\n", 2, "level-1 heading"),
+            ("# G\n## End state\nx\nCriteria\n- function: `a` → `b`\n", 4, "not a heading"),
+            ("# G\n## End state\n**Budget:**\n- wall: 2h\n", 3, "`## Budget`"),
         ];
         for (text, line, word) in cases {
             match p(text) {

@@ -376,6 +376,29 @@ pub fn resolve_links(path: &Path) -> Result<PathBuf> {
 }
 
 /// `path` with its folder's `..` and links resolved, for display (as is when that fails).
+/// Keep `bytes` (the settings file before this edit) beside `path` as
+/// `NAME.kit-backup-<UTC time>`, or `…-<time>.N` when a backup of the same second exists: a
+/// backup never overwrites another, so the user's original survives any number of installs and
+/// uninstalls. Returns the backup's path.
+fn write_backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf> {
+    let stamp = crate::clock::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let base = format!(
+        "{}.kit-backup-{stamp}",
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    );
+    for n in 0..10_000u32 {
+        let name = if n == 0 { base.clone() } else { format!("{base}.{n}") };
+        let backup = path.with_file_name(name);
+        if crate::atomic::create_new_atomic_mode(&backup, bytes, mode)? {
+            return Ok(backup);
+        }
+    }
+    Err(Error::internal(format!(
+        "10000 backups named {base}.N already exist beside {}; remove old ones and run again",
+        path.display()
+    )))
+}
+
 fn tidy(path: &Path) -> PathBuf {
     let dir = path.parent().and_then(|d| d.canonicalize().ok());
     match (dir, path.file_name()) {
@@ -477,13 +500,7 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
         m.permissions().mode() & 0o7777
     });
     if let Some(old) = &old_text {
-        let stamp = crate::clock::now().strftime("%Y%m%dT%H%M%SZ").to_string();
-        let name = format!(
-            "{}.kit-backup-{stamp}",
-            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-        );
-        let backup = path.with_file_name(name);
-        crate::atomic::write_atomic_mode(&backup, old.as_bytes(), mode.unwrap_or(0o600))?;
+        let backup = write_backup(path, old.as_bytes(), mode.unwrap_or(0o600))?;
         w(out, &format!("backup: {}", backup.display()))?;
     } else if let Some(dir) = real.parent() {
         crate::atomic::create_dir_all(dir)?;

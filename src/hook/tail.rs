@@ -139,21 +139,9 @@ fn scan_back(path: &Path, at: Option<Timestamp>, max_bytes: u64) -> Result<Tail>
     }
 }
 
-/// Open `path` for reading only when it is a regular file: opening a FIFO would block until a
-/// writer comes (the hook would hang the session), and a device or folder is no transcript.
-///
-/// Errors: [`crate::Error::Io`] when it does not exist or cannot be read; [`crate::Error::Input`]
-/// when it is not a regular file.
+/// Open `path` only when it is a regular file; see [`crate::transcript::lines::open_regular`].
 pub fn open_regular(path: &Path) -> Result<File> {
-    let meta = std::fs::metadata(path).at(path)?;
-    if !meta.is_file() {
-        return Err(crate::Error::input(
-            path,
-            None,
-            "not a regular file (a FIFO, device or folder); refused",
-        ));
-    }
-    File::open(path).at(path)
+    crate::transcript::lines::open_regular(path)
 }
 
 /// Look at one complete line; true when it is the last API call (the search is over). With

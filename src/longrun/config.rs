@@ -233,19 +233,33 @@ impl Config {
                 ),
             );
         }
-        for (key, v) in [
-            ("max_wall", &self.caps.max_wall),
-            ("iteration", &self.timeouts.iteration),
-            ("grace", &self.timeouts.grace),
-            ("criterion", &self.timeouts.criterion),
-            ("cache_ttl", &self.context.cache_ttl),
+        // The same rule as the flags (`LoopOptions::check`): a cap or timeout of 0 would turn
+        // it off, which caps may not be; only the grace period may be 0 (SIGKILL at once).
+        for (key, v, may_be_zero) in [
+            ("max_wall", &self.caps.max_wall, false),
+            ("iteration", &self.timeouts.iteration, false),
+            ("grace", &self.timeouts.grace, true),
+            ("criterion", &self.timeouts.criterion, false),
+            ("cache_ttl", &self.context.cache_ttl, false),
         ] {
-            if let Err(msg) = parse_duration(v) {
-                return bad(key, msg);
+            match parse_duration(v) {
+                Err(msg) => return bad(key, msg),
+                Ok(d) if d.is_zero() && !may_be_zero => {
+                    return bad(
+                        key,
+                        format!("{key} = \"{v}\": caps may not be off; give a value above 0"),
+                    )
+                }
+                Ok(_) => {}
             }
         }
-        if let Err(msg) = parse_size(&self.memory.max) {
-            return bad("max", msg);
+        match parse_size(&self.memory.max) {
+            Err(msg) => return bad("max", msg),
+            Ok(bytes) => {
+                if let Err(msg) = crate::duration::check_memory_cap(&self.memory.max, bytes) {
+                    return bad("max", msg);
+                }
+            }
         }
         if self.caps.max_iterations == 0 {
             return bad(
@@ -336,6 +350,11 @@ mod tests {
             ("[caps]\nmax_iterations = 0\n", 2),
             ("[memory]\nmax = \"lots\"\n", 2),
             ("[context]\nbands = [70, 50]\n", 2),
+            ("[timeouts]\niteration = \"30m\"\ncriterion = \"0\"\n", 3),
+            ("[caps]\nmax_wall = \"0s\"\n", 2),
+            ("[memory]\nmax = \"1K\"\n", 2),
+            ("[memory]\nmax = \"99999999999T\"\n", 2),
+            ("[context]\ncache_ttl = \"0m\"\n", 2),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {

@@ -135,18 +135,42 @@ impl AgentSpec {
             check_scenario(scenario, root)?;
         }
         let argv = self.argv();
-        let program = Path::new(&argv[0]);
+        // A command line runs through `sh -c`: check the program its first word names, when
+        // that word is a plain program name or path (not a builtin, keyword or assignment).
+        let name = match self {
+            AgentSpec::Shell(cmd) => match shell_program(cmd) {
+                Some(word) => word.to_string(),
+                None => return Ok(()),
+            },
+            _ => argv[0].clone(),
+        };
+        let program = Path::new(&name);
         let found = if program.components().count() > 1 {
-            program.is_file()
+            root.join(program).is_file()
         } else {
-            crate::doctor::find_on_path(&argv[0]).is_some()
+            crate::doctor::find_on_path(&name).is_some()
         };
         if found {
             return Ok(());
         }
-        Err(Error::usage(format!("the agent program `{}` is not installed (not on PATH)", argv[0]))
+        let at = if program.components().count() > 1 { "not found" } else { "not on PATH" };
+        Err(Error::usage(format!("the agent program `{name}` is not installed ({at})"))
             .with_hint(AGENT_NOT_FOUND_HINT))
     }
+}
+
+/// The program a shell command line starts with, when its first word is a plain program name
+/// or path: `python3 agent.py` → `python3`, `./run.sh` → `./run.sh`; `None` for a builtin or
+/// keyword (`cd`, `exec`, `if` …), an assignment (`A=1 cmd`) or anything with shell syntax.
+fn shell_program(cmd: &str) -> Option<&str> {
+    const BUILTINS: &[&str] = &[
+        "cd", "exec", "exit", "true", "false", ":", ".", "source", "echo", "printf", "test", "[",
+        "set", "export", "eval", "if", "for", "while", "until", "case", "!", "{", "(", "env",
+        "command", "time", "nohup", "trap", "wait", "read", "umask", "ulimit", "unset",
+    ];
+    let word = cmd.split_whitespace().next()?;
+    let plain = word.chars().all(|c| c.is_ascii_alphanumeric() || "._/+-".contains(c));
+    (plain && !BUILTINS.contains(&word)).then_some(word)
 }
 
 /// A fake agent's scenario exists: embedded (`fake-agent/scenarios/NAME.toml`) or, for a name
@@ -324,10 +348,23 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                 kill_sent = true;
             }
         }
-        if term_at.is_none() && l.stop.is_some_and(|s| s.requested().is_some()) {
-            ended.interrupted = true;
-            procs::signal_tree(me, pid, Signal::SIGTERM);
-            term_at = Some(Instant::now());
+        if let Some((stop, sig)) = l.stop.and_then(|s| Some((s, s.requested()?))) {
+            if !ended.interrupted {
+                ended.interrupted = true;
+                notify(&format!(
+                    "loop: {sig} received: stopping the agent (process group {pid}): SIGTERM now, \
+                     SIGKILL in {} unless it exits; press Ctrl-C again to kill it at once",
+                    crate::duration::format_duration(l.grace)
+                ));
+                if term_at.is_none() {
+                    procs::signal_tree(me, pid, Signal::SIGTERM);
+                    term_at = Some(Instant::now());
+                }
+            } else if !kill_sent && stop.times() >= 2 {
+                notify(&format!("loop: {sig} again: killing the agent's process group {pid} now"));
+                procs::signal_tree(me, pid, Signal::SIGKILL);
+                kill_sent = true;
+            }
         }
         let elapsed = started_at.elapsed();
         match term_at {
@@ -364,6 +401,15 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     ended.duration_ms = started_at.elapsed().as_millis() as u64;
     ended.log_recovered = keep_log(l.log, &kept)?;
     Ok(ended)
+}
+
+/// Say at once, on stderr, what a stop request is doing (the loop's own lines go to stdout and
+/// may be redirected to a file; the person who pressed Ctrl-C reads the terminal). A failed write
+/// is ignored: the stop goes on.
+fn notify(line: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }
 
 /// Put the iteration's log back when the agent deleted or replaced it (`git clean -fdx`,
@@ -561,6 +607,28 @@ const AGENT_NOT_FOUND_HINT: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_agent_is_checked_by_its_first_program() {
+        for (cmd, want) in [
+            ("python3 agent.py", Some("python3")),
+            ("./run.sh --fast", Some("./run.sh")),
+            ("claude-wrapper", Some("claude-wrapper")),
+            ("cd sub && make", None),
+            ("A=1 agent", None),
+            ("$AGENT -p", None),
+            ("sleep 1000 & sleep 1000", Some("sleep")),
+            ("  ", None),
+        ] {
+            assert_eq!(shell_program(cmd), want, "{cmd}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let e = AgentSpec::Shell("no-such-agent-xyz -p".into()).check_installed(d.path());
+        assert!(e.unwrap_err().to_string().contains("`no-such-agent-xyz` is not installed"));
+        AgentSpec::Shell("sh -c true".into()).check_installed(d.path()).unwrap();
+        let e = AgentSpec::Shell("./missing.sh".into()).check_installed(d.path());
+        assert!(e.unwrap_err().to_string().contains("(not found)"));
+    }
 
     #[test]
     fn specs_parse_to_their_argv() {

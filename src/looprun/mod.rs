@@ -126,6 +126,12 @@ impl LoopOptions {
         if self.memory_max == Some(0) {
             return Err(off("--memory-max", "0".into()));
         }
+        if let Some(bytes) = self.memory_max {
+            let text = crate::duration::format_size(bytes);
+            crate::duration::check_memory_cap(&text, bytes).map_err(|m| {
+                Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help")
+            })?;
+        }
         if let Some(agent) = &self.agent {
             AgentSpec::parse(agent)?.check_installed(root)?;
         }
@@ -1225,7 +1231,7 @@ mod tests {
             max_iterations: Some(1),
             timeout: s(1),
             max_wall: s(1),
-            memory_max: Some(1),
+            memory_max: Some(32 << 20),
             agent: Some("sh ./agent.sh".into()),
         };
         fine.check(root).unwrap();

@@ -3,7 +3,8 @@
 //! leave the agent running. Instead kit blocks SIGINT, SIGTERM and SIGHUP while the loop runs
 //! and reads them from a `signalfd` (non-blocking, polled where kit waits): on one, it ends the
 //! agent's tree like a timeout (SIGTERM, grace, SIGKILL), restores the frozen files, journals
-//! `loop_end` with outcome `interrupted`, and exits 130.
+//! `loop_end` with outcome `interrupted`, and exits 130. It says at once on stderr what it is
+//! stopping; a second signal during the grace period sends SIGKILL to the group at once.
 //!
 //! Children do not inherit the block: Rust's `Command` resets the signal mask of every process
 //! it starts.
@@ -23,6 +24,7 @@ pub struct Stop {
     fd: Option<SignalFd>,
     mask: SigSet,
     got: Cell<Option<Signal>>,
+    count: Cell<u32>,
 }
 
 impl Stop {
@@ -46,19 +48,30 @@ impl Stop {
             }
             Err(_) => None,
         };
-        Stop { fd, mask, got: Cell::new(None) }
+        Stop { fd, mask, got: Cell::new(None), count: Cell::new(0) }
     }
 
     /// The signal that asked the loop to stop, if one arrived (sticky once seen).
     pub fn requested(&self) -> Option<Signal> {
-        if self.got.get().is_none() {
-            if let Some(fd) = &self.fd {
-                if let Ok(Some(info)) = fd.read_signal() {
-                    self.got.set(Signal::try_from(info.ssi_signo as i32).ok());
-                }
-            }
-        }
+        self.poll();
         self.got.get()
+    }
+
+    /// How many stop signals arrived so far (a second one skips the grace period).
+    pub fn times(&self) -> u32 {
+        self.poll();
+        self.count.get()
+    }
+
+    /// Read every pending signal from the signalfd.
+    fn poll(&self) {
+        let Some(fd) = &self.fd else { return };
+        while let Ok(Some(info)) = fd.read_signal() {
+            if self.got.get().is_none() {
+                self.got.set(Signal::try_from(info.ssi_signo as i32).ok());
+            }
+            self.count.set(self.count.get() + 1);
+        }
     }
 }
 

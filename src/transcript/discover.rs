@@ -47,8 +47,20 @@ impl Job {
 }
 
 /// The default roots from the environment: (Claude `projects` folders, Codex session folders).
-pub fn default_roots() -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+///
+/// Errors: [`Error::Usage`] when a root would come from `HOME` (no `CLAUDE_CONFIG_DIR` or
+/// `CODEX_HOME`) and `HOME` is unset or not absolute: kit would read relative to the current
+/// folder instead, as `kit hook install --user` refuses to.
+pub fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let home_var = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if home_var.is_none() && !(set("CLAUDE_CONFIG_DIR") && set("CODEX_HOME")) {
+        return Err(Error::usage(
+            "HOME is not set to an absolute folder, so ~/.claude and ~/.codex cannot be found",
+        )
+        .with_hint("set HOME (or CLAUDE_CONFIG_DIR and CODEX_HOME), or name the folders: kit measure ~/.claude ~/.codex"));
+    }
+    let home = home_var.unwrap_or_default();
     let claude_dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
         Ok(v) if !v.trim().is_empty() => {
             v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
@@ -59,10 +71,10 @@ pub fn default_roots() -> (Vec<PathBuf>, Vec<PathBuf>) {
         Some(v) if !v.is_empty() => PathBuf::from(v),
         _ => home.join(".codex"),
     };
-    (
+    Ok((
         claude_dirs.into_iter().map(|d| d.join("projects")).collect(),
         vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
-    )
+    ))
 }
 
 /// The jobs under `paths`, or under the default roots when `paths` is empty (missing default
@@ -75,7 +87,7 @@ pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
     let mut codex_files = vec![];
     let mut w = Walker { seen: HashSet::new(), damage };
     if paths.is_empty() {
-        let (c, x) = default_roots();
+        let (c, x) = default_roots()?;
         for d in c {
             w.walk(&d, &mut claude_files);
         }
@@ -87,6 +99,12 @@ pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
         if !p.exists() && std::fs::symlink_metadata(p).is_ok() {
             // A symlink that leads nowhere or loops: read it, so the reason is reported.
             claude_files.push(p.clone());
+        } else if std::fs::metadata(p).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+            return Err(Error::usage(format!(
+                "{}: not a regular file (a FIFO, device or socket); kit reads transcripts only",
+                p.display()
+            ))
+            .with_hint("give a transcript file, a project folder or a root like ~/.claude"));
         } else if p.is_file() {
             if sniff_codex(p) {
                 codex_files.push(p.clone());
@@ -190,6 +208,16 @@ impl Walker<'_> {
             if ft.is_dir() || (ft.is_symlink() && p.is_dir()) {
                 self.walk(&p, out);
             } else if is_transcript_name(&p) {
+                // A FIFO, socket or device named like a transcript is never opened: reading a
+                // FIFO would wait for a writer forever. A link that leads nowhere is kept, so
+                // that reading it reports why.
+                if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+                    self.damage.add_unreadable(
+                        &p,
+                        "not a regular file (a FIFO, device or socket); skipped",
+                    );
+                    continue;
+                }
                 out.push(p);
             }
         }

@@ -201,15 +201,34 @@ impl Default for ReadLimits {
     }
 }
 
-/// Open a transcript for reading, decompressing `.zst` as a stream.
+/// Open a transcript for reading, decompressing `.zst` as a stream. Only a regular file is
+/// opened (see [`open_regular`]): a FIFO or a link to a device under a root is refused, never
+/// waited on.
 pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
-    let f = File::open(path).at(path)?;
+    let f = open_regular(path)?;
     if path.extension().is_some_and(|e| e == "zst") {
         let d = zstd::stream::read::Decoder::new(f).at(path)?;
         Ok(Box::new(d))
     } else {
         Ok(Box::new(f))
     }
+}
+
+/// Open `path` for reading only when it is a regular file: opening a FIFO would block until a
+/// writer comes (`kit measure` or the hook would hang), and a device or folder is no transcript.
+///
+/// Errors: [`crate::Error::Io`] when it does not exist or cannot be read; [`crate::Error::Input`]
+/// when it is not a regular file.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let meta = std::fs::metadata(path).at(path)?;
+    if !meta.is_file() {
+        return Err(crate::Error::input(
+            path,
+            None,
+            "not a regular file (a FIFO, device or folder); refused",
+        ));
+    }
+    File::open(path).at(path)
 }
 
 /// One line from [`LineReader`].

@@ -489,10 +489,24 @@ fn install_and_uninstall_round_trip_keeps_other_hooks() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing changed"));
     assert_eq!(fs::read_to_string(&settings).unwrap(), text);
 
+    let first_bytes =
+        fs::read(root.join(".claude/settings.json.kit-backup-20261001T090000Z")).unwrap();
     let un = kit(root).args(["hook", "install", "--uninstall"]).output().unwrap();
     assert!(un.status.success());
     let back: Value = serde_json::from_str(&fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(back, original);
+    // The uninstall's backup, made in the same (fake) second, does not overwrite the first: the
+    // user's original file is still there byte for byte.
+    let un_out = String::from_utf8_lossy(&un.stdout);
+    assert!(un_out.contains("settings.json.kit-backup-20261001T090000Z.1"), "{un_out}");
+    assert_eq!(
+        fs::read(root.join(".claude/settings.json.kit-backup-20261001T090000Z")).unwrap(),
+        first_bytes
+    );
+    assert_eq!(
+        fs::read(root.join(".claude/settings.json.kit-backup-20261001T090000Z.1")).unwrap(),
+        text.as_bytes()
+    );
 }
 
 #[test]

@@ -568,12 +568,86 @@ fn ctrl_c_ends_the_agent_restores_frozen_files_and_exits_130() {
     nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
-    assert!(last_line(&o).starts_with("interrupted: stopped by SIGINT"), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.lines().last().unwrap().starts_with("interrupted: stopped by SIGINT"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("loop: SIGINT received"), "{}", text(&o));
     assert_eq!(group_alive(pgid), Vec::<i32>::new());
     assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
     assert_eq!(events(d.path(), "agent_end").pop().unwrap()["interrupted"], true);
     assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
     assert_eq!(read(d.path(), "longrun/.lock"), "", "the lock was released cleanly");
+}
+
+#[test]
+fn ctrl_c_says_what_it_stops_at_once_and_a_second_one_skips_the_grace() {
+    let d = project(false);
+    // A grace period far longer than the test's deadline: only the second Ctrl-C can end the
+    // agent in time, as it ignores SIGTERM (and so do its children).
+    write(d.path(), "longrun/config.toml", &CONFIG.replace("grace = \"1s\"", "grace = \"10m\""));
+    kit_ok(d.path(), &["freeze", "tests"]);
+    let git = Command::new("git")
+        .args(["commit", "-qam", "grace 10m"])
+        .current_dir(d.path())
+        .envs(kit(d.path()).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .status()
+        .unwrap();
+    assert!(git.success());
+    write(
+        d.path(),
+        "agent.py",
+        "import signal, subprocess, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nsubprocess.Popen(['sleep', '1000'])\nsubprocess.Popen(['sleep', '1000'])\nopen('ready', 'w').close()\ntime.sleep(1000)\n",
+    );
+    let mut child = spawn_loop(d.path(), &["--agent", "exec python3 agent.py"]);
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    wait_for("the agent to ignore SIGTERM", Duration::from_secs(60), || {
+        d.path().join("ready").exists()
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let kit_pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let first = rx.recv_timeout(Duration::from_secs(60)).expect("a notice at the first Ctrl-C");
+    assert!(
+        first.starts_with(&format!(
+            "loop: SIGINT received: stopping the agent (process group {pgid})"
+        )),
+        "{first}"
+    );
+    assert!(first.contains("SIGKILL in 10m00s") && first.contains("Ctrl-C again"), "{first}");
+    assert!(!group_alive(pgid).is_empty(), "it ignores SIGTERM: still running in the grace");
+    nix::sys::signal::kill(kit_pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let second = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(l) => l,
+        Err(e) => {
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "no notice at the second Ctrl-C ({e}): {:?} {} {:?}",
+                o.status,
+                text(&o),
+                events(d.path(), "agent_end")
+            );
+        }
+    };
+    assert_eq!(second, format!("loop: SIGINT again: killing the agent's process group {pgid} now"));
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the loop did not end after SIGKILL");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    assert_eq!(events(d.path(), "loop_end").pop().unwrap()["outcome"], "interrupted");
 }
 
 #[test]
@@ -796,7 +870,7 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
 fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
     let d = project(false);
     let before = state(d.path());
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--timeout", "abc"], "--timeout: `abc` is not a duration"),
         (&["--memory-max", "5X"], "--memory-max: `5X` is not a memory size"),
         (&["--max-wall", "-1"], "--max-wall: `-1` is not a duration"),
@@ -804,6 +878,8 @@ fn flag_errors_exit_2_naming_flag_and_value_before_the_lock_and_the_baseline() {
         (&["--max-iterations", "-3"], "'-3' for '--max-iterations <N>'"),
         (&["--timeout", "0s"], "--timeout 0s: caps may not be off"),
         (&["--max-wall", "0s"], "--max-wall 0s: caps may not be off"),
+        (&["--memory-max", "1K"], "--memory-max: `1K` is below the smallest memory cap"),
+        (&["--memory-max", "99999999999T"], "--memory-max: `99999999999T` is too large"),
     ];
     for (args, want) in cases {
         let o = kit_loop(d.path(), &[&["--agent", "sh -c 'echo ran > ran'"], args].concat());
@@ -839,9 +915,19 @@ fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
 fn an_agent_sh_cannot_start_stops_the_run_at_iteration_1_with_exit_2() {
     let d = project(false);
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n"); // not executable
+                                                                      // A program that is not there at all is refused before the lock, the journal untouched.
+    let before = journal(d.path());
+    let o = kit_loop(d.path(), &["--agent", "no-such-agent-for-kit --go", "--max-iterations", "5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the agent program `no-such-agent-for-kit` is not installed"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(journal(d.path()), before, "nothing journaled");
     let cases = [
         ("./agent.sh", "exited 126 (found but not executable) in iteration 1"),
-        ("no-such-agent-for-kit --go", "exited 127 (command not found) in iteration 2"),
+        ("sh -c 'no-such-agent-for-kit --go'", "exited 127 (command not found) in iteration 2"),
     ];
     for (i, (agent, want)) in cases.into_iter().enumerate() {
         let o = kit_loop(d.path(), &["--agent", agent, "--max-iterations", "5"]);

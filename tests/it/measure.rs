@@ -745,3 +745,72 @@ fn the_table_fits_narrow_terminals_with_subagent_rows() {
     }
     assert_eq!(previous_columns, 2);
 }
+
+/// Run `cmd` and wait at most `deadline` for it (a hang is the defect these tests catch); the
+/// child is killed if it is still running.
+fn output_within(
+    mut cmd: std::process::Command,
+    deadline: std::time::Duration,
+) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > deadline {
+            child.kill().unwrap();
+            panic!("still running after {deadline:?}: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_or_device_under_a_root_is_skipped_and_named_never_waited_on() {
+    let bytes =
+        std::fs::read(sample("claude-code/fasthooks_sample_main_transcript.jsonl")).unwrap();
+    let (d, root) = claude_tree(&[("real.jsonl", &bytes)]);
+    let proj = root.join("projects/proj");
+    nix::unistd::mkfifo(&proj.join("pipe.jsonl"), nix::sys::stat::Mode::from_bits_truncate(0o600))
+        .unwrap();
+    std::os::unix::fs::symlink("/dev/zero", proj.join("zero.jsonl")).unwrap();
+    let deadline = std::time::Duration::from_secs(120);
+    for sub in ["measure", "recall"] {
+        let mut c = kit(d.path());
+        c.arg(sub);
+        if sub == "recall" {
+            c.arg("hook");
+        }
+        c.arg(&root);
+        let o = output_within(c, deadline);
+        let all =
+            format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        if sub == "measure" {
+            assert!(o.status.success(), "{all}");
+            assert!(all.contains("pipe.jsonl") && all.contains("zero.jsonl"), "named: {all}");
+            assert!(all.contains("not a regular file"), "{all}");
+        }
+    }
+    // Named on the command line, a FIFO is refused with exit 2 at once.
+    let mut c = kit(d.path());
+    c.arg("measure").arg(proj.join("pipe.jsonl"));
+    let o = output_within(c, deadline);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
+}
+
+#[test]
+fn without_home_the_default_roots_are_refused_not_read_relative_to_the_folder() {
+    let d = tempfile::tempdir().unwrap();
+    for sub in ["measure", "recall"] {
+        let mut c = kit(d.path());
+        c.arg(sub).env_remove("HOME").env_remove("CLAUDE_CONFIG_DIR").env_remove("CODEX_HOME");
+        if sub == "recall" {
+            c.arg("anything");
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{sub}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("HOME is not set to an absolute folder"), "{sub}: {err}");
+    }
+}
