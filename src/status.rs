@@ -149,6 +149,21 @@ pub fn gather(cwd: &Path) -> Result<Status> {
             None
         }
     };
+    // Outside a running loop, drift in the frozen files is the user's to settle (a running
+    // loop restores it itself).
+    if owner.is_none() && !(started.is_some() && ended.is_none()) {
+        if let Ok(drifts) = crate::frozen::freeze::drift_of_user_files(&project) {
+            for d in drifts {
+                problems.push(json!({
+                    "file": d.path,
+                    "error": format!(
+                        "{} since kit freeze: kit loop refuses to start until you run kit freeze {} (keep it) or kit freeze --restore (discard it)",
+                        d.kind.describe(), d.path
+                    ),
+                }));
+            }
+        }
+    }
     let caps = caps_of(config.as_ref(), started, run, ended.as_ref());
     Ok(Status {
         schema: "kit.status/1",

@@ -98,6 +98,16 @@ pub fn check_manifest(project: &Project, m: &Manifest) -> Result<Vec<Drift>> {
     Ok(out)
 }
 
+/// The drift of the frozen files themselves (not of kit's stored copies) from `frozen.toml` as
+/// it is now: what `kit freeze --check` reports for the user's files.
+///
+/// Errors: a malformed `frozen.toml`, or a frozen folder that cannot be read.
+pub fn drift_of_user_files(project: &Project) -> Result<Vec<Drift>> {
+    let m = Manifest::load(&project.frozen())?;
+    let stored = format!("{}/.frozen/", crate::longrun::DIR);
+    Ok(check_manifest(project, &m)?.into_iter().filter(|d| !d.path.starts_with(&stored)).collect())
+}
+
 /// One file to freeze, found while resolving the arguments.
 struct Found {
     rel: String,

@@ -51,6 +51,22 @@ pub fn check(
     } else {
         let text = render(&goal, &rating, required, theme);
         out.write_all(text.as_bytes()).at(at)?;
+        // The rating trusts frozen.toml; say when the tree no longer matches it.
+        if let Ok(drifts) = crate::frozen::freeze::drift_of_user_files(project) {
+            if let Some(first) = drifts.first() {
+                let list: Vec<String> =
+                    drifts.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
+                writeln!(
+                    out,
+                    "{} frozen files differ from frozen.toml: {}; kit loop refuses to start until \
+                     you run kit freeze {} (keep the change) or kit freeze --restore (discard it)",
+                    theme.warn("note:"),
+                    list.join(", "),
+                    first.path
+                )
+                .at(at)?;
+            }
+        }
     }
     Ok(code)
 }

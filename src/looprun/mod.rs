@@ -270,6 +270,9 @@ struct AgentRun {
 /// cannot be restored, or a state file cannot be written. Every error after the lock was taken
 /// is also journaled as `loop_end`.
 pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
+    // First of all, before any thread exists (the drift check hashes on rayon's pool): a
+    // thread started earlier would not block SIGINT, and Ctrl-C would kill kit outright.
+    let stop = signals::Stop::install();
     let project = Project::discover_initialised(cwd)?;
     // Bad flags and an agent that cannot start are refused before the lock, the journal and
     // the baseline: nothing is written and no iteration is spent on them.
@@ -278,7 +281,6 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     // longrun/ as it was (no lock file, no journal line).
     preflight(&project, opts)?;
     crate::atomic::create_dir_all(&project.runs())?;
-    let stop = signals::Stop::install();
     let me = lock::Holder::current();
     let (mut held, previous) = lock::acquire(&project.lock(), &me)?;
     // A live loop is never displaced, even when its lock file was deleted under it: the journal
@@ -349,7 +351,37 @@ fn preflight(project: &Project, opts: &LoopOptions) -> Result<()> {
         return Err(below_level(project, rating.level, cfg.goal.required_level, &rating));
     }
     let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
-    settings.spec.check_installed(&project.root)
+    settings.spec.check_installed(&project.root)?;
+    user_drift(project)
+}
+
+/// Before the first iteration of a new run, a frozen file that differs from `frozen.toml` was
+/// changed by the user (no agent has run yet): kit must not overwrite it. Refuse, naming each
+/// path and both ways out. During or after an unfinished run (the journal shows one not ended,
+/// e.g. a loop killed mid-iteration) the drift may be the agent's, and the loop restores it as
+/// a cheat instead. Stored copies are left to the guard, which rewrites them.
+///
+/// Errors: [`Error::Usage`] (exit 2) listing the drifted paths.
+fn user_drift(project: &Project) -> Result<()> {
+    if History::read(&project.journal())?.open_run.is_some() {
+        return Ok(());
+    }
+    let drifts = crate::frozen::freeze::drift_of_user_files(project)?;
+    if drifts.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> =
+        drifts.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
+    let first = &drifts[0].path;
+    Err(Error::usage(format!(
+        "the tree does not match the frozen manifest: {}; kit will not overwrite a change made \
+         before the loop started",
+        list.join(", ")
+    ))
+    .with_hint(format!(
+        "kit freeze {first} to keep your change as the frozen version, or kit freeze --restore \
+         to discard it; then kit loop"
+    )))
 }
 
 /// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`

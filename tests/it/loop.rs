@@ -522,6 +522,32 @@ fn two_loops_started_at_the_same_instant_exactly_one_runs() {
 }
 
 #[test]
+fn an_agent_that_kills_the_loop_and_then_weakens_a_test_is_reverted_on_restart() {
+    let d = project(false);
+    // The agent SIGKILLs kit (its grandparent: kit runs it through `sh -c`), then weakens the frozen test and
+    // exits, before the user starts the loop again.
+    write(
+        d.path(),
+        "agent.sh",
+        "kill -9 $(ps -o ppid= -p $PPID)\nsleep 0.2\nprintf 'import unittest\\n' > tests/test_calc.py\ntouch tampered\n",
+    );
+    let mut first = spawn_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    wait_for("the tampering", Duration::from_secs(120), || d.path().join("tampered").exists());
+    first.wait().unwrap();
+    assert_ne!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+
+    // The journal shows a run that never ended, so the drift is the agent's: restored and
+    // journaled, not refused as the user's edit.
+    write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    let cheat = events(d.path(), "cheat").into_iter().find(|e| e["path"] == "tests/test_calc.py");
+    let cheat = cheat.unwrap_or_else(|| panic!("no cheat journaled: {:?}", journal(d.path())));
+    assert_eq!(cheat["phase"], "start", "{cheat}");
+}
+
+#[test]
 fn a_loop_killed_mid_iteration_resumes_after_ending_the_old_agent_group() {
     let d = project(false);
     let mut first = spawn_loop(d.path(), &["--agent", "sleep 1000 & sleep 1000"]);
