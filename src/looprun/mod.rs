@@ -981,6 +981,22 @@ impl RunCtx<'_> {
                 json!({ "iteration": iteration, "phase": phase, "path": r.path, "kind": r.kind }),
             )?;
         }
+        // goal.md, config.toml and frozen.toml are the human's, but a running loop holds them
+        // as they were at its start: a person editing one now must learn how to, at once.
+        let held: Vec<&str> = reverts
+            .iter()
+            .map(|r| r.path.as_str())
+            .filter(|p| crate::goal::IMPLICITLY_FROZEN.contains(p))
+            .collect();
+        if !held.is_empty() {
+            let (verb, it) = if held.len() > 1 { ("are", "them") } else { ("is", "it") };
+            self.say(format!(
+                "loop: {} {verb} held as at this loop's start, so an edit during the run is \
+                 reverted. To change {it}: touch longrun/PAUSE, wait for the loop to stop (exit 5), \
+                 edit, rm longrun/PAUSE, then kit loop",
+                held.join(", ")
+            ));
+        }
         Ok(())
     }
 }

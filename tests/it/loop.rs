@@ -210,6 +210,17 @@ fn loop_restores_goal_config_and_manifest_edited_by_the_agent() {
         events(d.path(), "cheat").iter().map(|e| e["path"].as_str().unwrap().to_string()).collect();
     paths.sort();
     assert_eq!(paths, ["longrun/config.toml", "longrun/frozen.toml", "longrun/goal.md"]);
+    // Whoever edited them (here the agent; as often a person), the output says how to change
+    // the goal of a running loop, at the moment of the revert.
+    assert!(
+        text(&o).contains(
+            "loop: longrun/config.toml, longrun/frozen.toml, longrun/goal.md are held as at this \
+             loop's start, so an edit during the run is reverted. To change them: touch \
+             longrun/PAUSE"
+        ),
+        "{}",
+        text(&o)
+    );
     assert!(
         last_line(&o).starts_with("cap: iterations cap reached (1 of 1 iterations used)"),
         "{}",
