@@ -57,6 +57,32 @@ pub struct Caps {
     pub cost_usd: CapUse,
     /// Consecutive iterations without progress.
     pub no_progress: CapUse,
+    /// Where each cap came from in this run (`flag`, `config.toml`, `goal.md budget`), keyed
+    /// `iterations`, `wall`, `cost`, `no_progress`, `timeout`, `memory`; before any run, every
+    /// cap is config.toml's.
+    pub sources: CapSources,
+}
+
+/// Where the caps came from; see [`Caps::sources`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CapSources {
+    /// `iterations`.
+    pub iterations: &'static str,
+    /// `wall`.
+    pub wall: &'static str,
+    /// `cost`.
+    pub cost: &'static str,
+}
+
+impl CapSources {
+    fn from_start(start: Option<&Value>) -> CapSources {
+        let of = |k: &str| match start.and_then(|s| s["cap_sources"][k].as_str()) {
+            Some("flag") => "flag",
+            Some("goal.md budget") => "goal.md budget",
+            _ => "config.toml",
+        };
+        CapSources { iterations: of("iterations"), wall: of("wall"), cost: of("cost") }
+    }
 }
 
 /// Everything `kit status` reports.
@@ -197,6 +223,7 @@ fn caps_of(
             wall_s: lim(cfg.max_wall().as_secs_f64()),
             cost_usd: lim(cfg.caps.max_cost_usd),
             no_progress: lim(f64::from(cfg.caps.max_no_progress)),
+            sources: CapSources::from_start(None),
         };
     };
     let limit = |k: &str| start["caps"][k].as_f64().unwrap_or(0.0);
@@ -222,6 +249,7 @@ fn caps_of(
         wall_s: CapUse { used: wall, limit: limit("wall_s") },
         cost_usd: CapUse { used: cost, limit: limit("cost_usd") },
         no_progress: CapUse { used: no_progress, limit: limit("no_progress") },
+        sources: CapSources::from_start(Some(start)),
     }
 }
 
@@ -417,16 +445,22 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         )?;
     }
     let c = &s.caps;
+    // A cap not from config.toml names where it came from: `--max-iterations 6` under a goal
+    // budget of 5 shows `5 (goal.md budget)`.
+    let from = |src: &str| if src == "config.toml" { String::new() } else { format!(" ({src})") };
     writeln!(
         out,
-        "{} iterations {} of {}, wall {} of {}, cost ${:.2} of ${:.2}, no progress {} of {}",
+        "{} iterations {} of {}{}, wall {} of {}{}, cost ${:.2} of ${:.2}{}, no progress {} of {}",
         theme.bold("caps:"),
         c.iterations.used,
         c.iterations.limit,
+        from(c.sources.iterations),
         format_duration(Duration::from_secs_f64(c.wall_s.used)),
         format_duration(Duration::from_secs_f64(c.wall_s.limit)),
+        from(c.sources.wall),
         c.cost_usd.used,
         c.cost_usd.limit,
+        from(c.sources.cost),
         c.no_progress.used,
         c.no_progress.limit
     )?;

@@ -152,9 +152,35 @@ struct Settings {
     grace: Duration,
     criterion_timeout: Duration,
     memory_max: u64,
+    /// Where each cap and limit came from: `(name, source)`, source one of `flag`,
+    /// `config.toml`, `goal.md budget`, in the order the loop prints them.
+    sources: Vec<(&'static str, &'static str)>,
 }
 
 impl Settings {
+    /// The effective caps with their sources, as the loop's second line prints them:
+    /// `caps: iterations 5 (goal.md budget), wall 4h00m (config.toml), …`.
+    fn describe_caps(&self) -> String {
+        let src =
+            |k: &str| self.sources.iter().find(|(n, _)| *n == k).map_or("config.toml", |(_, s)| *s);
+        format!(
+            "caps: iterations {} ({}), wall {} ({}), cost ${:.2} ({}), no progress {} ({}); \
+             iteration timeout {} ({}), memory {} ({})",
+            self.max_iterations,
+            src("iterations"),
+            format_duration(self.max_wall),
+            src("wall"),
+            self.max_cost_usd,
+            src("cost"),
+            self.max_no_progress,
+            src("no_progress"),
+            format_duration(self.timeout),
+            src("timeout"),
+            format_size(self.memory_max),
+            src("memory"),
+        )
+    }
+
     fn resolve(cfg: &Config, opts: &LoopOptions, budget: &crate::goal::Budget) -> Result<Settings> {
         let agent = opts.agent.clone().unwrap_or_else(|| cfg.agent.command.clone());
         let spec = AgentSpec::parse(&agent)?;
@@ -169,17 +195,50 @@ impl Settings {
             return Err(Error::usage("the iteration timeout must be longer than 0s")
                 .with_hint("set [timeouts] iteration in longrun/config.toml, e.g. \"30m\""));
         }
+        // The stricter of (flag, else config.toml) and the goal's budget wins; say which.
+        let from = |flag: bool| if flag { "flag" } else { "config.toml" };
+        let max_wall_base = opts.max_wall.unwrap_or_else(|| cfg.max_wall());
+        let sources = vec![
+            (
+                "iterations",
+                if budget.iterations.is_some_and(|b| b < max_iterations) {
+                    "goal.md budget"
+                } else {
+                    from(opts.max_iterations.is_some())
+                },
+            ),
+            (
+                "wall",
+                if budget.wall.is_some_and(|b| b < max_wall_base) {
+                    "goal.md budget"
+                } else {
+                    from(opts.max_wall.is_some())
+                },
+            ),
+            (
+                "cost",
+                if budget.cost_usd.is_some_and(|b| b < cfg.caps.max_cost_usd) {
+                    "goal.md budget"
+                } else {
+                    "config.toml"
+                },
+            ),
+            ("no_progress", "config.toml"),
+            ("timeout", from(opts.timeout.is_some())),
+            ("memory", from(opts.memory_max.is_some())),
+        ];
         Ok(Settings {
             spec,
             agent,
             max_iterations: stricter_u32(max_iterations, budget.iterations),
-            max_wall: stricter_dur(opts.max_wall.unwrap_or_else(|| cfg.max_wall()), budget.wall),
+            max_wall: stricter_dur(max_wall_base, budget.wall),
             max_cost_usd,
             max_no_progress: cfg.caps.max_no_progress,
             timeout,
             grace: cfg.grace(),
             criterion_timeout: cfg.criterion_timeout(),
             memory_max: opts.memory_max.unwrap_or_else(|| cfg.memory_max()),
+            sources,
         })
     }
 }
@@ -527,6 +586,7 @@ impl RunCtx<'_> {
                 },
                 "timeout_s": settings.timeout.as_secs_f64(),
                 "memory_max_bytes": settings.memory_max,
+                "cap_sources": settings.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "subreaper": subreaper.as_ref().map_or_else(|e| e.clone(), |()| "on".into()),
             }),
         )?;
@@ -538,6 +598,7 @@ impl RunCtx<'_> {
             format_size(settings.memory_max),
             enforcer.name()
         ));
+        self.say(format!("loop: {}", settings.describe_caps()));
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
         if !reverts.is_empty() {
