@@ -326,6 +326,9 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
         ("CODEX_HOME", s(&home.join(".codex"))),
         ("XDG_STATE_HOME", s(&home.join(".local/state"))),
+        // Each case's temporary files stay in its own sandbox (cases run in parallel), and go
+        // with it.
+        ("TMPDIR", s(&home.join("tmp"))),
         ("NO_COLOR", "1".into()),
         ("COLUMNS", "100".into()),
         ("TERM", "dumb".into()),
@@ -385,6 +388,8 @@ pub fn run_case_steps(
     let mut env = golden_env(&root, bins);
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
+    let tmpdir = root.join(".home").join("tmp");
+    std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let timeout = case
         .meta
         .timeout
@@ -498,8 +503,20 @@ pub fn bless_file(
     bins: &Binaries,
     sandbox: &SandboxFn,
 ) -> Result<(Outcome, bool)> {
+    bless_file_as(path, origin, &|text| parse(origin, text), bins, sandbox)
+}
+
+/// [`bless_file`] for a file whose case is not its own front matter alone (an exercise's
+/// `golden.md`, a lesson's `README.md`): `case_of` turns the file's text into the case to run.
+pub fn bless_file_as(
+    path: &Path,
+    origin: &str,
+    case_of: &dyn Fn(&str) -> Result<Case>,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+) -> Result<(Outcome, bool)> {
     let text = std::fs::read_to_string(path).at(path)?;
-    let case = parse(origin, &text)?;
+    let case = case_of(&text)?;
     let (outcome, runs) = run_case_steps(&case, bins, sandbox, true)?;
     if outcome.failure.is_none() {
         return Ok((outcome, false));

@@ -1,0 +1,37 @@
+//! One test per `kit verify` case: every catalogue case (`tests/cases/*.md`), every exercise's
+//! solution and start, every lesson, built by `kit::verify::jobs` and run by `Job::check_or_bless`,
+//! the same code `kit verify` runs, so a failure names its case and the cases run in parallel
+//! (`--test-threads`). `cargo test --test cases -- NAME` runs the cases whose name contains NAME;
+//! `KIT_GOLDEN=overwrite cargo test --test cases` rewrites the failing ones' expected lines in
+//! this checkout, as `kit verify --bless` does.
+
+use std::path::PathBuf;
+
+use kit::golden::Binaries;
+use kit::verify::{Checkout, Options};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn main() {
+    let args = Arguments::from_args();
+    let bins = Binaries {
+        kit: PathBuf::from(env!("CARGO_BIN_EXE_kit")),
+        fake_agent: Some(PathBuf::from(env!("CARGO_BIN_EXE_fake-agent"))),
+    };
+    let bless = kit::verify::overwrite_requested()
+        .then(|| Checkout(PathBuf::from(env!("CARGO_MANIFEST_DIR"))));
+    let trials = kit::verify::jobs(&Options::default())
+        .into_iter()
+        .map(|job| {
+            let (bins, bless) = (bins.clone(), bless.clone());
+            Trial::test(job.name(), move || {
+                let v = job.check_or_bless(&bins, bless.as_ref());
+                let Some((head, detail)) = v.failure else { return Ok(()) };
+                let blessed = v
+                    .blessed
+                    .map(|p| format!("blessed: {} now expects this output\n", p.display()));
+                Err(Failed::from(format!("{head}\n{detail}{}", blessed.unwrap_or_default())))
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
