@@ -96,7 +96,7 @@ pub enum Command {
         /// Print each failure's diff in full.
         #[arg(long, short)]
         verbose: bool,
-        /// Cases run at once (default: twice the CPUs); the output is the same for any N.
+        /// Cases run at once (default: four per CPU); the output is the same for any N.
         #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
         /// Also write a JUnit XML report to FILE (for CI).

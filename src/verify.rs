@@ -103,6 +103,22 @@ impl Job {
         }
     }
 
+    /// Whether the case runs a fake-agent scenario that really sleeps (`fake:hang`, `fake:race`):
+    /// such a case waits for seconds, so [`run_jobs`] starts it first.
+    pub fn waits(&self) -> bool {
+        let text = match self {
+            Job::Catalogue(_, text) => *text,
+            Job::Solution(ex) | Job::StartFails(ex) => ex.golden,
+            Job::Lesson(l) => l.readme,
+            Job::Broken(..) => return false,
+        };
+        crate::embedded::SCENARIOS.files().any(|f| {
+            let sleeps = f.contents_utf8().is_some_and(|t| t.contains("do = \"sleep\""));
+            let name = f.path().file_stem().map(|s| format!("fake:{}", s.to_string_lossy()));
+            sleeps && name.is_some_and(|n| text.contains(&n))
+        })
+    }
+
     fn lesson(&self) -> Option<u32> {
         match self {
             Job::Catalogue(origin, text) => {
@@ -221,7 +237,13 @@ impl Checkout {
     ///
     /// Errors: [`Error::Usage`] when neither is a kit checkout (an installed binary).
     pub fn find(dir: &Path) -> Result<Checkout> {
-        let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Checkout::find_from(dir, Path::new(env!("CARGO_MANIFEST_DIR")))
+    }
+
+    /// [`Checkout::find`] with `built` as the folder the binary was built from.
+    ///
+    /// Errors: [`Error::Usage`] when neither is a kit checkout.
+    pub fn find_from(dir: &Path, built: &Path) -> Result<Checkout> {
         dir.ancestors()
             .chain(std::iter::once(built))
             .find(|d| is_checkout(d))
@@ -250,15 +272,18 @@ pub fn overwrite_requested() -> bool {
     std::env::var("KIT_GOLDEN").is_ok_and(|v| v == "overwrite")
 }
 
-/// Cases run at once by default: twice the CPUs, since a case mostly waits on its child
-/// processes (BENCHMARKS.md, "kit verify").
+/// Cases run at once by default: four per CPU. A case mostly waits on its child processes (the
+/// whole course used 11% of one CPU run sequentially), and the cases that wait for seconds (a
+/// hung agent's timeout, a race) must all start at once for the run to last no longer than the
+/// longest of them (BENCHMARKS.md, "kit verify").
 pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get()) * 2
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 4
 }
 
-/// Run `jobs` on `n` threads. `done(i, verdict)` is called in job order, each as soon as every
-/// job before it has finished, so what it prints is the same for any `n`. Returns the verdicts
-/// in job order.
+/// Run `jobs` on `n` threads, those that [wait](Job::waits) first (so the run is not as long as
+/// the last of them started late). `done(i, verdict)` is called in job order, each as soon as
+/// every job before it has finished, so what it prints is the same for any `n` and schedule.
+/// Returns the verdicts in job order.
 ///
 /// Errors: the first error `done` returns (no further case starts).
 pub fn run_jobs(
@@ -268,6 +293,9 @@ pub fn run_jobs(
     bless: Option<&Checkout>,
     done: &mut dyn FnMut(usize, &Verdict) -> Result<()>,
 ) -> Result<Vec<Verdict>> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| !jobs[i].waits());
+    let order = &order;
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<Verdict>> = vec![None; jobs.len()];
     std::thread::scope(|scope| {
@@ -275,8 +303,8 @@ pub fn run_jobs(
         for _ in 0..n.clamp(1, jobs.len().max(1)) {
             let (tx, next) = (tx.clone(), &next);
             scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
+                let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
+                let job = &jobs[i];
                 if tx.send((i, job.check_or_bless(bins, bless))).is_err() {
                     break;
                 }
@@ -346,9 +374,12 @@ pub fn run(opts: &Options, cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Re
             verdicts.iter().zip(&jobs).map(|(v, j)| (v.elapsed, j.name())).collect();
         t.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let sum: Duration = t.iter().map(|x| x.0).sum();
-        eprintln!("timings: {} cases, {:.1}s summed, {n} jobs", t.len(), sum.as_secs_f64());
+        let mut err = std::io::stderr().lock();
+        let e = |e: std::io::Error| Error::io("stderr", e);
+        writeln!(err, "timings: {} cases, {:.1}s summed, {n} jobs", t.len(), sum.as_secs_f64())
+            .map_err(e)?;
         for (d, name) in t {
-            eprintln!("{:8.2}s  {name}", d.as_secs_f64());
+            writeln!(err, "{:8.2}s  {name}", d.as_secs_f64()).map_err(e)?;
         }
     }
     writeln!(out, "{} passed, {failed} failed", verdicts.len() - failed).map_err(w)?;
