@@ -302,11 +302,11 @@ pub fn run_jobs(
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Verdict)>();
         for _ in 0..n.clamp(1, jobs.len().max(1)) {
             let (tx, next) = (tx.clone(), &next);
-            scope.spawn(move || loop {
-                let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) else { break };
-                let job = &jobs[i];
-                if tx.send((i, job.check_or_bless(bins, bless))).is_err() {
-                    break;
+            scope.spawn(move || {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if tx.send((i, jobs[i].check_or_bless(bins, bless))).is_err() {
+                        break;
+                    }
                 }
             });
         }
