@@ -12,14 +12,19 @@ use kit::verify::{Checkout, Options};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // The cases mostly wait on their children, as in `kit verify`: as many at once by default.
+    args.test_threads = args.test_threads.or(Some(kit::verify::default_jobs()));
     let bins = Binaries {
         kit: PathBuf::from(env!("CARGO_BIN_EXE_kit")),
         fake_agent: Some(PathBuf::from(env!("CARGO_BIN_EXE_fake-agent"))),
     };
     let bless = kit::verify::overwrite_requested()
         .then(|| Checkout(PathBuf::from(env!("CARGO_MANIFEST_DIR"))));
-    let trials = kit::verify::jobs(&Options::default())
+    let mut jobs = kit::verify::jobs(&Options::default());
+    // The cases that wait for seconds start first, as `kit verify` starts them.
+    jobs.sort_by_key(|j| !j.waits());
+    let trials = jobs
         .into_iter()
         .map(|job| {
             let (bins, bless) = (bins.clone(), bless.clone());
