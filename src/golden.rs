@@ -31,8 +31,8 @@
 //! sets the expected exit status (`? failed`: any non-zero; default 0); the lines until the next
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
 //! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
-//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `XDG_STATE_HOME` (kit's handoff key) inside the sandbox,
-//! `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
+//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_STATE_HOME` (kit's handoff key) and `TMPDIR` inside
+//! the sandbox, `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
 //! folder of the binaries as `[BIN]`.
@@ -326,9 +326,6 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
         ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
         ("CODEX_HOME", s(&home.join(".codex"))),
         ("XDG_STATE_HOME", s(&home.join(".local/state"))),
-        // Each case's temporary files stay in its own sandbox (cases run in parallel), and go
-        // with it.
-        ("TMPDIR", s(&home.join("tmp"))),
         ("NO_COLOR", "1".into()),
         ("COLUMNS", "100".into()),
         ("TERM", "dumb".into()),
@@ -385,10 +382,13 @@ pub fn run_case_steps(
         .map_err(|e| Error::io("temporary folder", e))?;
     let root = tmp.path().join("sandbox");
     std::fs::create_dir_all(root.join(".home")).at(&root)?;
+    // Each case's temporary files stay in its own HOME (cases run in parallel), and go with it.
+    let tmpdir = root.join(".home").join("tmp");
+    std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let mut env = golden_env(&root, bins);
+    env.push(("TMPDIR".into(), tmpdir.to_string_lossy().into_owned()));
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
-    let tmpdir = root.join(".home").join("tmp");
     std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let timeout = case
         .meta
