@@ -694,6 +694,17 @@ mod tests {
         assert_eq!((code, out.as_str()), (Some(0), "hi\n"));
     }
 
+    /// Parallel cases cannot see each other's files: each has its own HOME and TMPDIR, inside
+    /// its own sandbox, gone with it.
+    #[test]
+    fn each_case_has_its_own_home_and_tmpdir() {
+        let text = "```console\n$ echo \"$HOME $TMPDIR $CLAUDE_CONFIG_DIR\"; mktemp\n\
+                    [HOME] [HOME]/tmp [HOME]/.claude\n[HOME]/tmp/tmp.[..]\n```\n";
+        let case = parse("c.md", text).unwrap();
+        let o = run_case(&case, &bins(), &build_sandbox).unwrap();
+        assert!(o.failure.is_none(), "{:?}", o.failure);
+    }
+
     #[test]
     fn bless_file_rewrites_failing_steps_only() {
         let d = tempfile::tempdir().unwrap();

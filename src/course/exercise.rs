@@ -238,6 +238,7 @@ fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::O
         .arg("-c")
         .arg(cmd)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .output()
