@@ -96,6 +96,19 @@ pub enum Command {
         /// Print each failure's diff in full.
         #[arg(long, short)]
         verbose: bool,
+        /// Cases run at once (default: four per CPU); the output is the same for any N.
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// Also write a JUnit XML report to FILE (for CI).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+        /// Rewrite the expected output of failing cases, lesson blocks and exercise goldens in
+        /// the checkout's files (as KIT_GOLDEN=overwrite does); wildcards that still match stay.
+        #[arg(long)]
+        bless: bool,
+        /// Print each case's wall time to stderr, slowest first.
+        #[arg(long, hide = true)]
+        timings: bool,
     },
 }
 

@@ -31,8 +31,8 @@
 //! sets the expected exit status (`? failed`: any non-zero; default 0); the lines until the next
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
 //! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
-//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and `XDG_STATE_HOME` (kit's handoff key) inside the sandbox,
-//! `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
+//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_STATE_HOME` (kit's handoff key) and `TMPDIR` inside
+//! the sandbox, `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
 //! folder of the binaries as `[BIN]`.
@@ -382,9 +382,14 @@ pub fn run_case_steps(
         .map_err(|e| Error::io("temporary folder", e))?;
     let root = tmp.path().join("sandbox");
     std::fs::create_dir_all(root.join(".home")).at(&root)?;
+    // Each case's temporary files stay in its own HOME (cases run in parallel), and go with it.
+    let tmpdir = root.join(".home").join("tmp");
+    std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let mut env = golden_env(&root, bins);
+    env.push(("TMPDIR".into(), tmpdir.to_string_lossy().into_owned()));
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
+    std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let timeout = case
         .meta
         .timeout
@@ -498,8 +503,20 @@ pub fn bless_file(
     bins: &Binaries,
     sandbox: &SandboxFn,
 ) -> Result<(Outcome, bool)> {
+    bless_file_as(path, origin, &|text| parse(origin, text), bins, sandbox)
+}
+
+/// [`bless_file`] for a file whose case is not its own front matter alone (an exercise's
+/// `golden.md`, a lesson's `README.md`): `case_of` turns the file's text into the case to run.
+pub fn bless_file_as(
+    path: &Path,
+    origin: &str,
+    case_of: &dyn Fn(&str) -> Result<Case>,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+) -> Result<(Outcome, bool)> {
     let text = std::fs::read_to_string(path).at(path)?;
-    let case = parse(origin, &text)?;
+    let case = case_of(&text)?;
     let (outcome, runs) = run_case_steps(&case, bins, sandbox, true)?;
     if outcome.failure.is_none() {
         return Ok((outcome, false));
@@ -675,6 +692,17 @@ mod tests {
                 .unwrap();
         assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
         assert_eq!((code, out.as_str()), (Some(0), "hi\n"));
+    }
+
+    /// Parallel cases cannot see each other's files: each has its own HOME and TMPDIR, inside
+    /// its own sandbox, gone with it.
+    #[test]
+    fn each_case_has_its_own_home_and_tmpdir() {
+        let text = "```console\n$ echo \"$HOME $TMPDIR $CLAUDE_CONFIG_DIR\"; mktemp\n\
+                    [HOME] [HOME]/tmp [HOME]/.claude\n[HOME]/tmp/tmp.[..]\n```\n";
+        let case = parse("c.md", text).unwrap();
+        let o = run_case(&case, &bins(), &build_sandbox).unwrap();
+        assert!(o.failure.is_none(), "{:?}", o.failure);
     }
 
     #[test]

@@ -106,9 +106,18 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
             crate::course::commands::show_lesson(n, tty, &ctx.theme, out)
         }
-        Command::Verify { case, lesson, verbose } => {
-            let opts = crate::verify::Options { filter: case, lesson, verbose };
-            crate::verify::run(&opts, &ctx.theme, out)
+        Command::Verify { case, lesson, verbose, jobs, junit, bless, timings } => {
+            let jobs = jobs.map(usize::from);
+            let opts = crate::verify::Options {
+                filter: case,
+                lesson,
+                verbose,
+                jobs,
+                junit,
+                bless,
+                timings,
+            };
+            crate::verify::run(&opts, &ctx.cwd, &ctx.theme, out)
         }
     }
     .inspect(|_| {

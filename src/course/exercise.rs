@@ -95,7 +95,12 @@ impl Exercise {
 
     /// The golden as a case named `name`, with this exercise's sandbox kind and timeout.
     pub fn case(&self, name: &str) -> Result<golden::Case> {
-        let mut case = golden::parse(&self.golden_origin(), self.golden)?;
+        self.case_of(name, self.golden)
+    }
+
+    /// [`Exercise::case`] from another text of `golden.md` (the checkout's, for `--bless`).
+    pub fn case_of(&self, name: &str, golden_text: &str) -> Result<golden::Case> {
+        let mut case = golden::parse(&self.golden_origin(), golden_text)?;
         case.meta.name = name.to_string();
         case.meta.sandbox = Some(self.meta.sandbox.clone());
         if self.meta.timeout.is_some() {
@@ -253,6 +258,7 @@ fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::O
         .arg("-c")
         .arg(cmd)
         .current_dir(dir)
+        .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .output()

@@ -40,8 +40,13 @@ pub struct Lesson {
 impl Lesson {
     /// The README's console blocks as one case named `lesson NN-slug`.
     pub fn case(&self) -> Result<golden::Case> {
+        self.case_of(self.readme)
+    }
+
+    /// [`Lesson::case`] from another text of `README.md` (the checkout's, for `--bless`).
+    pub fn case_of(&self, readme: &str) -> Result<golden::Case> {
         let origin = format!("lessons/{}/README.md", self.slug);
-        let mut case = golden::parse(&origin, self.readme)?;
+        let mut case = golden::parse(&origin, readme)?;
         case.meta.name = format!("lesson {}", self.slug);
         case.meta.sandbox = Some(self.meta.sandbox.clone());
         Ok(case)

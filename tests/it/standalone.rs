@@ -61,25 +61,50 @@ fn lone_kit(d: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
     (lone, env)
 }
 
-/// The `kit` binary alone, with no `fake-agent` beside it or on `PATH`, passes its own catalogue:
-/// it is the fake agent too.
+/// The `kit` binary alone, with no `fake-agent` beside it or on `PATH`, verifies the whole
+/// course (it is the fake agent too), and deterministically: two full runs from two folders,
+/// under another `HOME` and `TMPDIR`, one piped and one on a terminal (`script`), with different
+/// `--jobs`, print the same bytes (a terminal's CR aside).
 #[test]
-fn kit_alone_verifies_its_whole_catalogue() {
+fn kit_alone_verifies_everything_and_says_the_same_twice() {
     let d = tempfile::tempdir().unwrap();
     let (lone, env) = lone_kit(d.path());
-    let work = d.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    let out = std::process::Command::new(&lone)
-        .arg("verify")
-        .current_dir(&work)
-        .env_clear()
-        .envs(env)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap_or_default();
-    assert!(last.ends_with(" passed, 0 failed"), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let run = |name: &str, tty: bool, jobs: &str| {
+        let work = d.path().join(name);
+        for sub in ["cwd", "home", "tmp"] {
+            std::fs::create_dir_all(work.join(sub)).unwrap();
+        }
+        let mut env = env.clone();
+        env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
+        env.push(("HOME".into(), work.join("home").display().to_string()));
+        env.push(("TMPDIR".into(), work.join("tmp").display().to_string()));
+        let verify = format!("{} verify --jobs {jobs}", lone.display());
+        let mut cmd = if tty {
+            let mut c = std::process::Command::new("script");
+            c.args(["-qec", &verify, "/dev/null"]);
+            c
+        } else {
+            let mut c = std::process::Command::new(&lone);
+            c.args(["verify", "--jobs", jobs]);
+            c
+        };
+        let out = cmd
+            .current_dir(work.join("cwd"))
+            .env_clear()
+            .envs(env)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+        (out.status.code(), text, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, piped, err) = run("a", false, "3");
+    let last = piped.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed"), "{piped}{err}");
+    assert_eq!(code, Some(0), "{piped}");
+    let (code, tty, err) = run("b", true, "8");
+    assert_eq!(code, Some(0), "{tty}{err}");
+    assert_eq!(piped, tty, "kit verify printed different text on a terminal, from another folder");
 }
 
 /// `kit loop --agent fake:finish` from the `kit` binary alone runs the built-in fake agent
