@@ -122,6 +122,7 @@ pub struct Status {
 pub fn gather(cwd: &Path) -> Result<Status> {
     let project = Project::discover_initialised(cwd)?;
     let h = History::read(&project.journal())?;
+    let parsed_goal = crate::goal::load(&project).ok();
     let goal = match crate::goal::load(&project) {
         Ok(g) => {
             let frozen = crate::goal::frozen_paths(&project).unwrap_or_default();
@@ -190,7 +191,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
             }
         }
     }
-    let caps = caps_of(config.as_ref(), started, run, ended.as_ref());
+    let caps = caps_of(config.as_ref(), parsed_goal.as_ref(), started, run, ended.as_ref());
     Ok(Status {
         schema: "kit.status/1",
         goal,
@@ -211,13 +212,25 @@ pub fn gather(cwd: &Path) -> Result<Status> {
 /// defaults when it is unreadable: the problem is reported beside them).
 fn caps_of(
     config: Option<&Config>,
+    goal: Option<&crate::goal::Goal>,
     started: Option<&Value>,
     run: &[Value],
     ended: Option<&Value>,
 ) -> Caps {
     let Some(start) = started else {
+        // Before any run: the caps the next `kit loop` (without flags) would apply.
         let cfg = config.cloned().unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
+        let budget = goal.map(|g| g.budget.clone()).unwrap_or_default();
+        if let Ok(((it, wall, cost, np), src)) = crate::looprun::planned_caps(&cfg, &budget) {
+            return Caps {
+                iterations: lim(f64::from(it)),
+                wall_s: lim(wall.as_secs_f64()),
+                cost_usd: lim(cost),
+                no_progress: lim(f64::from(np)),
+                sources: CapSources { iterations: src[0], wall: src[1], cost: src[2] },
+            };
+        }
         return Caps {
             iterations: lim(f64::from(cfg.caps.max_iterations)),
             wall_s: lim(cfg.max_wall().as_secs_f64()),
