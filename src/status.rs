@@ -222,13 +222,14 @@ fn caps_of(
         let cfg = config.cloned().unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
         let budget = goal.map(|g| g.budget.clone()).unwrap_or_default();
-        if let Ok(((it, wall, cost, np), src)) = crate::looprun::planned_caps(&cfg, &budget) {
+        if let Ok(p) = crate::looprun::planned_caps(&cfg, &budget) {
+            let [iterations, wall, cost] = p.sources;
             return Caps {
-                iterations: lim(f64::from(it)),
-                wall_s: lim(wall.as_secs_f64()),
-                cost_usd: lim(cost),
-                no_progress: lim(f64::from(np)),
-                sources: CapSources { iterations: src[0], wall: src[1], cost: src[2] },
+                iterations: lim(f64::from(p.iterations)),
+                wall_s: lim(p.wall.as_secs_f64()),
+                cost_usd: lim(p.cost_usd),
+                no_progress: lim(f64::from(p.no_progress)),
+                sources: CapSources { iterations, wall, cost },
             };
         }
         return Caps {

@@ -243,21 +243,35 @@ impl Settings {
     }
 }
 
+/// The caps a `kit loop` with no flags would run with; see [`planned_caps`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlannedCaps {
+    /// Agent iterations.
+    pub iterations: u32,
+    /// Wall time.
+    pub wall: Duration,
+    /// USD.
+    pub cost_usd: f64,
+    /// Consecutive iterations without progress.
+    pub no_progress: u32,
+    /// Where iterations, wall and cost came from: `config.toml` or `goal.md budget`.
+    pub sources: [&'static str; 3],
+}
+
 /// The caps a `kit loop` with no flags would run with: the stricter of config.toml and the
-/// goal's budget, as `(iterations, wall, cost USD, no progress)` with the sources of the first
-/// three (`config.toml` or `goal.md budget`). What `kit status` shows before any run.
+/// goal's budget. What `kit status` shows before any run.
 ///
 /// Errors: an agent command in config.toml that does not parse.
-pub fn planned_caps(
-    cfg: &Config,
-    budget: &crate::goal::Budget,
-) -> Result<((u32, Duration, f64, u32), [&'static str; 3])> {
+pub fn planned_caps(cfg: &Config, budget: &crate::goal::Budget) -> Result<PlannedCaps> {
     let s = Settings::resolve(cfg, &LoopOptions::default(), budget)?;
     let src = |k: &str| s.sources.iter().find(|(n, _)| *n == k).map_or("config.toml", |(_, v)| *v);
-    Ok((
-        (s.max_iterations, s.max_wall, s.max_cost_usd, s.max_no_progress),
-        [src("iterations"), src("wall"), src("cost")],
-    ))
+    Ok(PlannedCaps {
+        iterations: s.max_iterations,
+        wall: s.max_wall,
+        cost_usd: s.max_cost_usd,
+        no_progress: s.max_no_progress,
+        sources: [src("iterations"), src("wall"), src("cost")],
+    })
 }
 
 /// How a run ended (other than by an error), and why in words.
