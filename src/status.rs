@@ -47,7 +47,7 @@ pub struct CapUse {
 }
 
 /// The caps of the current run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Caps {
     /// Agent iterations.
     pub iterations: CapUse,
@@ -57,11 +57,18 @@ pub struct Caps {
     pub cost_usd: CapUse,
     /// Consecutive iterations without progress.
     pub no_progress: CapUse,
+    /// What counts as progress for `no_progress` (the loop's definition, in words).
+    pub progress_means: &'static str,
     /// Where each cap came from in this run (`flag`, `config.toml`, `goal.md budget`), keyed
     /// `iterations`, `wall`, `cost`, `no_progress`, `timeout`, `memory`; before any run, every
     /// cap is config.toml's.
     pub sources: CapSources,
 }
+
+/// The loop's definition of progress (see `looprun`'s module doc), as status reports it.
+pub const PROGRESS_MEANS: &str = "more criteria passing than the best so far in this run, or the \
+failing criteria failing differently (exit status, missed expectations or last output lines); \
+changed files alone are not progress";
 
 /// Where the caps came from; see [`Caps::sources`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -230,6 +237,7 @@ fn caps_of(
                 cost_usd: lim(p.cost_usd),
                 no_progress: lim(f64::from(p.no_progress)),
                 sources: CapSources { iterations, wall, cost },
+                progress_means: PROGRESS_MEANS,
             };
         }
         return Caps {
@@ -238,6 +246,7 @@ fn caps_of(
             cost_usd: lim(cfg.caps.max_cost_usd),
             no_progress: lim(f64::from(cfg.caps.max_no_progress)),
             sources: CapSources::from_start(None),
+            progress_means: PROGRESS_MEANS,
         };
     };
     let limit = |k: &str| start["caps"][k].as_f64().unwrap_or(0.0);
@@ -264,6 +273,7 @@ fn caps_of(
         cost_usd: CapUse { used: cost, limit: limit("cost_usd") },
         no_progress: CapUse { used: no_progress, limit: limit("no_progress") },
         sources: CapSources::from_start(Some(start)),
+        progress_means: PROGRESS_MEANS,
     }
 }
 

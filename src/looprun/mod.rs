@@ -29,11 +29,12 @@
 //! Caps, all on: iterations, wall time, cost (USD) and consecutive iterations without progress.
 //! Each is the stricter of `config.toml` (or the `kit loop` flag that overrides it) and goal.md's
 //! budget when it sets one. Caps count per run: a resumed loop starts them afresh, while
-//! iteration numbers keep counting across runs. **Progress** in an iteration means more criteria
-//! passing than the best so far in this run, or a working tree (outside `longrun/`, as
-//! `git write-tree` of every non-ignored file sees it) that this run has not had before; an
-//! iteration whose only changes were reverted, or that put the tree back to an earlier state,
-//! made none.
+//! iteration numbers keep counting across runs. **Progress** in an iteration means the criteria
+//! got closer: more of them passing than the best so far in this run, or the failing ones
+//! failing differently than in any check of this run so far (their exit status, the expectations
+//! they miss, or their last output lines, with timings and addresses ignored; see
+//! [`failure_fingerprint`]). Changing files alone is not progress: an agent that churns a
+//! comment every iteration while the same tests fail the same way trips the cap.
 //!
 //! Journal events this module writes (`longrun/journal.jsonl`, each also with `ts` and `event`):
 //!
@@ -304,8 +305,8 @@ struct Tally {
     total: usize,
     /// Most criteria passing in any check of this run.
     best: usize,
-    /// Working-tree ids this run has had (see the module doc: progress).
-    seen_trees: HashSet<String>,
+    /// The failing criteria's fingerprints this run has seen (see the module doc: progress).
+    seen_failures: HashSet<String>,
     /// The working-tree id at the baseline (None when git could not say).
     baseline_tree: Option<String>,
     /// Consecutive iterations without progress.
@@ -670,7 +671,7 @@ impl RunCtx<'_> {
         tally.total = c.views.len();
         tally.best = c.passed;
         tally.baseline_tree = tree_state(&self.project.root);
-        tally.seen_trees.extend(tally.baseline_tree.clone());
+        tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
         Ok(c.all_pass().then(|| Outcome {
@@ -832,8 +833,8 @@ impl RunCtx<'_> {
         }
         tally.reverts.extend(c.late.iter().map(describe_revert));
         let (commit, dirty) = git_head(&self.project.root);
-        let tree = tree_state(&self.project.root);
-        let progress = c.passed > tally.best || tree.is_some_and(|t| tally.seen_trees.insert(t));
+        let closer = tally.seen_failures.insert(failure_fingerprint(&c.views));
+        let progress = c.passed > tally.best || closer;
         tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
         tally.best = tally.best.max(c.passed);
         tally.failures = c.failures();
@@ -1269,6 +1270,28 @@ fn git_head(root: &Path) -> (String, bool) {
     let dirty = git(&["status", "--porcelain", "--", ".", ":(exclude)longrun"])
         .is_some_and(|o| !o.stdout.is_empty());
     (head, dirty)
+}
+
+/// What the failing criteria say, as one sha256: per failing criterion its goal.md line, exit
+/// status, timeout, missed expectations and last output lines, with what changes from run to run
+/// without meaning anything removed (decimal numbers such as `0.004s`, hex addresses such as
+/// `0x7f3a…`). Equal fingerprints: the criteria failed the same way.
+fn failure_fingerprint(views: &[CriterionView]) -> String {
+    use std::sync::LazyLock;
+    static NOISE: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\d+\.\d+|0x[0-9a-fA-F]+").expect("a valid pattern"));
+    let mut text = String::new();
+    for v in views.iter().filter(|v| !v.passed) {
+        text.push_str(&format!(
+            "{}\u{0}{:?}\u{0}{}\u{0}{}\u{0}{}\u{1}",
+            v.line,
+            v.exit,
+            v.timed_out,
+            v.missing.join("\u{0}"),
+            NOISE.replace_all(&v.output_tail, "#")
+        ));
+    }
+    crate::frozen::manifest::sha256_hex(text.as_bytes())
 }
 
 /// The id of the working tree outside `longrun/` as git would store it (`git write-tree` over a
