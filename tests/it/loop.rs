@@ -1023,10 +1023,9 @@ fn the_wall_cap_cutting_an_iteration_short_is_reported_as_the_wall_cap() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("iteration 1: agent stopped at the wall-time cap"), "{}", text(&o));
     // Not reported as the iteration timeout (the caps line names the timeout's value only).
-    let timeout_lines: Vec<&str> = text(&o)
-        .lines()
-        .filter(|l| l.contains("timeout") && !l.starts_with("loop: caps:"))
-        .collect();
+    let all = text(&o);
+    let timeout_lines: Vec<&str> =
+        all.lines().filter(|l| l.contains("timeout") && !l.starts_with("loop: caps:")).collect();
     assert!(timeout_lines.is_empty(), "{}", text(&o));
     assert!(last_line(&o).starts_with("cap: wall cap reached (wall time "), "{}", text(&o));
     let end = events(d.path(), "agent_end").pop().unwrap();
