@@ -51,6 +51,7 @@
 //! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
+//! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
@@ -633,6 +634,23 @@ impl RunCtx<'_> {
         self.say(format!("loop: {}", settings.describe_caps()));
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
+        // The user's uncommitted work, kept where no agent command sweeps it away.
+        if git_head(&self.project.root).1 {
+            match checkpoint(&self.project.root, "kit loop") {
+                Some(commit) => {
+                    self.journal("checkpoint", json!({ "ref": CHECKPOINT_REF, "commit": commit }))?;
+                    self.say(format!(
+                        "loop: the tree has uncommitted changes; kept them as {} ({}): to get them back, git checkout {} -- .",
+                        CHECKPOINT_REF,
+                        &commit[..commit.len().min(12)],
+                        CHECKPOINT_REF
+                    ));
+                }
+                None => self.say(
+                    "loop: the tree has uncommitted changes and git could not keep a checkpoint of them; commit them first if they matter",
+                ),
+            }
+        }
         if !reverts.is_empty() {
             self.say(format!(
                 "loop: the tree did not match the frozen manifest; restored {}",
@@ -1292,6 +1310,38 @@ fn failure_fingerprint(views: &[CriterionView]) -> String {
         ));
     }
     crate::frozen::manifest::sha256_hex(text.as_bytes())
+}
+
+/// The ref where kit keeps the user's uncommitted work from before a loop started.
+pub const CHECKPOINT_REF: &str = "refs/kit/checkpoint";
+
+/// Keep the uncommitted state of the tree (outside `longrun/`, tracked and untracked files that
+/// are not ignored) as a commit on [`CHECKPOINT_REF`], without touching the tree, the index or
+/// HEAD: what an agent's `git stash -u` or `git clean -fdx` later sweeps away can be restored
+/// with `git checkout refs/kit/checkpoint -- .`. Returns the commit id; None when git cannot
+/// make it (the loop goes on, and says so).
+fn checkpoint(root: &Path, label: &str) -> Option<String> {
+    let tree = tree_state(root)?;
+    let git = |args: &[&str]| {
+        crate::git::command()
+            .args(["-c", "user.name=kit", "-c", "user.email=kit@localhost"])
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = git(&["rev-parse", "--verify", "-q", "HEAD"]);
+    let msg = format!("kit checkpoint: the tree before {label}");
+    let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
+    if let Some(h) = &head {
+        args.extend(["-p", h.as_str()]);
+    }
+    let commit = git(&args)?;
+    git(&["update-ref", "--create-reflog", "-m", &msg, CHECKPOINT_REF, &commit])?;
+    Some(commit)
 }
 
 /// The id of the working tree outside `longrun/` as git would store it (`git write-tree` over a

@@ -743,6 +743,33 @@ fn churning_a_file_while_the_tests_fail_the_same_way_is_no_progress() {
     assert_eq!(events(d.path(), "iteration_start").len(), 4, "{}", text(&o));
 }
 
+#[test]
+fn uncommitted_work_swept_away_by_the_agent_comes_back_from_kits_checkpoint() {
+    let d = project(false);
+    write(d.path(), "notes/plan.md", "my uncommitted plan\n");
+    write(d.path(), "calc.py", &format!("{CALC_BROKEN}# my uncommitted comment\n"));
+    // The agent hides everything uncommitted, as `git stash -u` does.
+    write(d.path(), "agent.sh", "git stash -u -q\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
+    assert!(
+        text(&o)
+            .contains("loop: the tree has uncommitted changes; kept them as refs/kit/checkpoint"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(events(d.path(), "checkpoint").len(), 1);
+    assert!(!d.path().join("notes/plan.md").exists(), "the agent swept it away");
+    let restore = Command::new("git")
+        .args(["checkout", "refs/kit/checkpoint", "--", "."])
+        .current_dir(d.path())
+        .envs(kit(d.path()).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .output()
+        .unwrap();
+    assert!(restore.status.success(), "{}", String::from_utf8_lossy(&restore.stderr));
+    assert_eq!(read(d.path(), "notes/plan.md"), "my uncommitted plan\n");
+    assert!(read(d.path(), "calc.py").ends_with("# my uncommitted comment\n"));
+}
+
 /// A shell agent that prints a Claude Code stream-json `system`/`init` and `result` with usage.
 fn spending_agent(root: &Path, model: &str) {
     write(
