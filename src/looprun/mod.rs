@@ -52,6 +52,8 @@
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
+//! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
+//! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
@@ -393,6 +395,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         stop: &stop,
         iterations_run: 0,
         last_iteration: 0,
+        start_head: None,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
@@ -499,6 +502,8 @@ struct RunCtx<'a> {
     iterations_run: u64,
     /// The number of the last iteration started (across runs).
     last_iteration: u64,
+    /// HEAD when this run started (None before the first commit).
+    start_head: Option<String>,
 }
 
 impl RunCtx<'_> {
@@ -561,15 +566,37 @@ impl RunCtx<'_> {
         self.recover(&history)?;
         self.last_iteration = history.last_iteration;
         let mut tally = Tally::default();
+        self.start_head = git_rev(&self.project.root, "HEAD");
+        let git_before = git_settings(&self.project.root);
         let mut p = self.prepare(opts, &mut tally)?;
         if let Some(done) = self.baseline(&mut p, &mut tally)? {
             return Ok(done);
         }
+        let outcome = self.iterate(&mut p, &mut tally);
+        // Git settings planted during the run outlive it: kit's own git commands ignore them
+        // (`crate::git::command`), the user's git does not.
+        let planted: Vec<String> = git_settings(&self.project.root)
+            .into_iter()
+            .filter(|l| !git_before.contains(l))
+            .collect();
+        if !planted.is_empty() {
+            self.journal("git_config_changed", json!({ "added": planted }))?;
+            self.say(format!(
+                "loop: git settings appeared during the run and outlive it: {}; kit's own git \
+                 commands ignore them, yours will not: check .git/config and .git/hooks",
+                planted.join(", ")
+            ));
+        }
+        outcome
+    }
+
+    /// Step 4 repeated until a cap, a pause, a stop or done; then the last restore.
+    fn iterate(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Outcome> {
         let outcome = loop {
-            if let Some(stop) = self.should_stop(&p, &tally)? {
+            if let Some(stop) = self.should_stop(p, tally)? {
                 break stop;
             }
-            if let Some(done) = self.iteration(&mut p, &mut tally)? {
+            if let Some(done) = self.iteration(p, tally)? {
                 break done;
             }
         };
@@ -1092,6 +1119,37 @@ impl RunCtx<'_> {
                 json!({ "iteration": iteration, "phase": phase, "path": r.path, "kind": r.kind }),
             )?;
         }
+        // A frozen file put back in the tree may still be weakened in a commit the agent made:
+        // the tree is safe, HEAD is not. Name the commits.
+        if let Some(start) = self.start_head.clone() {
+            let paths: Vec<&str> = reverts
+                .iter()
+                .map(|r| r.path.as_str())
+                .filter(|p| !p.starts_with(crate::longrun::DIR))
+                .collect();
+            if !paths.is_empty() {
+                let range = format!("{start}..HEAD");
+                let mut log = vec!["log".to_string(), "--format=%h".into(), range, "--".into()];
+                log.extend(paths.iter().map(|p| p.to_string()));
+                let commits = git_lines(&self.project.root, &log);
+                if !commits.is_empty() {
+                    self.journal(
+                        "frozen_commit",
+                        json!({ "iteration": iteration, "commits": commits, "paths": paths }),
+                    )?;
+                    self.say(format!(
+                        "loop: commit{} {} made during this run change{} {}; the tree is restored \
+                         but HEAD still holds {}: git revert {} (or reset) before you trust HEAD",
+                        if commits.len() > 1 { "s" } else { "" },
+                        commits.join(", "),
+                        if commits.len() > 1 { "" } else { "s" },
+                        paths.join(", "),
+                        if commits.len() > 1 { "them" } else { "it" },
+                        commits.join(" ")
+                    ));
+                }
+            }
+        }
         // goal.md, config.toml and frozen.toml are the human's, but a running loop holds them
         // as they were at its start: a person editing one now must learn how to, at once.
         let held: Vec<&str> = reverts
@@ -1310,6 +1368,55 @@ fn failure_fingerprint(views: &[CriterionView]) -> String {
         ));
     }
     crate::frozen::manifest::sha256_hex(text.as_bytes())
+}
+
+/// `git rev-parse --verify REV` in `root`, with kit's safe git settings.
+fn git_rev(root: &Path, rev: &str) -> Option<String> {
+    git_lines(root, &["rev-parse".into(), "--verify".into(), "-q".into(), rev.into()])
+        .into_iter()
+        .next()
+}
+
+/// The output lines of a git command run in `root` with kit's safe settings; empty on failure.
+fn git_lines(root: &Path, args: &[String]) -> Vec<String> {
+    crate::git::command()
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The repository's own git settings an agent could plant to run code outside the loop or change
+/// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
+/// a `.sample`, as `hooks/NAME`. Compared before and after a run.
+fn git_settings(root: &Path) -> Vec<String> {
+    let mut out = git_lines(root, &["config".into(), "--local".into(), "--list".into()]);
+    // The default hooks folder and the one `core.hooksPath` names, if any.
+    let mut dirs = git_lines(root, &["rev-parse".into(), "--git-path".into(), "hooks".into()]);
+    if let Some(common) = git_lines(root, &["rev-parse".into(), "--git-common-dir".into()]).first()
+    {
+        dirs.push(format!("{common}/hooks"));
+    }
+    dirs.sort();
+    dirs.dedup();
+    for dir in &dirs {
+        let dir = root.join(dir);
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut names: Vec<String> = rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".sample"))
+                .map(|n| format!("hooks/{n}"))
+                .collect();
+            names.sort();
+            out.extend(names);
+        }
+    }
+    out
 }
 
 /// The ref where kit keeps the user's uncommitted work from before a loop started.

@@ -770,6 +770,36 @@ fn uncommitted_work_swept_away_by_the_agent_comes_back_from_kits_checkpoint() {
     assert!(read(d.path(), "calc.py").ends_with("# my uncommitted comment\n"));
 }
 
+#[test]
+fn a_commit_that_weakens_a_frozen_test_and_planted_git_settings_are_named() {
+    let d = project(false);
+    // The agent commits a weakened test and plants a hooks path and a hook.
+    write(
+        d.path(),
+        "agent.sh",
+        "printf 'import unittest\\n' > tests/test_calc.py\ngit add -A && git commit -qm 'simplify tests'\ngit config core.hooksPath .evil\nprintf '#!/bin/sh\\n' > .git/hooks/post-checkout\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh", "--max-iterations", "1"]);
+    let all = text(&o);
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC, "the tree is restored");
+    let fc = events(d.path(), "frozen_commit").pop().unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(fc["paths"], serde_json::json!(["tests/test_calc.py"]));
+    let commit = fc["commits"][0].as_str().unwrap().to_string();
+    assert!(
+        all.contains(&format!(
+            "loop: commit {commit} made during this run changes tests/test_calc.py"
+        )),
+        "{all}"
+    );
+    assert!(all.contains(&format!("git revert {commit}")), "{all}");
+    let planted = events(d.path(), "git_config_changed").pop().unwrap_or_else(|| panic!("{all}"));
+    let added: Vec<&str> =
+        planted["added"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(added.contains(&"core.hookspath=.evil"), "{added:?}");
+    assert!(added.contains(&"hooks/post-checkout"), "{added:?}");
+    assert!(all.contains("loop: git settings appeared during the run and outlive it"), "{all}");
+}
+
 /// A shell agent that prints a Claude Code stream-json `system`/`init` and `result` with usage.
 fn spending_agent(root: &Path, model: &str) {
     write(
