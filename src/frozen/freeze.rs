@@ -57,6 +57,23 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
             return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
         }
     }
+    // An interrupted loop is still a loop: its run is open in the journal, and the manifest is
+    // what the resumed run will protect. Re-freezing now would let whoever killed the loop (an
+    // agent can) make its weakened test the frozen version. Restoring is always safe.
+    if let FreezeAction::Freeze(_) = action {
+        let history = crate::looprun::history::History::read(&project.journal())?;
+        if let Some(open) = history.open_run {
+            return Err(Error::usage(format!(
+                "the loop started at {} (pid {}) was interrupted and its run is still open in \
+                 longrun/journal.jsonl; kit freeze would change what that run protects",
+                open.started, open.pid
+            ))
+            .with_hint(
+                "kit loop resumes the run (it restores the frozen files first); to close it \
+                 without an agent: touch longrun/PAUSE && kit loop (exit 5), rm longrun/PAUSE, then kit freeze",
+            ));
+        }
+    }
     match action {
         FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, theme, out),
         FreezeAction::Check => check(&project, theme, out),

@@ -168,7 +168,9 @@ fn open_locked(path: &Path) -> Result<File> {
     // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
     // than this crate's minimum Rust version.
     if !FileExt::try_lock_exclusive(&file).at(path)? {
-        return Err(Error::Locked { path: path.to_path_buf(), holder: holder_text(&mut file) });
+        // The record is only believed when it names the process that holds the flock.
+        let holder = live_holder(path).map_or_else(|| holder_text(&mut file), |h| h.describe());
+        return Err(Error::Locked { path: path.to_path_buf(), holder });
     }
     Ok(file)
 }
@@ -284,25 +286,51 @@ pub fn read_holder(path: &Path) -> Option<Holder> {
 pub fn live_holder(path: &Path) -> Option<Holder> {
     let meta = std::fs::metadata(path).ok()?;
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let held = locks.lines().any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF" (a "->" marks a waiter).
-        let f: Vec<&str> = f.into_iter().filter(|x| *x != "->").collect();
-        f.get(1) == Some(&"FLOCK")
+    // The pid that took the flock, from its /proc/locks line:
+    // "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF" (a "->" marks a waiter).
+    let locker = locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().filter(|x| *x != "->").collect();
+        let ours = f.get(1) == Some(&"FLOCK")
             && f.get(5).and_then(|id| id.rsplit(':').next()).and_then(|i| i.parse::<u64>().ok())
-                == Some(meta.ino())
-    });
-    if !held {
-        return None;
-    }
-    read_holder(path).or_else(|| {
-        Some(Holder {
-            pid: 0,
-            host: "?".into(),
+                == Some(meta.ino());
+        ours.then(|| f.get(4).and_then(|p| p.parse::<u32>().ok()).unwrap_or(0))
+    })?;
+    match read_holder(path) {
+        // Proven: the record names the very process holding the flock, and it still runs the
+        // recorded command.
+        Some(h) if h.pid == locker && h.is_alive_here() => Some(h),
+        Some(h) => Some(Holder {
+            pid: locker,
+            host: host_name(),
             started: "?".into(),
-            command: "(holder record not written yet)".into(),
-        })
-    })
+            command: format!(
+                "(not proven to be a kit loop: the lock record names pid {} `{}`, but the flock is held by pid {locker} `{}`)",
+                h.pid,
+                h.command,
+                cmdline_of(locker)
+            ),
+        }),
+        None => Some(Holder {
+            pid: locker,
+            host: host_name(),
+            started: "?".into(),
+            command: format!("(holder record not written yet; flock held by `{}`)", cmdline_of(locker)),
+        }),
+    }
+}
+
+/// The command line of `pid` as `/proc/PID/cmdline` gives it, space-joined; `?` when unreadable.
+fn cmdline_of(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline")).map_or_else(
+        |_| "?".into(),
+        |raw| {
+            raw.split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    )
 }
 
 /// How long a holder record that is empty or partial is read again before giving up: a holder

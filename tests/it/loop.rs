@@ -800,6 +800,62 @@ fn a_commit_that_weakens_a_frozen_test_and_planted_git_settings_are_named() {
     assert!(all.contains("loop: git settings appeared during the run and outlive it"), "{all}");
 }
 
+#[test]
+fn freeze_is_refused_while_an_interrupted_run_is_open_until_the_run_is_closed() {
+    let d = project(false);
+    let mut first = spawn_loop(d.path(), &["--agent", "sleep 1000"]);
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Whoever killed it weakens a test and tries to make that the frozen version.
+    write(d.path(), "tests/test_calc.py", "import unittest\n");
+    let manifest = read(d.path(), "longrun/frozen.toml");
+    let o = kit(d.path()).args(["freeze", "tests"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("was interrupted and its run is still open"), "{}", text(&o));
+    assert_eq!(read(d.path(), "longrun/frozen.toml"), manifest, "the manifest is untouched");
+    // Closing the run: a paused loop restores the test first, then ends the run.
+    write(d.path(), "longrun/PAUSE", "");
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC);
+    std::fs::remove_file(d.path().join("longrun/PAUSE")).unwrap();
+    let o = kit(d.path()).args(["freeze", "tests"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
+    let d = project(false);
+    // Some process holds the flock, and the record in the file names another pid (here this
+    // test's, which is no loop): kit must not present that pid as the loop to kill.
+    let me = std::process::id();
+    let record = format!(
+        r#"{{"pid":{me},"host":"{}","started":"2026-01-01T00:00:00Z","command":"kit loop"}}"#,
+        kit::looprun::lock::host_name()
+    );
+    write(d.path(), "longrun/.lock", &record);
+    let mut holder = Command::new("flock")
+        .args(["longrun/.lock", "sleep", "60"])
+        .current_dir(d.path())
+        .spawn()
+        .unwrap();
+    wait_for("the flock", Duration::from_secs(60), || {
+        kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).is_some()
+    });
+    let o = kit_loop(d.path(), &["--agent", "true"]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let all = text(&o);
+    assert!(
+        all.contains(&format!("not proven to be a kit loop: the lock record names pid {me}")),
+        "{all}"
+    );
+    assert!(all.contains("but the flock is held by pid"), "{all}");
+    assert!(!all.contains("kill the pid"), "{all}");
+}
+
 /// A shell agent that prints a Claude Code stream-json `system`/`init` and `result` with usage.
 fn spending_agent(root: &Path, model: &str) {
     write(
