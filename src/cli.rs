@@ -143,9 +143,9 @@ pub enum ExerciseCommand {
     },
     /// Show a hint from the exercise's ladder (default: the next one not yet seen).
     Hint {
-        /// The exercise's number.
+        /// The exercise's number (default: the exercise whose sandbox holds this folder).
         #[arg(value_name = "N")]
-        number: u32,
+        number: Option<u32>,
         /// The rung of the ladder, from 1.
         #[arg(long, value_name = "K")]
         level: Option<usize>,

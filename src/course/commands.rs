@@ -229,7 +229,10 @@ pub fn check(
                 .map_err(w)?;
             }
             Some(nx) => writeln!(out, "next: kit exercise start {}", nx.meta.id).map_err(w)?,
-            None => writeln!(out, "that was the last exercise: the course is done").map_err(w)?,
+            None if course.exercises.last().is_some_and(|l| l.meta.id == id) => {
+                writeln!(out, "that was the last exercise: the course is done").map_err(w)?
+            }
+            None => writeln!(out, "every exercise has passed: the course is done").map_err(w)?,
         }
         return Ok(EXIT_OK);
     };
@@ -244,7 +247,7 @@ pub fn check(
         match fits {
             Some(f) if f > k => writeln!(
                 out,
-                "hint {f} fits this step: kit exercise hint {id} shows the next rung ({}/{total})",
+                "more: kit exercise hint {id} shows hint {}/{total} (hint {f}/{total} is the one for this step; the ladder climbs one hint at a time)",
                 k + 1
             )
             .map_err(w)?,
@@ -297,13 +300,22 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
     }
 }
 
-/// `kit exercise hint N [--level K]`: a rung of the hint ladder (default: the next unseen).
-pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
+/// `kit exercise hint [N] [--level K]`: a rung of the hint ladder (default: the next unseen);
+/// N defaults to the exercise of the current folder, as for `check`.
+pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let ex = exercise::find(&course.exercises, n)?;
     let lab = lab::lab_dir(cwd);
-    let mut progress = Progress::load(&lab)?;
+    let key = stamp::key()?;
+    let mut progress = Progress::load_with(&lab, Some(&key))?;
     progress.print_notes();
+    let ex = match n {
+        Some(n) => exercise::find(&course.exercises, n)?,
+        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
+            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
+                .with_hint("kit exercise hint N (kit exercise list shows them)")
+        })?,
+    };
+    let n = ex.meta.id;
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);
     let Some((k, text)) = ex.hint(want) else {
@@ -313,7 +325,7 @@ pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Re
     let total = ex.meta.hints.len();
     writeln!(out, "hint {k}/{total}: {}", text.trim()).map_err(w)?;
     if k < total {
-        writeln!(out, "more: kit exercise hint {n} --level {}", k + 1).map_err(w)?;
+        writeln!(out, "more: kit exercise hint {n} shows hint {}/{total}", k + 1).map_err(w)?;
     }
     if lab.is_dir() {
         let e = progress.entry(&ex.slug);
@@ -366,11 +378,27 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
         }
     }
     if folder.exists() {
-        std::fs::remove_dir_all(&folder).at(&folder)?;
+        // Emptied in place, not removed: a shell whose current folder is the sandbox stays in
+        // it (a removed folder would leave it in a deleted directory).
+        empty_folder(&folder)?;
     }
     lay_out(ex, &lab, &folder)?;
     print_task(ex, &folder, theme, out)?;
     Ok(EXIT_OK)
+}
+
+/// Remove everything inside `folder`, keeping the folder itself.
+fn empty_folder(folder: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(folder).at(folder)? {
+        let p = entry.at(folder)?.path();
+        let is_dir = std::fs::symlink_metadata(&p).at(&p)?.is_dir();
+        if is_dir {
+            std::fs::remove_dir_all(&p).at(&p)?;
+        } else {
+            std::fs::remove_file(&p).at(&p)?;
+        }
+    }
+    Ok(())
 }
 
 /// `kit exercise solution N [--show-anyway]`: the solution's files, only once the exercise
@@ -412,6 +440,10 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
     }
     for (path, bytes) in &ex.solution {
         writeln!(out, "--- solution/{path}").map_err(w)?;
+        if bytes.is_empty() {
+            writeln!(out, "(empty file)").map_err(w)?;
+            continue;
+        }
         let text = String::from_utf8_lossy(bytes);
         write!(out, "{text}").map_err(w)?;
         if !text.ends_with('\n') {
