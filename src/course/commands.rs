@@ -170,7 +170,7 @@ pub fn check(
     let outcome = super::check::check_copy(ex, &folder, &bins)?;
     let passed = outcome.failure.is_none();
     if passed {
-        let pass = Pass::new(&key, id, &ex.slug, &folder, digest);
+        let pass = Pass::new(&key, id, &ex.slug, &lab, &folder, digest);
         let e = progress.entry(&ex.slug);
         e.started.get_or_insert_with(|| pass.time.clone());
         e.earned.get_or_insert_with(|| pass.clone());
