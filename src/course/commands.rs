@@ -456,7 +456,8 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
 /// `kit exercise list [--json]`: number, lesson, title, status; a progress bar on a terminal.
 pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let (lab, origin) = lab::locate(cwd);
+    let where_line = lab::where_line(&lab, origin);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
     let total = course.exercises.len();
@@ -478,9 +479,13 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
             .collect();
         let v = serde_json::json!({
             "schema": "kit.exercises/1", "exercises": rows, "passed": passed, "total": total,
+            "lab": lab, "lab_note": where_line,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
         return Ok(EXIT_OK);
+    }
+    if let Some(l) = &where_line {
+        writeln!(out, "{l}").map_err(w)?;
     }
     let tw = course.exercises.iter().map(|e| e.meta.title.chars().count()).max().unwrap_or(5);
     writeln!(out, " #  lesson  {:<tw$}  status", "title").map_err(w)?;
@@ -510,9 +515,12 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
 pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let (lab, origin) = lab::locate(cwd);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
+    if let Some(l) = lab::where_line(&lab, origin) {
+        writeln!(out, "{l}").map_err(w)?;
+    }
     let tw = course.lessons.iter().map(|l| l.meta.title.chars().count()).max().unwrap_or(5);
     writeln!(out, " #  {:<tw$}  minutes  exercises", "title").map_err(w)?;
     for l in &course.lessons {

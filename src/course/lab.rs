@@ -1,6 +1,7 @@
 //! The learner's lab and its progress file. The lab is `$KIT_LAB` (a relative one is looked for
-//! from the current folder upwards), else the nearest folder above
-//! the current one that holds `.kit/progress.json`, else `./kit-lab`; exercise N lives in
+//! from the current folder upwards), else `./kit-lab` or the current folder when it holds
+//! `.kit/progress.json`, else the nearest folder above that does, else `./kit-lab` ([`locate`];
+//! the lab last written is remembered in `<state dir>/kit/last-lab`); exercise N lives in
 //! `<lab>/NN-slug/` unless `kit exercise start N --dir DIR` put it elsewhere.
 //!
 //! `<lab>/.kit/progress.json` is written by [`Progress::save`] only (one writer, atomic):
@@ -47,20 +48,83 @@ pub const SCHEMA: &str = "kit.progress/2";
 /// The schema before passes were stamped, still read.
 pub const SCHEMA_1: &str = "kit.progress/1";
 
+/// How [`locate`] found the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `$KIT_LAB`.
+    Env,
+    /// The current folder is the lab, or holds it as `./kit-lab`.
+    Here,
+    /// A folder above the current one holds `.kit/progress.json`.
+    Above,
+    /// No lab yet: `./kit-lab`, made by the first `kit exercise start`.
+    New,
+}
+
 /// The lab folder for a command run in `cwd`.
 pub fn lab_dir(cwd: &Path) -> PathBuf {
+    locate(cwd).0
+}
+
+/// The lab folder for a command run in `cwd`, and how it was found: `$KIT_LAB` (a relative one
+/// holds from any folder below the one it was made in), else `./kit-lab` or the current folder
+/// when it is a lab, else the nearest lab above, else a new `./kit-lab`.
+pub fn locate(cwd: &Path) -> (PathBuf, Origin) {
+    let is_lab = |d: &Path| d.join(".kit/progress.json").is_file();
     if let Some(v) = std::env::var_os("KIT_LAB").filter(|v| !v.is_empty()) {
-        // A relative `KIT_LAB` holds from any folder below the one it was made in.
-        return cwd
+        let lab = cwd
             .ancestors()
             .map(|a| a.join(&v))
-            .find(|lab| lab.join(".kit/progress.json").is_file())
+            .find(|lab| is_lab(lab))
             .unwrap_or_else(|| cwd.join(&v));
+        return (lab, Origin::Env);
     }
-    if let Some(found) = cwd.ancestors().find(|a| a.join(".kit/progress.json").is_file()) {
-        return found.to_path_buf();
+    let here = cwd.join("kit-lab");
+    if is_lab(&here) {
+        return (here, Origin::Here);
     }
-    cwd.join("kit-lab")
+    if is_lab(cwd) {
+        return (cwd.to_path_buf(), Origin::Here);
+    }
+    if let Some(found) = cwd.ancestors().skip(1).find(|a| is_lab(a)) {
+        return (found.to_path_buf(), Origin::Above);
+    }
+    (here, Origin::New)
+}
+
+/// `<state dir>/kit/last-lab`: the lab kit last wrote progress to, so that a learner back after
+/// a pause, in another folder, is told where the lab is.
+fn last_lab_file() -> Option<PathBuf> {
+    crate::handoff::key::state_dir(|k| std::env::var(k).ok()).ok().map(|d| d.join("kit/last-lab"))
+}
+
+/// The lab kit last wrote progress to, if it still holds a progress file.
+pub fn last_lab() -> Option<PathBuf> {
+    let text = std::fs::read_to_string(last_lab_file()?).ok()?;
+    let lab = PathBuf::from(text.trim_end_matches('\n'));
+    (lab.is_absolute() && progress_path(&lab).is_file()).then_some(lab)
+}
+
+/// The line `kit lesson` and `kit exercise list` print about the lab they read, if any: a lab
+/// found above the current folder is named (so a stale, unrelated one is noticed), and with no
+/// lab here the one last used is pointed to.
+pub fn where_line(lab: &Path, origin: Origin) -> Option<String> {
+    match origin {
+        Origin::Above => Some(format!(
+            "lab: {} (found above this folder; KIT_LAB=DIR picks another)",
+            lab.display()
+        )),
+        Origin::New => {
+            let last = last_lab()?;
+            (canonical(&last) != canonical(lab)).then(|| {
+                format!(
+                    "no lab in this folder; your lab is {0}: cd {0}, or export KIT_LAB={0}",
+                    last.display()
+                )
+            })
+        }
+        Origin::Env | Origin::Here => None,
+    }
 }
 
 /// What kit knows about one exercise in this lab.
@@ -316,7 +380,14 @@ impl Progress {
         let mut text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::internal(format!("progress JSON: {e}")))?;
         text.push('\n');
-        crate::atomic::write_atomic(&path, text.as_bytes())
+        crate::atomic::write_atomic(&path, text.as_bytes())?;
+        // Remembered for `where_line`; a courtesy, so a state folder kit cannot write is no error.
+        if let Some(file) = last_lab_file() {
+            let lab = canonical(lab);
+            let _ = file.parent().map(crate::atomic::create_dir_all);
+            let _ = crate::atomic::write_atomic(&file, format!("{}\n", lab.display()).as_bytes());
+        }
+        Ok(())
     }
 
     /// The entry of exercise `slug`, created empty if missing.

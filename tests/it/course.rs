@@ -369,7 +369,8 @@ fn a_pass_written_into_progress_by_hand_or_copied_is_ignored_with_a_note() {
         "dir": sandbox, "started": "2026-10-01T09:00:00Z", "passed": "2026-10-01T09:10:00Z", "hints_seen": 1}}});
     set_progress(&lab, &old);
     let t = text(&kit_in(d.path(), &lab, &["exercise", "list"]));
-    assert!(t.contains("exercise 1's pass was recorded by an older kit without a stamp; run `kit exercise check 1`"), "{t}");
+    assert!(t.contains("written by an older kit (kit.progress/1), whose passes were not stamped: exercise 1 count as started; run `kit exercise check 1`"), "{t}");
+    assert_eq!(t.matches("note:").count(), 1, "{t}");
     assert!(list_row(&lab, 1).ends_with("started"));
     let o = kit_in(d.path(), &lab, &["exercise", "check", "1"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -593,4 +594,45 @@ fn verify_start_fails_only_at_the_step_the_learners_work_changes() {
     unnamed.meta.start_fails_at = None;
     let o = kit::course::check::run_start_fails(&unnamed, &bins).unwrap();
     assert!(o.failure.unwrap().detail.contains("has no start_fails_at"));
+}
+
+#[test]
+fn a_progress_file_copied_from_another_lab_shows_none_of_its_passes() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("passed"));
+    let other = d.path().join("other-lab");
+    std::fs::create_dir_all(other.join(".kit")).unwrap();
+    std::fs::copy(lab.join(".kit/progress.json"), other.join(".kit/progress.json")).unwrap();
+    let t = text(&kit_in(d.path(), &other, &["exercise", "list"]));
+    assert!(t.contains("0/20 passed"), "{t}");
+    assert!(t.contains("the passes of exercise 1 were recorded in another lab"), "{t}");
+    assert!(list_row(&other, 1).ends_with("started"));
+    assert!(list_row(&lab, 1).ends_with("passed"), "the original lab keeps its pass");
+}
+
+#[test]
+fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
+    let (d, lab, _sandbox) = started(1);
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // Without KIT_LAB, in a folder with no lab: the lab last used is named.
+    for args in [&["lesson"][..], &["exercise", "list"][..]] {
+        let o = learner(&elsewhere, &lab).env_remove("KIT_LAB").args(args).output().unwrap();
+        let t = text(&o);
+        let want = format!(
+            "no lab in this folder; your lab is {0}: cd {0}, or export KIT_LAB={0}",
+            lab.canonicalize().unwrap().display()
+        );
+        assert!(t.contains(&want), "{args:?}: {t}");
+    }
+    // Below the lab (not in a sandbox): the lab found above is named.
+    let below = lab.join("notes");
+    std::fs::create_dir_all(&below).unwrap();
+    let o = learner(&below, &lab).env_remove("KIT_LAB").args(["lesson"]).output().unwrap();
+    let t = text(&o);
+    assert!(t.contains(&format!("lab: {} (found above this folder", lab.display())), "{t}");
+    // In the lab itself: no such line.
+    let o = learner(&lab, &lab).env_remove("KIT_LAB").args(["lesson"]).output().unwrap();
+    assert!(!text(&o).contains("lab:") && !text(&o).contains("no lab"), "{}", text(&o));
 }
