@@ -81,8 +81,12 @@ pub enum Command {
         #[arg(value_name = "N")]
         number: Option<u32>,
         /// Print where the lesson's files are instead of the lesson.
-        #[arg(long, requires = "number")]
+        #[arg(long, requires = "number", conflicts_with = "lab")]
         path: bool,
+        /// Lay out in the lab (`<lab>/lesson-NN-slug/`) the sandbox the lesson's commands run
+        /// in, and print how to use it.
+        #[arg(long, requires = "number")]
+        lab: bool,
     },
     /// Run the kit test catalogue, every exercise's golden and every lesson from this binary,
     /// each case in a temporary sandbox.

@@ -580,24 +580,74 @@ fn page(text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `kit lesson N --path`: where the lesson's files are.
+/// `kit lesson N --path`: where the lesson's files are: the README of a kit checkout holding
+/// the current folder, else a sentence saying it is embedded (never a path of the machine kit
+/// was built on).
 pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
     let all = lesson::load_all()?;
     let l = lesson::find(&all, n)?;
     let rel = format!("lessons/{}/README.md", l.slug);
     let checkout = cwd
         .ancestors()
-        .map(|a| a.join(&rel))
-        .chain(std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(&rel)))
-        .find(|p| p.is_file());
+        .find(|a| a.join(&rel).is_file() && a.join("Cargo.toml").is_file())
+        .map(|a| a.join(&rel));
     match checkout {
         Some(p) => writeln!(out, "{}", p.display()).map_err(w)?,
         None => writeln!(
             out,
-            "{rel} is embedded in kit (no checkout here); save a copy: kit lesson {n} > lesson.md"
+            "{rel} is embedded in kit (no checkout here): kit lesson {n} > lesson.md saves a copy; kit lesson {n} --lab lays out the sandbox its commands run in"
         )
         .map_err(w)?,
     }
+    Ok(EXIT_OK)
+}
+
+/// `kit lesson N --lab`: lay out lesson N's sandbox — what its `console` blocks run in, built as
+/// `kit verify` builds it (`lesson.toml`'s `sandbox`: empty, git, rehearsal, transcripts) — in
+/// `<lab>/lesson-NN-slug/`, and print how to follow the lesson there: `cd` into it and point
+/// `CLAUDE_CONFIG_DIR` and `CODEX_HOME` at its `.home/`, so that `kit measure` reads the
+/// lesson's sessions and the fake agent's transcripts land there, not among the learner's own.
+///
+/// Errors: [`Error::Usage`] when the folder is already laid out.
+pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
+    let all = lesson::load_all()?;
+    let l = lesson::find(&all, n)?;
+    let lab = lab::lab_dir(cwd);
+    let folder = lab.join(format!("lesson-{}", l.slug));
+    if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
+        return Err(Error::usage(format!(
+            "lesson {n}'s sandbox is already laid out in {}",
+            folder.display()
+        ))
+        .with_hint(format!(
+            "cd {} (or remove it and run kit lesson {n} --lab again to start afresh)",
+            folder.display()
+        )));
+    }
+    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    crate::atomic::create_dir_all(&folder)?;
+    let env = crate::golden::golden_env(&folder, &bins);
+    crate::golden::build_sandbox(&l.meta.sandbox, &folder, &env)?;
+    let home = folder.join(".home");
+    crate::atomic::create_dir_all(&home.join(".claude"))?;
+    crate::atomic::create_dir_all(&home.join(".codex"))?;
+    let what = match l.meta.sandbox.as_str() {
+        "git" => "a git repository with one empty commit",
+        "rehearsal" => "the sample project (confload), committed",
+        "transcripts" => "recorded Claude Code and Codex sessions in .home/",
+        _ => "an empty folder",
+    };
+    let d = folder.display();
+    writeln!(out, "lesson {n}'s sandbox ({what}): {d}").map_err(w)?;
+    writeln!(out, "follow the lesson's commands there, in this shell:").map_err(w)?;
+    writeln!(out, "  cd {d}").map_err(w)?;
+    writeln!(out, "  export CLAUDE_CONFIG_DIR={0}/.claude CODEX_HOME={0}/.codex", home.display())
+        .map_err(w)?;
+    writeln!(
+        out,
+        "kit measure then reads the lesson's sessions, and fake agents write theirs there, not among yours; when done: unset CLAUDE_CONFIG_DIR CODEX_HOME"
+    )
+    .map_err(w)?;
     Ok(EXIT_OK)
 }
 

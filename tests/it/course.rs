@@ -636,3 +636,50 @@ fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
     let o = learner(&lab, &lab).env_remove("KIT_LAB").args(["lesson"]).output().unwrap();
     assert!(!text(&o).contains("lab:") && !text(&o).contains("no lab"), "{}", text(&o));
 }
+
+#[test]
+fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_it() {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["lesson", "4", "--lab"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    let folder = lab.join("lesson-04-cache-idle");
+    assert!(t.contains(&format!("  cd {}", folder.display())), "{t}");
+    let export = t.lines().find(|l| l.trim_start().starts_with("export ")).unwrap();
+    // The learner's shell: the printed commands, then the lesson's first `kit measure`.
+    let script =
+        format!("cd {} && {export} && kit measure | tail -n 3 | head -n 1", folder.display());
+    let out = sh_in(d.path(), &lab, &format!("unset CLAUDE_CONFIG_DIR CODEX_HOME; {script}"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("TOTAL    3 sessions"),
+        "{}",
+        text(&out)
+    );
+    let again = kit_in(d.path(), &lab, &["lesson", "4", "--lab"]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("already laid out"), "{}", text(&again));
+
+    // A rehearsal lesson: the sample project, committed, its .home ignored by git.
+    let o = kit_in(d.path(), &lab, &["lesson", "6", "--lab"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let six = lab.join("lesson-06-headless-loop");
+    let st = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&six)
+        .output()
+        .unwrap();
+    assert!(st.stdout.is_empty(), "{}", String::from_utf8_lossy(&st.stdout));
+    assert!(six.join("confload").is_dir());
+
+    // Outside a checkout, --path names no folder of the machine kit was built on.
+    let o = kit_in(d.path(), &lab, &["lesson", "2", "--path"]);
+    let t = text(&o);
+    assert!(t.contains("is embedded in kit") && t.contains("kit lesson 2 --lab"), "{t}");
+    assert!(!t.contains(env!("CARGO_MANIFEST_DIR")), "{t}");
+    let o = kit_in(&root(), &lab, &["lesson", "2", "--path"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        root().join("lessons/02-goal-contract/README.md").display().to_string()
+    );
+}
