@@ -427,7 +427,7 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
         }
         let _ = writeln!(
             std::io::stderr(),
-            "note: exercise {n}'s solution seen before passing; kit exercise list will say so"
+            "warning: exercise {n} has not passed yet, so this spoils it; its solution is shown because of --show-anyway, and kit exercise list will say so"
         );
     }
     if ex.solution.is_empty() {

@@ -683,3 +683,20 @@ fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_
         root().join("lessons/02-goal-contract/README.md").display().to_string()
     );
 }
+
+#[test]
+fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
+    let (d, lab, _sandbox) = started(4);
+    let o = kit_in(d.path(), &lab, &["exercise", "solution", "4", "--show-anyway"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("warning: exercise 4 has not passed yet") && !err.contains("error"),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    // tests/__init__.py is empty: its stored copy is the digest of no bytes.
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let at = out.find(empty).unwrap_or_else(|| panic!("{out}"));
+    assert!(out[at..].lines().nth(1) == Some("(empty file)"), "{out}");
+}
