@@ -85,7 +85,7 @@ fn learner_starts_fails_fixes_and_passes_exercise_1() {
     assert!(t.contains("golden.md:4  $ ls longrun"), "{t}");
     assert!(t.contains("hint 1/3: "), "{t}");
     assert!(
-        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        t.contains("more: kit exercise hint 1 shows hint 2/3 (hint 2/3 is the one for this step"),
         "{t}"
     );
     assert!(!sandbox.join("longrun").exists(), "a check must not write into the lab");
@@ -450,7 +450,7 @@ fn a_solution_shown_before_passing_is_recorded_in_list_and_check() {
     let (d, lab, sandbox) = started(1);
     let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1", "--show-anyway"]);
     assert!(sol.status.success(), "{}", text(&sol));
-    assert!(text(&sol).contains("exercise 1's solution seen before passing"), "{}", text(&sol));
+    assert!(text(&sol).contains("warning: exercise 1 has not passed yet"), "{}", text(&sol));
     assert!(list_row(&lab, 1).ends_with("started (solution seen)"), "{}", list_row(&lab, 1));
     let o = kit_in(d.path(), &lab, &["exercise", "check", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -471,7 +471,7 @@ fn the_hint_ladder_climbs_one_rung_at_a_time_after_a_check() {
     let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
     assert!(t.contains("hint 1/3: A long run keeps its state"), "{t}");
     assert!(
-        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        t.contains("more: kit exercise hint 1 shows hint 2/3 (hint 2/3 is the one for this step"),
         "{t}"
     );
     let h = text(&kit_in(d.path(), &lab, &["exercise", "hint", "1"]));
