@@ -647,3 +647,82 @@ fn fake_sessions_in_two_projects_have_different_ids() {
     let ids: Vec<_> = t.iter().map(|p| p.file_stem().unwrap().to_owned()).collect();
     assert_ne!(ids[0], ids[1], "{t:?}");
 }
+
+fn journal_events(root: &Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(root.join("longrun/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == kind)
+        .collect()
+}
+
+#[test]
+fn a_fake_loop_interrupted_in_its_first_call_does_the_work_when_resumed() {
+    let sb = sandbox();
+    let root = &sb.project;
+    let kit = |args: &[&str]| {
+        let o = crate::util::kit(root).args(args).output().unwrap();
+        assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+    };
+    std::fs::write(root.join(".git/info/exclude"), "/.home/\n").unwrap();
+    kit(&["init"]);
+    std::fs::write(root.join("longrun/goal.md"), kit::rehearse::sample::goal_text()).unwrap();
+    kit(&["freeze", "tests", "tools"]);
+    let git = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "goal"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    Command::new("git").args(["add", "-A"]).current_dir(root).status().unwrap();
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "longrun"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+
+    // `race` works 5 s before its edit: Ctrl-C lands inside its first call; a second Ctrl-C
+    // ends the agent at once (SIGKILL), so the call never finishes.
+    let mut child = crate::util::kit(root)
+        .args(["loop", "--agent", "fake:race"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while journal_events(root, "agent_start").is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the agent never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("SIGINT received") {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "kit never saw the SIGINT");
+        }
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        !root.join(".git/fake-agent-race.count").exists(),
+        "an interrupted call counts: {}",
+        text(&o)
+    );
+
+    // Resumed: iteration 2 of the loop, the fake's first finished call, which does the work.
+    let o = crate::util::kit(root).args(["loop", "--agent", "fake:race"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.lines().last().unwrap_or("").starts_with("done:"), "{t}");
+    let its: Vec<u64> = journal_events(root, "iteration_start")
+        .iter()
+        .filter_map(|e| e["iteration"].as_u64())
+        .collect();
+    assert_eq!(its, [1, 2], "{t}");
+}
