@@ -86,7 +86,8 @@ fn run(args: &Args) -> Result<u8> {
     };
     // The place joins the seed so that fake sessions in two projects (or two rehearsals) never
     // share an id, while a golden, whose paths all sit under its sandbox, still gets the same.
-    let seed = format!("{short}:{invocation}:{}", place_of(&cwd));
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let seed = format!("{short}:{invocation}:{}", place_of(&cwd, &home));
     let spec = SessionSpec {
         output,
         seed,
@@ -161,8 +162,7 @@ fn invocation_number(counter: &Path) -> Result<u64> {
 
 /// `cwd` relative to `$HOME` (`../x` when beside it), else `cwd` itself: stable for a golden
 /// (its HOME and its project share the sandbox), distinct for every project of a user.
-fn place_of(cwd: &Path) -> String {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+fn place_of(cwd: &Path, home: &Path) -> String {
     let (mut h, mut c) = (home.components().peekable(), cwd.components().peekable());
     if home.as_os_str().is_empty() || h.peek() != c.peek() {
         return cwd.to_string_lossy().into_owned();
@@ -201,4 +201,18 @@ fn branch_of(git_dir: &Path) -> String {
         .ok()
         .and_then(|h| h.trim().strip_prefix("ref: refs/heads/").map(str::to_string))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_is_the_folder_relative_to_home() {
+        let home = Path::new("/s/.home");
+        assert_eq!(place_of(Path::new("/s/.home/p/q"), home), "p/q");
+        assert_eq!(place_of(Path::new("/s/project"), home), "../project");
+        assert_eq!(place_of(Path::new("/other/x"), Path::new("")), "/other/x");
+        assert_ne!(place_of(Path::new("/s/a"), home), place_of(Path::new("/s/b"), home));
+    }
 }
