@@ -700,3 +700,28 @@ fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
     let at = out.find(empty).unwrap_or_else(|| panic!("{out}"));
     assert!(out[at..].lines().nth(1) == Some("(empty file)"), "{out}");
 }
+
+#[test]
+fn checking_an_earlier_exercise_once_all_passed_says_the_course_is_done() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    // Every other exercise passed too (stamped under this learner's course key, as kit would).
+    let key_file = d.path().join(".home/.local/state/kit/course.key");
+    let key = kit::handoff::key::load(&key_file).unwrap().unwrap();
+    let mut p = kit::course::lab::Progress::load_with(&lab, Some(&key)).unwrap();
+    for ex in kit::course::exercise::load_all().unwrap().into_iter().skip(1) {
+        let dir = lab.join(&ex.slug);
+        let pass = kit::course::lab::Pass::new(&key, ex.meta.id, &ex.slug, &lab, &dir, "d".into());
+        let e = p.entry(&ex.slug);
+        e.dir = Some(dir);
+        e.started = Some(pass.time.clone());
+        e.passed = Some(pass);
+    }
+    p.save(&lab).unwrap();
+    assert!(text(&kit_in(d.path(), &lab, &["exercise", "list"])).contains("20/20 passed"));
+    let o = kit_in(&sandbox, &lab, &["exercise", "check"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("every exercise has passed: the course is done"), "{t}");
+    assert!(!t.contains("that was the last exercise"), "{t}");
+}
