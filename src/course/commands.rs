@@ -32,6 +32,18 @@ impl Course {
     }
 }
 
+/// The lab for an exercise command run in `cwd`; with no lab here, a note on stderr names the
+/// lab last used (the command then works on `./kit-lab`, as asked).
+fn lab_noting_the_last(cwd: &Path) -> PathBuf {
+    let (lab, origin) = lab::locate(cwd);
+    if origin == lab::Origin::New {
+        if let Some(line) = lab::where_line(&lab, origin) {
+            let _ = writeln!(std::io::stderr(), "note: {line}");
+        }
+    }
+    lab
+}
+
 /// Where exercise `ex`'s sandbox is in `lab`: recorded by `start`, else `<lab>/NN-slug`.
 fn sandbox_of(progress: &Progress, lab: &Path, ex: &Exercise) -> PathBuf {
     progress
@@ -60,7 +72,7 @@ pub fn start(
 ) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let folder = into.map(|d| absolute(cwd, d)).unwrap_or_else(|| lab.join(&ex.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(
@@ -144,7 +156,7 @@ pub fn check(
     out: &mut dyn Write,
 ) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let key = stamp::key()?;
     let mut progress = Progress::load_with(&lab, Some(&key))?;
     progress.print_notes();
@@ -304,7 +316,7 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
 /// N defaults to the exercise of the current folder, as for `check`.
 pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let key = stamp::key()?;
     let mut progress = Progress::load_with(&lab, Some(&key))?;
     progress.print_notes();
@@ -341,7 +353,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
     use std::io::IsTerminal;
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let progress = Progress::load(&lab)?;
     let folder = sandbox_of(&progress, &lab, ex);
     // Never remove another exercise's work: a progress file pointed at its sandbox.
@@ -406,7 +418,7 @@ fn empty_folder(folder: &Path) -> Result<()> {
 pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let mut progress = Progress::load(&lab)?;
     progress.print_notes();
     let earned = progress.earned(&ex.slug);
@@ -612,7 +624,7 @@ pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
 pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
     let all = lesson::load_all()?;
     let l = lesson::find(&all, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let folder = lab.join(format!("lesson-{}", l.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(

@@ -626,6 +626,15 @@ fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
         );
         assert!(t.contains(&want), "{args:?}: {t}");
     }
+    // An exercise command there says so too, before its own answer.
+    let o = learner(&elsewhere, &lab)
+        .env_remove("KIT_LAB")
+        .args(["exercise", "check", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("note: no lab in this folder; your lab is "), "{err}");
+    assert!(!elsewhere.join("kit-lab").exists(), "{err}");
     // Below the lab (not in a sandbox): the lab found above is named.
     let below = lab.join("notes");
     std::fs::create_dir_all(&below).unwrap();
