@@ -123,6 +123,17 @@ fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) 
         writeln!(out, "edit: {}", m.edit.join(", ")).map_err(w)?;
     }
     writeln!(out, "check it: kit exercise check {}", m.id).map_err(w)?;
+    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") {
+        // Its sessions (recorded ones, or the fake agent's) live in the sandbox's .home, where
+        // the check's `kit measure` reads them; the learner's shell must look there too.
+        let home = folder.join(".home");
+        writeln!(
+            out,
+            "its sessions are in {0}: in your shell, first: export CLAUDE_CONFIG_DIR={0}/.claude CODEX_HOME={0}/.codex (unset them when done)",
+            home.display()
+        )
+        .map_err(w)?;
+    }
     Ok(())
 }
 

@@ -734,3 +734,30 @@ fn checking_an_earlier_exercise_once_all_passed_says_the_course_is_done() {
     assert!(t.contains("every exercise has passed: the course is done"), "{t}");
     assert!(!t.contains("that was the last exercise"), "{t}");
 }
+
+#[test]
+fn an_exercise_with_sessions_prints_the_exports_that_make_kit_measure_read_them() {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "18"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let line =
+        t.lines().find(|l| l.starts_with("its sessions are in ")).unwrap_or_else(|| panic!("{t}"));
+    let export = &line[line.find("export ").unwrap()..line.find(" (unset").unwrap()];
+    let out = sh_in(
+        d.path(),
+        &lab,
+        &format!(
+            "unset CLAUDE_CONFIG_DIR CODEX_HOME; {export} && kit measure | tail -n 3 | head -n 1"
+        ),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("TOTAL    3 sessions"),
+        "{}",
+        text(&out)
+    );
+    // An exercise without sessions says nothing of the kind.
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
+    assert!(!text(&o).contains("its sessions are in"), "{}", text(&o));
+}
