@@ -81,8 +81,12 @@ pub enum Command {
         #[arg(value_name = "N")]
         number: Option<u32>,
         /// Print where the lesson's files are instead of the lesson.
-        #[arg(long, requires = "number")]
+        #[arg(long, requires = "number", conflicts_with = "lab")]
         path: bool,
+        /// Lay out in the lab (`<lab>/lesson-NN-slug/`) the sandbox the lesson's commands run
+        /// in, and print how to use it.
+        #[arg(long, requires = "number")]
+        lab: bool,
     },
     /// Run the kit test catalogue, every exercise's golden and every lesson from this binary,
     /// each case in a temporary sandbox.
@@ -143,9 +147,9 @@ pub enum ExerciseCommand {
     },
     /// Show a hint from the exercise's ladder (default: the next one not yet seen).
     Hint {
-        /// The exercise's number.
+        /// The exercise's number (default: the exercise whose sandbox holds this folder).
         #[arg(value_name = "N")]
-        number: u32,
+        number: Option<u32>,
         /// The rung of the ladder, from 1.
         #[arg(long, value_name = "K")]
         level: Option<usize>,

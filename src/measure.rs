@@ -682,6 +682,24 @@ fn turns(
                 .with_hint("run `kit measure` to list sessions and their ids"))
         }
         _ => {
+            let first = &found[0].0.session_id;
+            if found.iter().all(|(s, _)| &s.session_id == first) {
+                // One id, several transcripts: the same session id in different projects (a
+                // copied or replayed transcript). Only its file tells them apart.
+                let places: Vec<_> = found
+                    .iter()
+                    .map(|(s, _)| format!("{} ({})", s.project, s.path.display()))
+                    .collect();
+                return Err(Error::usage(format!(
+                    "`{id}` matches {} sessions with the same id {first}, in different projects: {}",
+                    found.len(),
+                    places.join("; ")
+                ))
+                .with_hint(format!(
+                    "name the transcript to pick one: kit measure --turns {id} {}",
+                    found[0].0.path.display()
+                )));
+            }
             let ids: Vec<_> = found.iter().map(|(s, _)| s.session_id.clone()).collect();
             return Err(Error::usage(format!(
                 "`{id}` matches {} sessions: {}",

@@ -99,10 +99,13 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
         Command::Exercise(cmd) => exercise(ctx, cmd, out),
         Command::Lesson { number: None, .. } => crate::course::commands::lessons(&ctx.cwd, out),
-        Command::Lesson { number: Some(n), path: true } => {
+        Command::Lesson { number: Some(n), path: true, .. } => {
             crate::course::commands::lesson_path(&ctx.cwd, n, out)
         }
-        Command::Lesson { number: Some(n), path: false } => {
+        Command::Lesson { number: Some(n), lab: true, .. } => {
+            crate::course::commands::lesson_lab(&ctx.cwd, n, out)
+        }
+        Command::Lesson { number: Some(n), .. } => {
             let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
             crate::course::commands::show_lesson(n, tty, &ctx.theme, out)
         }

@@ -74,7 +74,8 @@ fn run(args: &Args) -> Result<u8> {
     let (scenario, short) = Scenario::load(name)?;
     let cwd = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
     let git_dir = find_git_dir(&cwd);
-    let invocation = invocation_number(&short, git_dir.as_deref(), &cwd)?;
+    let counter = counter_file(&short, git_dir.as_deref(), &cwd);
+    let invocation = invocation_number(&counter)?;
     let prompt = match &args.prompt {
         Some(p) => p.clone(),
         None => {
@@ -83,7 +84,10 @@ fn run(args: &Args) -> Result<u8> {
             s
         }
     };
-    let seed = format!("{short}:{invocation}");
+    // The place joins the seed so that fake sessions in two projects (or two rehearsals) never
+    // share an id, while a golden, whose paths all sit under its sandbox, still gets the same.
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let seed = format!("{short}:{invocation}:{}", place_of(&cwd, &home));
     let spec = SessionSpec {
         output,
         seed,
@@ -99,10 +103,24 @@ fn run(args: &Args) -> Result<u8> {
     let mut session = Session::start_with(spec, &prompt, |id| {
         persist.then(|| session::transcript_path(&cwd, id))
     })?;
+    if persist && std::env::var("CLAUDE_CONFIG_DIR").map_or(true, |v| v.trim().is_empty()) {
+        // Where Claude Code would write it, so the lessons' `kit measure` and hooks see it; but a
+        // fake session must not pass unnoticed among the user's real ones.
+        if let Some(t) = session.transcript() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "fake-agent: note: this fake session's transcript is {} (the real ~/.claude): kit measure counts it among your sessions; set CLAUDE_CONFIG_DIR to a folder of its own to keep them apart",
+                t.display()
+            );
+        }
+    }
     let steps = scenario.steps_for(invocation).unwrap_or(&[]);
     let ending =
         steps::Runner::new(&mut session, &cwd, invocation).run(steps, &scenario.otherwise)?;
     session.finish(&ending.text, ending.code)?;
+    // Counted once finished: an invocation interrupted (Ctrl-C, a pause, a timeout) is done again
+    // by the next one, so a resumed `kit loop --agent fake:finish` still does the work.
+    kit::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;
     Ok(ending.code)
 }
 
@@ -116,26 +134,49 @@ fn list() -> Result<()> {
     Ok(())
 }
 
-/// `KIT_ITERATION` if set, else the next value of `<git dir>/fake-agent-<scenario>.count`
+/// Where the number of finished invocations of `scenario` is kept: `<git dir>/fake-agent-<scenario>.count`
 /// (`<cwd>/.fake-agent-<scenario>.count` outside a repository).
-fn invocation_number(scenario: &str, git_dir: Option<&Path>, cwd: &Path) -> Result<u64> {
-    if let Ok(v) = std::env::var("KIT_ITERATION") {
-        return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            Error::usage(format!("KIT_ITERATION={v:?} is not an iteration number (1, 2, …)"))
-        });
-    }
-    let file = match git_dir {
+fn counter_file(scenario: &str, git_dir: Option<&Path>, cwd: &Path) -> PathBuf {
+    match git_dir {
         Some(g) => g.join(format!("fake-agent-{scenario}.count")),
         None => cwd.join(format!(".fake-agent-{scenario}.count")),
-    };
-    let last = match std::fs::read_to_string(&file) {
+    }
+}
+
+/// This invocation's number: `KIT_FAKE_INVOCATION` if set (tests), else one more than the
+/// invocations of this scenario that finished here. Never `KIT_ITERATION`: a loop resumed after
+/// a pause starts at iteration 2 although the agent never finished its first call.
+fn invocation_number(counter: &Path) -> Result<u64> {
+    if let Ok(v) = std::env::var("KIT_FAKE_INVOCATION") {
+        return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+            Error::usage(format!("KIT_FAKE_INVOCATION={v:?} is not an invocation number (1, 2, …)"))
+        });
+    }
+    let last = match std::fs::read_to_string(counter) {
         Ok(t) => t.trim().parse::<u64>().unwrap_or(0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(Error::io(&file, e)),
+        Err(e) => return Err(Error::io(counter, e)),
     };
-    let n = last + 1;
-    kit::atomic::write_atomic(&file, format!("{n}\n").as_bytes())?;
-    Ok(n)
+    Ok(last + 1)
+}
+
+/// `cwd` relative to `$HOME` (`../x` when beside it), else `cwd` itself: stable for a golden
+/// (its HOME and its project share the sandbox), distinct for every project of a user.
+fn place_of(cwd: &Path, home: &Path) -> String {
+    let (mut h, mut c) = (home.components().peekable(), cwd.components().peekable());
+    if home.as_os_str().is_empty() || h.peek() != c.peek() {
+        return cwd.to_string_lossy().into_owned();
+    }
+    while h.peek().is_some() && h.peek() == c.peek() {
+        h.next();
+        c.next();
+    }
+    let mut rel = PathBuf::new();
+    for _ in h {
+        rel.push("..");
+    }
+    rel.extend(c);
+    rel.to_string_lossy().into_owned()
 }
 
 /// The `.git` folder of the repository holding `cwd` (following a worktree's `gitdir:` file).
@@ -160,4 +201,18 @@ fn branch_of(git_dir: &Path) -> String {
         .ok()
         .and_then(|h| h.trim().strip_prefix("ref: refs/heads/").map(str::to_string))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_is_the_folder_relative_to_home() {
+        let home = Path::new("/s/.home");
+        assert_eq!(place_of(Path::new("/s/.home/p/q"), home), "p/q");
+        assert_eq!(place_of(Path::new("/s/project"), home), "../project");
+        assert_eq!(place_of(Path::new("/other/x"), Path::new("")), "/other/x");
+        assert_ne!(place_of(Path::new("/s/a"), home), place_of(Path::new("/s/b"), home));
+    }
 }

@@ -8,7 +8,7 @@
 //! `output_tokens` on all but the last line), `message.usage` with the 5m/1h split (§4.1), and the
 //! stream-json `system/init` … `result` sequence of §7.
 //!
-//! Determinism: every id is derived from sha256 of the seed (`scenario:invocation`) and a
+//! Determinism: every id is derived from sha256 of the seed (`scenario:invocation:place`) and a
 //! counter; times come from `kit::clock`. Under `KIT_FAKE_CLOCK` the session starts at the fake
 //! time plus one minute per earlier invocation, and modelled durations (API latency, tool time,
 //! sleeps) advance the virtual clock, so two runs print the same bytes.

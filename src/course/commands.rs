@@ -32,6 +32,18 @@ impl Course {
     }
 }
 
+/// The lab for an exercise command run in `cwd`; with no lab here, a note on stderr names the
+/// lab last used (the command then works on `./kit-lab`, as asked).
+fn lab_noting_the_last(cwd: &Path) -> PathBuf {
+    let (lab, origin) = lab::locate(cwd);
+    if origin == lab::Origin::New {
+        if let Some(line) = lab::where_line(&lab, origin) {
+            let _ = writeln!(std::io::stderr(), "note: {line}");
+        }
+    }
+    lab
+}
+
 /// Where exercise `ex`'s sandbox is in `lab`: recorded by `start`, else `<lab>/NN-slug`.
 fn sandbox_of(progress: &Progress, lab: &Path, ex: &Exercise) -> PathBuf {
     progress
@@ -60,7 +72,7 @@ pub fn start(
 ) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let folder = into.map(|d| absolute(cwd, d)).unwrap_or_else(|| lab.join(&ex.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(
@@ -111,6 +123,17 @@ fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) 
         writeln!(out, "edit: {}", m.edit.join(", ")).map_err(w)?;
     }
     writeln!(out, "check it: kit exercise check {}", m.id).map_err(w)?;
+    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") {
+        // Its sessions (recorded ones, or the fake agent's) live in the sandbox's .home, where
+        // the check's `kit measure` reads them; the learner's shell must look there too.
+        let home = folder.join(".home");
+        writeln!(
+            out,
+            "its sessions are in {0}: in your shell, first: export CLAUDE_CONFIG_DIR={0}/.claude CODEX_HOME={0}/.codex (unset them when done)",
+            home.display()
+        )
+        .map_err(w)?;
+    }
     Ok(())
 }
 
@@ -144,7 +167,7 @@ pub fn check(
     out: &mut dyn Write,
 ) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let key = stamp::key()?;
     let mut progress = Progress::load_with(&lab, Some(&key))?;
     progress.print_notes();
@@ -170,7 +193,7 @@ pub fn check(
     let outcome = super::check::check_copy(ex, &folder, &bins)?;
     let passed = outcome.failure.is_none();
     if passed {
-        let pass = Pass::new(&key, id, &ex.slug, &folder, digest);
+        let pass = Pass::new(&key, id, &ex.slug, &lab, &folder, digest);
         let e = progress.entry(&ex.slug);
         e.started.get_or_insert_with(|| pass.time.clone());
         e.earned.get_or_insert_with(|| pass.clone());
@@ -229,7 +252,10 @@ pub fn check(
                 .map_err(w)?;
             }
             Some(nx) => writeln!(out, "next: kit exercise start {}", nx.meta.id).map_err(w)?,
-            None => writeln!(out, "that was the last exercise: the course is done").map_err(w)?,
+            None if course.exercises.last().is_some_and(|l| l.meta.id == id) => {
+                writeln!(out, "that was the last exercise: the course is done").map_err(w)?
+            }
+            None => writeln!(out, "every exercise has passed: the course is done").map_err(w)?,
         }
         return Ok(EXIT_OK);
     };
@@ -244,7 +270,7 @@ pub fn check(
         match fits {
             Some(f) if f > k => writeln!(
                 out,
-                "hint {f} fits this step: kit exercise hint {id} shows the next rung ({}/{total})",
+                "more: kit exercise hint {id} shows hint {}/{total} (hint {f}/{total} is the one for this step; the ladder climbs one hint at a time)",
                 k + 1
             )
             .map_err(w)?,
@@ -297,13 +323,22 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
     }
 }
 
-/// `kit exercise hint N [--level K]`: a rung of the hint ladder (default: the next unseen).
-pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
+/// `kit exercise hint [N] [--level K]`: a rung of the hint ladder (default: the next unseen);
+/// N defaults to the exercise of the current folder, as for `check`.
+pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
-    let mut progress = Progress::load(&lab)?;
+    let lab = lab_noting_the_last(cwd);
+    let key = stamp::key()?;
+    let mut progress = Progress::load_with(&lab, Some(&key))?;
     progress.print_notes();
+    let ex = match n {
+        Some(n) => exercise::find(&course.exercises, n)?,
+        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
+            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
+                .with_hint("kit exercise hint N (kit exercise list shows them)")
+        })?,
+    };
+    let n = ex.meta.id;
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);
     let Some((k, text)) = ex.hint(want) else {
@@ -313,7 +348,7 @@ pub fn hint(cwd: &Path, n: u32, level: Option<usize>, out: &mut dyn Write) -> Re
     let total = ex.meta.hints.len();
     writeln!(out, "hint {k}/{total}: {}", text.trim()).map_err(w)?;
     if k < total {
-        writeln!(out, "more: kit exercise hint {n} --level {}", k + 1).map_err(w)?;
+        writeln!(out, "more: kit exercise hint {n} shows hint {}/{total}", k + 1).map_err(w)?;
     }
     if lab.is_dir() {
         let e = progress.entry(&ex.slug);
@@ -329,7 +364,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
     use std::io::IsTerminal;
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let progress = Progress::load(&lab)?;
     let folder = sandbox_of(&progress, &lab, ex);
     // Never remove another exercise's work: a progress file pointed at its sandbox.
@@ -366,11 +401,27 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
         }
     }
     if folder.exists() {
-        std::fs::remove_dir_all(&folder).at(&folder)?;
+        // Emptied in place, not removed: a shell whose current folder is the sandbox stays in
+        // it (a removed folder would leave it in a deleted directory).
+        empty_folder(&folder)?;
     }
     lay_out(ex, &lab, &folder)?;
     print_task(ex, &folder, theme, out)?;
     Ok(EXIT_OK)
+}
+
+/// Remove everything inside `folder`, keeping the folder itself.
+fn empty_folder(folder: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(folder).at(folder)? {
+        let p = entry.at(folder)?.path();
+        let is_dir = std::fs::symlink_metadata(&p).at(&p)?.is_dir();
+        if is_dir {
+            std::fs::remove_dir_all(&p).at(&p)?;
+        } else {
+            std::fs::remove_file(&p).at(&p)?;
+        }
+    }
+    Ok(())
 }
 
 /// `kit exercise solution N [--show-anyway]`: the solution's files, only once the exercise
@@ -378,7 +429,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
 pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab::lab_dir(cwd);
+    let lab = lab_noting_the_last(cwd);
     let mut progress = Progress::load(&lab)?;
     progress.print_notes();
     let earned = progress.earned(&ex.slug);
@@ -399,7 +450,7 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
         }
         let _ = writeln!(
             std::io::stderr(),
-            "note: exercise {n}'s solution seen before passing; kit exercise list will say so"
+            "warning: exercise {n} has not passed yet, so this spoils it; its solution is shown because of --show-anyway, and kit exercise list will say so"
         );
     }
     if ex.solution.is_empty() {
@@ -412,6 +463,10 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
     }
     for (path, bytes) in &ex.solution {
         writeln!(out, "--- solution/{path}").map_err(w)?;
+        if bytes.is_empty() {
+            writeln!(out, "(empty file)").map_err(w)?;
+            continue;
+        }
         let text = String::from_utf8_lossy(bytes);
         write!(out, "{text}").map_err(w)?;
         if !text.ends_with('\n') {
@@ -424,7 +479,8 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
 /// `kit exercise list [--json]`: number, lesson, title, status; a progress bar on a terminal.
 pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let (lab, origin) = lab::locate(cwd);
+    let where_line = lab::where_line(&lab, origin);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
     let total = course.exercises.len();
@@ -446,9 +502,13 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
             .collect();
         let v = serde_json::json!({
             "schema": "kit.exercises/1", "exercises": rows, "passed": passed, "total": total,
+            "lab": lab, "lab_note": where_line,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
         return Ok(EXIT_OK);
+    }
+    if let Some(l) = &where_line {
+        writeln!(out, "{l}").map_err(w)?;
     }
     let tw = course.exercises.iter().map(|e| e.meta.title.chars().count()).max().unwrap_or(5);
     writeln!(out, " #  lesson  {:<tw$}  status", "title").map_err(w)?;
@@ -478,9 +538,12 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
 pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab::lab_dir(cwd);
+    let (lab, origin) = lab::locate(cwd);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
+    if let Some(l) = lab::where_line(&lab, origin) {
+        writeln!(out, "{l}").map_err(w)?;
+    }
     let tw = course.lessons.iter().map(|l| l.meta.title.chars().count()).max().unwrap_or(5);
     writeln!(out, " #  {:<tw$}  minutes  exercises", "title").map_err(w)?;
     for l in &course.lessons {
@@ -540,24 +603,74 @@ fn page(text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `kit lesson N --path`: where the lesson's files are.
+/// `kit lesson N --path`: where the lesson's files are: the README of a kit checkout holding
+/// the current folder, else a sentence saying it is embedded (never a path of the machine kit
+/// was built on).
 pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
     let all = lesson::load_all()?;
     let l = lesson::find(&all, n)?;
     let rel = format!("lessons/{}/README.md", l.slug);
     let checkout = cwd
         .ancestors()
-        .map(|a| a.join(&rel))
-        .chain(std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(&rel)))
-        .find(|p| p.is_file());
+        .find(|a| a.join(&rel).is_file() && a.join("Cargo.toml").is_file())
+        .map(|a| a.join(&rel));
     match checkout {
         Some(p) => writeln!(out, "{}", p.display()).map_err(w)?,
         None => writeln!(
             out,
-            "{rel} is embedded in kit (no checkout here); save a copy: kit lesson {n} > lesson.md"
+            "{rel} is embedded in kit (no checkout here): kit lesson {n} > lesson.md saves a copy; kit lesson {n} --lab lays out the sandbox its commands run in"
         )
         .map_err(w)?,
     }
+    Ok(EXIT_OK)
+}
+
+/// `kit lesson N --lab`: lay out lesson N's sandbox — what its `console` blocks run in, built as
+/// `kit verify` builds it (`lesson.toml`'s `sandbox`: empty, git, rehearsal, transcripts) — in
+/// `<lab>/lesson-NN-slug/`, and print how to follow the lesson there: `cd` into it and point
+/// `CLAUDE_CONFIG_DIR` and `CODEX_HOME` at its `.home/`, so that `kit measure` reads the
+/// lesson's sessions and the fake agent's transcripts land there, not among the learner's own.
+///
+/// Errors: [`Error::Usage`] when the folder is already laid out.
+pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
+    let all = lesson::load_all()?;
+    let l = lesson::find(&all, n)?;
+    let lab = lab_noting_the_last(cwd);
+    let folder = lab.join(format!("lesson-{}", l.slug));
+    if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
+        return Err(Error::usage(format!(
+            "lesson {n}'s sandbox is already laid out in {}",
+            folder.display()
+        ))
+        .with_hint(format!(
+            "cd {} (or remove it and run kit lesson {n} --lab again to start afresh)",
+            folder.display()
+        )));
+    }
+    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    crate::atomic::create_dir_all(&folder)?;
+    let env = crate::golden::golden_env(&folder, &bins);
+    crate::golden::build_sandbox(&l.meta.sandbox, &folder, &env)?;
+    let home = folder.join(".home");
+    crate::atomic::create_dir_all(&home.join(".claude"))?;
+    crate::atomic::create_dir_all(&home.join(".codex"))?;
+    let what = match l.meta.sandbox.as_str() {
+        "git" => "a git repository with one empty commit",
+        "rehearsal" => "the sample project (confload), committed",
+        "transcripts" => "recorded Claude Code and Codex sessions in .home/",
+        _ => "an empty folder",
+    };
+    let d = folder.display();
+    writeln!(out, "lesson {n}'s sandbox ({what}): {d}").map_err(w)?;
+    writeln!(out, "follow the lesson's commands there, in this shell:").map_err(w)?;
+    writeln!(out, "  cd {d}").map_err(w)?;
+    writeln!(out, "  export CLAUDE_CONFIG_DIR={0}/.claude CODEX_HOME={0}/.codex", home.display())
+        .map_err(w)?;
+    writeln!(
+        out,
+        "kit measure then reads the lesson's sessions, and fake agents write theirs there, not among yours; when done: unset CLAUDE_CONFIG_DIR CODEX_HOME"
+    )
+    .map_err(w)?;
     Ok(EXIT_OK)
 }
 

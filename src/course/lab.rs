@@ -1,6 +1,7 @@
 //! The learner's lab and its progress file. The lab is `$KIT_LAB` (a relative one is looked for
-//! from the current folder upwards), else the nearest folder above
-//! the current one that holds `.kit/progress.json`, else `./kit-lab`; exercise N lives in
+//! from the current folder upwards), else `./kit-lab` or the current folder when it holds
+//! `.kit/progress.json`, else the nearest folder above that does, else `./kit-lab` ([`locate`];
+//! the lab last written is remembered in `<state dir>/kit/last-lab`); exercise N lives in
 //! `<lab>/NN-slug/` unless `kit exercise start N --dir DIR` put it elsewhere.
 //!
 //! `<lab>/.kit/progress.json` is written by [`Progress::save`] only (one writer, atomic):
@@ -13,7 +14,7 @@
 //!       "dir": "/home/me/kit-lab/01-init",
 //!       "started": "2026-10-01T09:00:00Z",
 //!       "passed": { "time": "2026-10-01T09:10:00Z", "dir": "/home/me/kit-lab/01-init",
-//!                   "digest": "…", "stamp": "…" },
+//!                   "digest": "…", "lab": "/home/me/kit-lab", "stamp": "…" },
 //!       "earned": { …the first pass, the same fields… },
 //!       "solution_seen": "2026-10-01T09:05:00Z",
 //!       "hints_seen": 1
@@ -26,7 +27,10 @@
 //! clears it); `earned` the first pass ever, which unlocks `kit exercise solution` and survives a
 //! reset; both carry a [`Pass`] stamp under the course key ([`super::stamp`]). [`Progress::load`]
 //! ignores a pass whose stamp does not verify (written by hand, copied from another exercise or
-//! lab) with a one-line note naming the file and `kit exercise check N`. `solution_seen` is when
+//! lab) with a one-line note naming the file and `kit exercise check N`, and a genuine pass
+//! recorded in another lab (`lab` is not this one: a progress file copied from there; a pass
+//! without `lab`, from an older kit, counts when its `dir` is inside this lab), with one note
+//! for them all. `solution_seen` is when
 //! `kit exercise solution --show-anyway` showed the solution before any pass; `hints_seen` the
 //! highest hint level shown. A `kit.progress/1` file is read too: its passes were not stamped,
 //! so they become "started" (check again).
@@ -44,20 +48,83 @@ pub const SCHEMA: &str = "kit.progress/2";
 /// The schema before passes were stamped, still read.
 pub const SCHEMA_1: &str = "kit.progress/1";
 
+/// How [`locate`] found the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `$KIT_LAB`.
+    Env,
+    /// The current folder is the lab, or holds it as `./kit-lab`.
+    Here,
+    /// A folder above the current one holds `.kit/progress.json`.
+    Above,
+    /// No lab yet: `./kit-lab`, made by the first `kit exercise start`.
+    New,
+}
+
 /// The lab folder for a command run in `cwd`.
 pub fn lab_dir(cwd: &Path) -> PathBuf {
+    locate(cwd).0
+}
+
+/// The lab folder for a command run in `cwd`, and how it was found: `$KIT_LAB` (a relative one
+/// holds from any folder below the one it was made in), else `./kit-lab` or the current folder
+/// when it is a lab, else the nearest lab above, else a new `./kit-lab`.
+pub fn locate(cwd: &Path) -> (PathBuf, Origin) {
+    let is_lab = |d: &Path| d.join(".kit/progress.json").is_file();
     if let Some(v) = std::env::var_os("KIT_LAB").filter(|v| !v.is_empty()) {
-        // A relative `KIT_LAB` holds from any folder below the one it was made in.
-        return cwd
+        let lab = cwd
             .ancestors()
             .map(|a| a.join(&v))
-            .find(|lab| lab.join(".kit/progress.json").is_file())
+            .find(|lab| is_lab(lab))
             .unwrap_or_else(|| cwd.join(&v));
+        return (lab, Origin::Env);
     }
-    if let Some(found) = cwd.ancestors().find(|a| a.join(".kit/progress.json").is_file()) {
-        return found.to_path_buf();
+    let here = cwd.join("kit-lab");
+    if is_lab(&here) {
+        return (here, Origin::Here);
     }
-    cwd.join("kit-lab")
+    if is_lab(cwd) {
+        return (cwd.to_path_buf(), Origin::Here);
+    }
+    if let Some(found) = cwd.ancestors().skip(1).find(|a| is_lab(a)) {
+        return (found.to_path_buf(), Origin::Above);
+    }
+    (here, Origin::New)
+}
+
+/// `<state dir>/kit/last-lab`: the lab kit last wrote progress to, so that a learner back after
+/// a pause, in another folder, is told where the lab is.
+fn last_lab_file() -> Option<PathBuf> {
+    crate::handoff::key::state_dir(|k| std::env::var(k).ok()).ok().map(|d| d.join("kit/last-lab"))
+}
+
+/// The lab kit last wrote progress to, if it still holds a progress file.
+pub fn last_lab() -> Option<PathBuf> {
+    let text = std::fs::read_to_string(last_lab_file()?).ok()?;
+    let lab = PathBuf::from(text.trim_end_matches('\n'));
+    (lab.is_absolute() && progress_path(&lab).is_file()).then_some(lab)
+}
+
+/// The line `kit lesson` and `kit exercise list` print about the lab they read, if any: a lab
+/// found above the current folder is named (so a stale, unrelated one is noticed), and with no
+/// lab here the one last used is pointed to.
+pub fn where_line(lab: &Path, origin: Origin) -> Option<String> {
+    match origin {
+        Origin::Above => Some(format!(
+            "lab: {} (found above this folder; KIT_LAB=DIR picks another)",
+            lab.display()
+        )),
+        Origin::New => {
+            let last = last_lab()?;
+            (canonical(&last) != canonical(lab)).then(|| {
+                format!(
+                    "no lab in this folder; your lab is {0}: cd {0}, or export KIT_LAB={0}",
+                    last.display()
+                )
+            })
+        }
+        Origin::Env | Origin::Here => None,
+    }
 }
 
 /// What kit knows about one exercise in this lab.
@@ -91,38 +158,65 @@ pub struct Pass {
     pub dir: PathBuf,
     /// [`stamp::edited_digest`] of the exercise's `edit` files when it passed.
     pub digest: String,
+    /// The lab whose progress file recorded it (canonical; absent in passes of kits before it
+    /// was recorded, which count only when `dir` is inside the lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<PathBuf>,
     /// [`stamp::sign`] of [`Pass::fields`].
     pub stamp: String,
 }
 
 impl Pass {
-    /// A pass of exercise `id` (`slug`) now, stamped under `key`.
-    pub fn new(key: &[u8], id: u32, slug: &str, dir: &Path, digest: String) -> Pass {
+    /// A pass of exercise `id` (`slug`) in `lab` now, stamped under `key`.
+    pub fn new(key: &[u8], id: u32, slug: &str, lab: &Path, dir: &Path, digest: String) -> Pass {
         let mut p = Pass {
             time: crate::clock::now_rfc3339(),
             dir: dir.to_path_buf(),
             digest,
+            lab: Some(canonical(lab)),
             stamp: String::new(),
         };
-        p.stamp = stamp::sign(key, &p.fields(id, slug).each_ref().map(String::as_str));
+        p.stamp =
+            stamp::sign(key, &p.fields(id, slug).iter().map(String::as_str).collect::<Vec<_>>());
         p
     }
 
-    fn fields(&self, id: u32, slug: &str) -> [String; 6] {
-        [
+    /// The signed fields: schema, id, slug, dir, time, digest, and the lab when recorded.
+    fn fields(&self, id: u32, slug: &str) -> Vec<String> {
+        let mut f = vec![
             SCHEMA.to_string(),
             id.to_string(),
             slug.to_string(),
             self.dir.to_string_lossy().into_owned(),
             self.time.clone(),
             self.digest.clone(),
-        ]
+        ];
+        if let Some(lab) = &self.lab {
+            f.push(lab.to_string_lossy().into_owned());
+        }
+        f
     }
 
     /// Whether the stamp is kit's for exercise `id` (`slug`) under `key`.
     pub fn verifies(&self, key: &[u8], id: u32, slug: &str) -> bool {
-        stamp::verify(key, &self.fields(id, slug).each_ref().map(String::as_str), &self.stamp)
+        let fields = self.fields(id, slug);
+        stamp::verify(key, &fields.iter().map(String::as_str).collect::<Vec<_>>(), &self.stamp)
     }
+
+    /// Whether this pass was recorded in `lab`: its recorded lab is `lab`, or (a pass from before
+    /// labs were recorded) its sandbox is inside `lab`.
+    pub fn of_lab(&self, lab: &Path) -> bool {
+        let lab = canonical(lab);
+        match &self.lab {
+            Some(l) => *l == lab,
+            None => canonical(&self.dir).starts_with(&lab),
+        }
+    }
+}
+
+/// `p` with links resolved when it exists, else as it is.
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// `<lab>/.kit/progress.json`.
@@ -205,13 +299,20 @@ impl Progress {
             SCHEMA_1 => {
                 let old: ProgressV1 = serde_json::from_str(&text).map_err(bad)?;
                 let mut p = Progress::default();
+                let unstamped: Vec<String> = old
+                    .exercises
+                    .iter()
+                    .filter(|(_, e)| e.passed.is_some())
+                    .map(|(slug, _)| id_of(slug).unwrap_or(0).to_string())
+                    .collect();
+                if let Some(first) = unstamped.first() {
+                    p.notes.push(format!(
+                        "note: {shown}: written by an older kit ({SCHEMA_1}), whose passes were not stamped: exercise{} {} count as started; run `kit exercise check {first}` (and the others) again",
+                        if unstamped.len() == 1 { "" } else { "s" },
+                        unstamped.join(", ")
+                    ));
+                }
                 for (slug, e) in old.exercises {
-                    if e.passed.is_some() {
-                        let n = id_of(&slug).unwrap_or(0);
-                        p.notes.push(format!(
-                            "note: {shown}: exercise {n}'s pass was recorded by an older kit without a stamp; run `kit exercise check {n}`"
-                        ));
-                    }
                     let started = e.started.or(e.passed);
                     let entry =
                         Entry { dir: e.dir, started, hints_seen: e.hints_seen, ..Entry::default() };
@@ -229,24 +330,44 @@ impl Progress {
             }
         };
         let mut notes = Vec::new();
+        let mut elsewhere: Vec<(u32, PathBuf)> = Vec::new();
         for (slug, e) in &mut p.exercises {
             let Some(n) = id_of(slug) else { continue };
             let genuine = |pass: &Pass| key.is_some_and(|k| pass.verifies(k, n, slug));
             let mut dropped = false;
-            if e.passed.as_ref().is_some_and(|x| !genuine(x)) {
-                e.passed = None;
-                dropped = true;
+            let mut other_lab = None;
+            for slot in [&mut e.passed, &mut e.earned] {
+                let Some(pass) = slot.as_ref() else { continue };
+                if !genuine(pass) {
+                    dropped = true;
+                    *slot = None;
+                } else if !pass.of_lab(lab) {
+                    // Genuine, but another lab's: a progress file copied from there.
+                    other_lab = Some(pass.dir.clone());
+                    *slot = None;
+                }
             }
-            if e.earned.as_ref().is_some_and(|x| !genuine(x)) {
-                e.earned = None;
-                dropped = true;
+            if dropped || other_lab.is_some() {
+                e.started.get_or_insert_with(crate::clock::now_rfc3339);
             }
             if dropped {
-                e.started.get_or_insert_with(crate::clock::now_rfc3339);
                 notes.push(format!(
                     "note: {shown}: exercise {n}'s pass is not stamped by kit (edited by hand or copied), so it is ignored; run `kit exercise check {n}`"
                 ));
+            } else if let Some(dir) = other_lab {
+                elsewhere.push((n, dir));
             }
+        }
+        if let Some((n, dir)) = elsewhere.first() {
+            // One line, not one per exercise: the whole file came from another lab.
+            let which: Vec<String> = elsewhere.iter().map(|(n, _)| n.to_string()).collect();
+            notes.push(format!(
+                "note: {shown}: the passes of exercise{} {} were recorded in another lab (exercise {n}'s sandbox is {}, outside {}), so they are not this lab's; run `kit exercise check N` here",
+                if which.len() == 1 { "" } else { "s" },
+                which.join(", "),
+                dir.display(),
+                lab.display()
+            ));
         }
         p.notes.extend(notes);
         Ok(p)
@@ -259,7 +380,14 @@ impl Progress {
         let mut text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::internal(format!("progress JSON: {e}")))?;
         text.push('\n');
-        crate::atomic::write_atomic(&path, text.as_bytes())
+        crate::atomic::write_atomic(&path, text.as_bytes())?;
+        // Remembered for `where_line`; a courtesy, so a state folder kit cannot write is no error.
+        if let Some(file) = last_lab_file() {
+            let lab = canonical(lab);
+            let _ = file.parent().map(crate::atomic::create_dir_all);
+            let _ = crate::atomic::write_atomic(&file, format!("{}\n", lab.display()).as_bytes());
+        }
+        Ok(())
     }
 
     /// The entry of exercise `slug`, created empty if missing.
@@ -316,8 +444,8 @@ impl Progress {
 mod tests {
     use super::*;
 
-    fn pass(key: &[u8], n: u32, slug: &str) -> Pass {
-        Pass::new(key, n, slug, Path::new("/lab/x"), "d".into())
+    fn pass(key: &[u8], lab: &Path, n: u32, slug: &str) -> Pass {
+        Pass::new(key, n, slug, lab, &lab.join(slug), "d".into())
     }
 
     #[test]
@@ -330,7 +458,7 @@ mod tests {
         p.save(d.path()).unwrap();
         let mut p = Progress::load_with(d.path(), Some(key)).unwrap();
         assert_eq!(p.status("01-init"), "started");
-        p.entry("01-init").passed = Some(pass(key, 1, "01-init"));
+        p.entry("01-init").passed = Some(pass(key, d.path(), 1, "01-init"));
         p.save(d.path()).unwrap();
         let p = Progress::load_with(d.path(), Some(key)).unwrap();
         assert_eq!(p.status("01-init"), "passed");
@@ -343,8 +471,8 @@ mod tests {
     fn a_pass_under_another_key_or_exercise_is_ignored_with_a_note() {
         let d = tempfile::tempdir().unwrap();
         let mut p = Progress::default();
-        p.entry("01-init").passed = Some(pass(b"other", 1, "01-init"));
-        p.entry("02-who").earned = Some(pass(b"k", 1, "01-init"));
+        p.entry("01-init").passed = Some(pass(b"other", d.path(), 1, "01-init"));
+        p.entry("02-who").earned = Some(pass(b"k", d.path(), 1, "01-init"));
         p.save(d.path()).unwrap();
         let p = Progress::load_with(d.path(), Some(b"k")).unwrap();
         assert_eq!(p.status("01-init"), "started");
@@ -371,5 +499,51 @@ mod tests {
         assert_eq!(p.notes.len(), 1);
         assert!(p.notes[0].contains("kit exercise check 3"), "{:?}", p.notes);
         assert_eq!(p.schema, SCHEMA);
+    }
+}
+
+#[cfg(test)]
+mod other_lab_tests {
+    use super::*;
+
+    #[test]
+    fn a_progress_file_copied_from_another_lab_counts_no_pass_with_one_note() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let key = b"k";
+        let mut p = Progress::default();
+        for (n, slug) in [(1, "01-init"), (2, "02-who")] {
+            let pass = Pass::new(key, n, slug, a.path(), &a.path().join(slug), "d".into());
+            p.entry(slug).earned = Some(pass.clone());
+            p.entry(slug).passed = Some(pass);
+        }
+        p.save(a.path()).unwrap();
+        let here = Progress::load_with(a.path(), Some(key)).unwrap();
+        assert_eq!(here.status("02-who"), "passed");
+        assert!(here.notes.is_empty(), "{:?}", here.notes);
+        std::fs::create_dir_all(b.path().join(".kit")).unwrap();
+        std::fs::copy(progress_path(a.path()), progress_path(b.path())).unwrap();
+        let there = Progress::load_with(b.path(), Some(key)).unwrap();
+        assert_eq!(there.status("01-init"), "started");
+        assert!(!there.earned("02-who"));
+        assert_eq!(there.notes.len(), 1, "{:?}", there.notes);
+        assert!(
+            there.notes[0].contains("exercises 1, 2 were recorded in another lab"),
+            "{:?}",
+            there.notes
+        );
+    }
+
+    #[test]
+    fn an_older_pass_without_a_lab_counts_only_inside_the_lab() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut pass =
+            Pass::new(b"k", 1, "01-init", a.path(), &a.path().join("01-init"), "d".into());
+        pass.lab = None;
+        pass.stamp = stamp::sign(
+            b"k",
+            &pass.fields(1, "01-init").iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        assert!(pass.of_lab(a.path()));
+        assert!(!pass.of_lab(b.path()));
     }
 }

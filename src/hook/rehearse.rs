@@ -144,6 +144,12 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
         },
     ];
     w(out, format!("{:<17} {:>9} {:>6}  what the hook did", "event", "context", "%"))?;
+    // On a terminal the last column wraps at word boundaries under itself; piped, lines stay
+    // whole (one line per event, for grep and goldens).
+    let width = {
+        use std::io::IsTerminal;
+        std::io::stdout().is_terminal().then(crate::term::columns).flatten()
+    };
     let mut failures = Vec::new();
     let mut n = 0u32;
     for step in &steps {
@@ -179,7 +185,7 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
             Some(Value::Bool(true)) => format!("{} (again)", step.event),
             _ => step.event.to_string(),
         };
-        w(out, format!("{label:<17} {ctx:>9} {pct:>6}  {}", describe(&o)))?;
+        w(out, hang(&format!("{label:<17} {ctx:>9} {pct:>6}  {}", describe(&o)), width))?;
         let got: Vec<Action> = o.firings.iter().map(|f| f.action).collect();
         if got != step.expect {
             failures.push(format!(
@@ -201,6 +207,30 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
             failures.len()
         )))
     }
+}
+
+/// The width of the first three columns: where a wrapped last column goes on.
+const LEFT: usize = 17 + 1 + 9 + 1 + 6 + 2;
+
+/// `line` wrapped at word boundaries to `width` (none: as it is), continuation lines indented
+/// to the last column.
+fn hang(line: &str, width: Option<usize>) -> String {
+    let Some(width) = width.filter(|w| *w > LEFT + 20) else { return line.to_string() };
+    let mut out = String::new();
+    let mut cur = String::new();
+    for word in line.split(' ') {
+        let len = console::measure_text_width(&cur);
+        if len > LEFT && len + 1 + console::measure_text_width(word) > width {
+            out.push_str(cur.trim_end());
+            out.push('\n');
+            cur = " ".repeat(LEFT);
+        } else if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    out.push_str(&cur);
+    out
 }
 
 fn bash(command: &str) -> Value {
@@ -264,4 +294,25 @@ fn boundary_line(pre: u64) -> String {
         "compactMetadata": {"trigger": "auto", "preTokens": pre}
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_row_wraps_at_words_under_the_last_column() {
+        let why = "checkpoint (50%): 50.0% ≥ 50% for the first time since the last compaction";
+        let row = format!("{:<17} {:>9} {:>6}  {why}", "PostToolUse", "83,500", "50.0");
+        assert_eq!(hang(&row, None), row);
+        let got = hang(&row, Some(70));
+        let lines: Vec<&str> = got.lines().collect();
+        assert!(lines.len() > 1, "{got}");
+        assert!(lines.iter().all(|l| console::measure_text_width(l) <= 70), "{got}");
+        let indent = " ".repeat(LEFT);
+        assert!(lines[1..].iter().all(|l| l.starts_with(&indent) && !l[LEFT..].starts_with(' ')));
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&got), words(&row));
+        assert!(got.starts_with("PostToolUse          83,500   50.0  checkpoint"), "{got}");
+    }
 }

@@ -296,6 +296,7 @@ impl Sandbox {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("KIT_FAKE_SCENARIO")
             .env_remove("KIT_ITERATION")
+            .env_remove("KIT_FAKE_INVOCATION")
             .stdin(Stdio::null());
         c
     }
@@ -309,6 +310,7 @@ impl Sandbox {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("KIT_FAKE_SCENARIO")
             .env_remove("KIT_ITERATION")
+            .env_remove("KIT_FAKE_INVOCATION")
             .stdin(Stdio::null());
         c
     }

@@ -85,7 +85,7 @@ fn learner_starts_fails_fixes_and_passes_exercise_1() {
     assert!(t.contains("golden.md:4  $ ls longrun"), "{t}");
     assert!(t.contains("hint 1/3: "), "{t}");
     assert!(
-        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        t.contains("more: kit exercise hint 1 shows hint 2/3 (hint 2/3 is the one for this step"),
         "{t}"
     );
     assert!(!sandbox.join("longrun").exists(), "a check must not write into the lab");
@@ -369,7 +369,8 @@ fn a_pass_written_into_progress_by_hand_or_copied_is_ignored_with_a_note() {
         "dir": sandbox, "started": "2026-10-01T09:00:00Z", "passed": "2026-10-01T09:10:00Z", "hints_seen": 1}}});
     set_progress(&lab, &old);
     let t = text(&kit_in(d.path(), &lab, &["exercise", "list"]));
-    assert!(t.contains("exercise 1's pass was recorded by an older kit without a stamp; run `kit exercise check 1`"), "{t}");
+    assert!(t.contains("written by an older kit (kit.progress/1), whose passes were not stamped: exercise 1 count as started; run `kit exercise check 1`"), "{t}");
+    assert_eq!(t.matches("note:").count(), 1, "{t}");
     assert!(list_row(&lab, 1).ends_with("started"));
     let o = kit_in(d.path(), &lab, &["exercise", "check", "1"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -449,7 +450,7 @@ fn a_solution_shown_before_passing_is_recorded_in_list_and_check() {
     let (d, lab, sandbox) = started(1);
     let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1", "--show-anyway"]);
     assert!(sol.status.success(), "{}", text(&sol));
-    assert!(text(&sol).contains("exercise 1's solution seen before passing"), "{}", text(&sol));
+    assert!(text(&sol).contains("warning: exercise 1 has not passed yet"), "{}", text(&sol));
     assert!(list_row(&lab, 1).ends_with("started (solution seen)"), "{}", list_row(&lab, 1));
     let o = kit_in(d.path(), &lab, &["exercise", "check", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -470,7 +471,7 @@ fn the_hint_ladder_climbs_one_rung_at_a_time_after_a_check() {
     let t = text(&kit_in(d.path(), &lab, &["exercise", "check", "1"]));
     assert!(t.contains("hint 1/3: A long run keeps its state"), "{t}");
     assert!(
-        t.contains("hint 2 fits this step: kit exercise hint 1 shows the next rung (2/3)"),
+        t.contains("more: kit exercise hint 1 shows hint 2/3 (hint 2/3 is the one for this step"),
         "{t}"
     );
     let h = text(&kit_in(d.path(), &lab, &["exercise", "hint", "1"]));
@@ -593,4 +594,170 @@ fn verify_start_fails_only_at_the_step_the_learners_work_changes() {
     unnamed.meta.start_fails_at = None;
     let o = kit::course::check::run_start_fails(&unnamed, &bins).unwrap();
     assert!(o.failure.unwrap().detail.contains("has no start_fails_at"));
+}
+
+#[test]
+fn a_progress_file_copied_from_another_lab_shows_none_of_its_passes() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("passed"));
+    let other = d.path().join("other-lab");
+    std::fs::create_dir_all(other.join(".kit")).unwrap();
+    std::fs::copy(lab.join(".kit/progress.json"), other.join(".kit/progress.json")).unwrap();
+    let t = text(&kit_in(d.path(), &other, &["exercise", "list"]));
+    assert!(t.contains("0/20 passed"), "{t}");
+    assert!(t.contains("the passes of exercise 1 were recorded in another lab"), "{t}");
+    assert!(list_row(&other, 1).ends_with("started"));
+    assert!(list_row(&lab, 1).ends_with("passed"), "the original lab keeps its pass");
+}
+
+#[test]
+fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
+    let (d, lab, _sandbox) = started(1);
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // Without KIT_LAB, in a folder with no lab: the lab last used is named.
+    for args in [&["lesson"][..], &["exercise", "list"][..]] {
+        let o = learner(&elsewhere, &lab).env_remove("KIT_LAB").args(args).output().unwrap();
+        let t = text(&o);
+        let want = format!(
+            "no lab in this folder; your lab is {0}: cd {0}, or export KIT_LAB={0}",
+            lab.canonicalize().unwrap().display()
+        );
+        assert!(t.contains(&want), "{args:?}: {t}");
+    }
+    // An exercise command there says so too, before its own answer.
+    let o = learner(&elsewhere, &lab)
+        .env_remove("KIT_LAB")
+        .args(["exercise", "check", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("note: no lab in this folder; your lab is "), "{err}");
+    assert!(!elsewhere.join("kit-lab").exists(), "{err}");
+    // Below the lab (not in a sandbox): the lab found above is named.
+    let below = lab.join("notes");
+    std::fs::create_dir_all(&below).unwrap();
+    let o = learner(&below, &lab).env_remove("KIT_LAB").args(["lesson"]).output().unwrap();
+    let t = text(&o);
+    assert!(t.contains(&format!("lab: {} (found above this folder", lab.display())), "{t}");
+    // In the lab itself: no such line.
+    let o = learner(&lab, &lab).env_remove("KIT_LAB").args(["lesson"]).output().unwrap();
+    assert!(!text(&o).contains("lab:") && !text(&o).contains("no lab"), "{}", text(&o));
+}
+
+#[test]
+fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_it() {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["lesson", "4", "--lab"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    let folder = lab.join("lesson-04-cache-idle");
+    assert!(t.contains(&format!("  cd {}", folder.display())), "{t}");
+    let export = t.lines().find(|l| l.trim_start().starts_with("export ")).unwrap();
+    // The learner's shell: the printed commands, then the lesson's first `kit measure`.
+    let script =
+        format!("cd {} && {export} && kit measure | tail -n 3 | head -n 1", folder.display());
+    let out = sh_in(d.path(), &lab, &format!("unset CLAUDE_CONFIG_DIR CODEX_HOME; {script}"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("TOTAL    3 sessions"),
+        "{}",
+        text(&out)
+    );
+    let again = kit_in(d.path(), &lab, &["lesson", "4", "--lab"]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("already laid out"), "{}", text(&again));
+
+    // A rehearsal lesson: the sample project, committed, its .home ignored by git.
+    let o = kit_in(d.path(), &lab, &["lesson", "6", "--lab"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let six = lab.join("lesson-06-headless-loop");
+    let st = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(&six)
+        .output()
+        .unwrap();
+    assert!(st.stdout.is_empty(), "{}", String::from_utf8_lossy(&st.stdout));
+    assert!(six.join("confload").is_dir());
+
+    // Outside a checkout, --path names no folder of the machine kit was built on.
+    let o = kit_in(d.path(), &lab, &["lesson", "2", "--path"]);
+    let t = text(&o);
+    assert!(t.contains("is embedded in kit") && t.contains("kit lesson 2 --lab"), "{t}");
+    assert!(!t.contains(env!("CARGO_MANIFEST_DIR")), "{t}");
+    let o = kit_in(&root(), &lab, &["lesson", "2", "--path"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        root().join("lessons/02-goal-contract/README.md").display().to_string()
+    );
+}
+
+#[test]
+fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
+    let (d, lab, _sandbox) = started(4);
+    let o = kit_in(d.path(), &lab, &["exercise", "solution", "4", "--show-anyway"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("warning: exercise 4 has not passed yet") && !err.contains("error"),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    // tests/__init__.py is empty: its stored copy is the digest of no bytes.
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let at = out.find(empty).unwrap_or_else(|| panic!("{out}"));
+    assert!(out[at..].lines().nth(1) == Some("(empty file)"), "{out}");
+}
+
+#[test]
+fn checking_an_earlier_exercise_once_all_passed_says_the_course_is_done() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    // Every other exercise passed too (stamped under this learner's course key, as kit would).
+    let key_file = d.path().join(".home/.local/state/kit/course.key");
+    let key = kit::handoff::key::load(&key_file).unwrap().unwrap();
+    let mut p = kit::course::lab::Progress::load_with(&lab, Some(&key)).unwrap();
+    for ex in kit::course::exercise::load_all().unwrap().into_iter().skip(1) {
+        let dir = lab.join(&ex.slug);
+        let pass = kit::course::lab::Pass::new(&key, ex.meta.id, &ex.slug, &lab, &dir, "d".into());
+        let e = p.entry(&ex.slug);
+        e.dir = Some(dir);
+        e.started = Some(pass.time.clone());
+        e.passed = Some(pass);
+    }
+    p.save(&lab).unwrap();
+    assert!(text(&kit_in(d.path(), &lab, &["exercise", "list"])).contains("20/20 passed"));
+    let o = kit_in(&sandbox, &lab, &["exercise", "check"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("every exercise has passed: the course is done"), "{t}");
+    assert!(!t.contains("that was the last exercise"), "{t}");
+}
+
+#[test]
+fn an_exercise_with_sessions_prints_the_exports_that_make_kit_measure_read_them() {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "18"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let line =
+        t.lines().find(|l| l.starts_with("its sessions are in ")).unwrap_or_else(|| panic!("{t}"));
+    let export = &line[line.find("export ").unwrap()..line.find(" (unset").unwrap()];
+    let out = sh_in(
+        d.path(),
+        &lab,
+        &format!(
+            "unset CLAUDE_CONFIG_DIR CODEX_HOME; {export} && kit measure | tail -n 3 | head -n 1"
+        ),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("TOTAL    3 sessions"),
+        "{}",
+        text(&out)
+    );
+    // An exercise without sessions says nothing of the kind.
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
+    assert!(!text(&o).contains("its sessions are in"), "{}", text(&o));
 }

@@ -54,9 +54,9 @@ impl Sandbox {
             .env("CLAUDE_CONFIG_DIR", self.home.join(".claude"))
             .env("KIT_FAKE_CLOCK", CLOCK)
             .env_remove("KIT_FAKE_SCENARIO")
-            .env_remove("KIT_ITERATION");
+            .env_remove("KIT_FAKE_INVOCATION");
         if let Some(n) = iteration {
-            c.env("KIT_ITERATION", n.to_string());
+            c.env("KIT_FAKE_INVOCATION", n.to_string());
         }
         c
     }
@@ -150,7 +150,7 @@ fn cheat_weakens_a_test_on_call_1_and_does_the_work_on_call_2() {
     let sb = sandbox();
     let original = kit::rehearse::sample::original("tests/test_durations.py").unwrap();
 
-    // Invocation numbers from the counter in .git, as when nothing sets KIT_ITERATION.
+    // Invocation numbers from the counter in .git, as when nothing sets KIT_FAKE_INVOCATION.
     assert!(sb.run("cheat", None).status.success());
     let weakened = String::from_utf8(sb.read("tests/test_durations.py")).unwrap();
     assert_ne!(weakened.as_bytes(), original);
@@ -374,7 +374,7 @@ fn prompt_from_the_command_line_and_no_persistence() {
     .current_dir(&sb.project)
     .env("HOME", &sb.home)
     .env("CLAUDE_CONFIG_DIR", sb.home.join(".claude"))
-    .env("KIT_ITERATION", "1");
+    .env("KIT_FAKE_INVOCATION", "1");
     let out = c.output().unwrap();
     assert!(out.status.success(), "{}", text(&out));
     // `--output-format json`: the result object alone.
@@ -395,7 +395,7 @@ fn output_formats_follow_claude_p() {
             .current_dir(&sb.project)
             .env("HOME", &sb.home)
             .env_remove("CLAUDE_CONFIG_DIR")
-            .env("KIT_ITERATION", "1");
+            .env("KIT_FAKE_INVOCATION", "1");
         c.output().unwrap()
     };
     // Default: text, the final answer only.
@@ -598,4 +598,131 @@ fn grow_context_reaches_the_given_share_of_the_compaction_point() {
     assert!(contexts[0] < contexts[1] && contexts[1] < contexts[2], "{contexts:?}");
     assert_eq!(contexts[2], 83_500, "{contexts:?}");
     assert!(contexts[3] > 83_500 && contexts[3] < 84_500, "{contexts:?}");
+}
+
+#[test]
+fn an_interrupted_invocation_is_done_again_and_kit_iteration_does_not_skip_the_work() {
+    use std::io::BufRead;
+    let sb = sandbox();
+    // A loop resumed after a pause runs the agent at KIT_ITERATION=2; the fake's own count of
+    // finished invocations decides, so fake:finish still does the work of its first call.
+    let mut c = sb.fake("finish", None);
+    c.env("KIT_ITERATION", "2");
+    let out = run_with_prompt(c, "Make the criteria in longrun/goal.md pass.");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("Nothing left"), "{}", text(&out));
+    assert!(sb.unittest().status.success());
+    let count = sb.project.join(".git/fake-agent-finish.count");
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "1\n");
+
+    // Killed in the middle of its first call (real clock: `race` sleeps 5 s): not counted.
+    sb.reset();
+    let mut c = sb.fake("race", None);
+    c.env_remove("KIT_FAKE_CLOCK").stdout(Stdio::piped()).stdin(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.contains("\"init\""), "{first}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let race_count = sb.project.join(".git/fake-agent-race.count");
+    assert!(!race_count.exists());
+    let out = sb.run("race", None);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(sb.unittest().status.success(), "the resumed call did the work");
+    assert_eq!(std::fs::read_to_string(&race_count).unwrap(), "1\n");
+}
+
+#[test]
+fn fake_sessions_in_two_projects_have_different_ids() {
+    let a = sandbox();
+    let b_root = a.home.parent().unwrap().join("q");
+    kit::rehearse::sample::write_sample_project(&b_root).unwrap();
+    kit::rehearse::sample::commit_sample_project(&b_root, &git_env()).unwrap();
+    let b = Sandbox { _tmp: tempfile::tempdir().unwrap(), project: b_root, home: a.home.clone() };
+    assert!(a.run("lie", Some(1)).status.success());
+    assert!(b.run("lie", Some(1)).status.success());
+    let t = a.transcripts();
+    assert_eq!(t.len(), 2, "{t:?}");
+    let ids: Vec<_> = t.iter().map(|p| p.file_stem().unwrap().to_owned()).collect();
+    assert_ne!(ids[0], ids[1], "{t:?}");
+}
+
+fn journal_events(root: &Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(root.join("longrun/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == kind)
+        .collect()
+}
+
+#[test]
+fn a_fake_loop_interrupted_in_its_first_call_does_the_work_when_resumed() {
+    let sb = sandbox();
+    let root = &sb.project;
+    let kit = |args: &[&str]| {
+        let o = crate::util::kit(root).args(args).output().unwrap();
+        assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+    };
+    std::fs::write(root.join(".git/info/exclude"), "/.home/\n").unwrap();
+    kit(&["init"]);
+    std::fs::write(root.join("longrun/goal.md"), kit::rehearse::sample::goal_text()).unwrap();
+    kit(&["freeze", "tests", "tools"]);
+    let git = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "goal"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    Command::new("git").args(["add", "-A"]).current_dir(root).status().unwrap();
+    Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "longrun"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+
+    // `race` works 5 s before its edit: Ctrl-C lands inside its first call; a second Ctrl-C
+    // ends the agent at once (SIGKILL), so the call never finishes.
+    let mut child = crate::util::kit(root)
+        .args(["loop", "--agent", "fake:race"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while journal_events(root, "agent_start").is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the agent never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    {
+        use std::io::BufRead;
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("SIGINT received") {
+            line.clear();
+            assert!(err.read_line(&mut line).unwrap() > 0, "kit never saw the SIGINT");
+        }
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        !root.join(".git/fake-agent-race.count").exists(),
+        "an interrupted call counts: {}",
+        text(&o)
+    );
+
+    // Resumed: iteration 2 of the loop, the fake's first finished call, which does the work.
+    let o = crate::util::kit(root).args(["loop", "--agent", "fake:race"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.lines().last().unwrap_or("").starts_with("done:"), "{t}");
+    let its: Vec<u64> = journal_events(root, "iteration_start")
+        .iter()
+        .filter_map(|e| e["iteration"].as_u64())
+        .collect();
+    assert_eq!(its, [1, 2], "{t}");
 }

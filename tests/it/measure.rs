@@ -814,3 +814,26 @@ fn without_home_the_default_roots_are_refused_not_read_relative_to_the_folder() 
         assert!(err.contains("HOME is not set to an absolute folder"), "{sub}: {err}");
     }
 }
+
+#[test]
+fn one_session_id_in_two_projects_names_both_transcripts_and_how_to_pick_one() {
+    let bytes =
+        std::fs::read(sample("claude-code/fasthooks_sample_main_transcript.jsonl")).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("claude");
+    let name = "11111111-2222-4333-8444-555555555555.jsonl";
+    for proj in ["-a", "-b"] {
+        let p = root.join("projects").join(proj).join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, &bytes).unwrap();
+    }
+    let out = kit(d.path()).args(["measure", "--turns", "11111111"]).arg(&root).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("matches 2 sessions with the same id"), "{err}");
+    assert!(err.contains("in different projects"), "{err}");
+    let picked = root.join("projects/-b").join(name);
+    assert!(err.contains(&format!("kit measure --turns 11111111 {}", root.display())), "{err}");
+    let out = kit(d.path()).args(["measure", "--turns", "11111111"]).arg(&picked).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
