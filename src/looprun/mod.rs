@@ -659,6 +659,15 @@ impl RunCtx<'_> {
             enforcer.name()
         ));
         self.say(format!("loop: {}", settings.describe_caps()));
+        if matches!(settings.spec, AgentSpec::Fake(_))
+            && std::env::var_os("CLAUDE_CONFIG_DIR").is_none_or(|v| v.is_empty())
+        {
+            self.say(
+                "loop: note: the fake agent writes its transcripts under ~/.claude/projects \
+                 (CLAUDE_CONFIG_DIR is unset), so kit measure will count them with your real \
+                 sessions; export CLAUDE_CONFIG_DIR=$PWD/.home/.claude to keep a rehearsal apart",
+            );
+        }
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
         // The user's uncommitted work, kept where no agent command sweeps it away.
