@@ -273,9 +273,14 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
 
 /// `git init` with a first empty commit, deterministic identities and dates.
 pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
-    for args in
-        [&["init", "-q", "-b", "main"][..], &["commit", "-q", "--allow-empty", "-m", "start"][..]]
-    {
+    // The sandbox's own identity is in its config too, so that a learner's `git commit` in a lab
+    // works on a machine with no global git identity (the golden environment sets it by env).
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Kit Learner"][..],
+        &["config", "user.email", "learner@example.com"][..],
+        &["commit", "-q", "--allow-empty", "-m", "start"][..],
+    ] {
         let st = crate::git::command()
             .args(args)
             .current_dir(dir)

@@ -482,7 +482,8 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         format_duration(Duration::from_secs_f64(c.wall_s.used)),
         format_duration(Duration::from_secs_f64(c.wall_s.limit)),
         from(c.sources.wall),
-        c.cost_usd.used,
+        // A sum of tiny or negative-zero costs must not print as `$-0.00`.
+        c.cost_usd.used.max(0.0),
         c.cost_usd.limit,
         from(c.sources.cost),
         c.no_progress.used,

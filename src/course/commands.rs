@@ -479,7 +479,7 @@ pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> R
 /// `kit exercise list [--json]`: number, lesson, title, status; a progress bar on a terminal.
 pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let (lab, origin) = lab::locate(cwd);
+    let (lab, origin) = lab::locate_for_reading(cwd);
     let where_line = lab::where_line(&lab, origin);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
@@ -538,9 +538,14 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
 pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let (lab, origin) = lab::locate(cwd);
+    let (lab, origin) = lab::locate_for_reading(cwd);
     let progress = Progress::load(&lab)?;
     progress.print_notes();
+    let go = if origin == lab::Origin::Last {
+        format!("cd {}, then ", lab.display())
+    } else {
+        String::new()
+    };
     if let Some(l) = lab::where_line(&lab, origin) {
         writeln!(out, "{l}").map_err(w)?;
     }
@@ -556,11 +561,11 @@ pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     }
     match course.exercises.iter().find(|e| !progress.passed(&e.slug)) {
         Some(e) if progress.status(&e.slug) == "started" => {
-            writeln!(out, "next: kit exercise check {} (started)", e.meta.id).map_err(w)?
+            writeln!(out, "next: {go}kit exercise check {} (started)", e.meta.id).map_err(w)?
         }
         Some(e) => {
             let l = e.meta.lesson;
-            writeln!(out, "next: kit lesson {l}, then kit exercise start {}", e.meta.id)
+            writeln!(out, "next: {go}kit lesson {l}, then kit exercise start {}", e.meta.id)
                 .map_err(w)?
         }
         None => writeln!(out, "every exercise passed").map_err(w)?,

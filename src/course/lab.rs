@@ -59,6 +59,23 @@ pub enum Origin {
     Above,
     /// No lab yet: `./kit-lab`, made by the first `kit exercise start`.
     New,
+    /// No lab here; the lab kit last used, shown read-only by `kit lesson` and `kit exercise
+    /// list` (see [`locate_for_reading`]).
+    Last,
+}
+
+/// [`locate`] for the commands that only show progress: with no lab here, the lab last used
+/// (it holds the learner's progress), rather than an empty new one.
+pub fn locate_for_reading(cwd: &Path) -> (PathBuf, Origin) {
+    let (lab, origin) = locate(cwd);
+    if origin == Origin::New {
+        if let Some(last) = last_lab() {
+            if canonical(&last) != canonical(&lab) {
+                return (last, Origin::Last);
+            }
+        }
+    }
+    (lab, origin)
 }
 
 /// The lab folder for a command run in `cwd`.
@@ -123,6 +140,10 @@ pub fn where_line(lab: &Path, origin: Origin) -> Option<String> {
                 )
             })
         }
+        Origin::Last => Some(format!(
+            "lab: {0} (the last lab you used; there is none in this folder: cd {0} to go on)",
+            lab.display()
+        )),
         Origin::Env | Origin::Here => None,
     }
 }
@@ -136,16 +157,25 @@ pub struct Entry {
     /// When `kit exercise start` laid it out.
     pub started: Option<String>,
     /// The pass of the sandbox as it is now (cleared by `kit exercise reset`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient_pass")]
     pub passed: Option<Pass>,
     /// The first pass: unlocks the solution, kept by `kit exercise reset`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient_pass")]
     pub earned: Option<Pass>,
     /// When `kit exercise solution --show-anyway` showed the solution before any pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solution_seen: Option<String>,
     /// The highest hint level shown.
     pub hints_seen: usize,
+}
+
+/// A pass record that is not shaped like one (a hand edit dropped a field) is no pass, and the
+/// rest of the progress file still loads: it counts as not passed, as an unstamped pass does.
+fn lenient_pass<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Pass>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.and_then(|v| serde_json::from_value::<Pass>(v).ok()))
 }
 
 /// One pass of `kit exercise check`, stamped under the course key.
@@ -446,6 +476,28 @@ mod tests {
 
     fn pass(key: &[u8], lab: &Path, n: u32, slug: &str) -> Pass {
         Pass::new(key, n, slug, lab, &lab.join(slug), "d".into())
+    }
+
+    #[test]
+    fn a_pass_missing_a_field_is_no_pass_and_the_rest_still_loads() {
+        let d = tempfile::tempdir().unwrap();
+        let key = b"k";
+        let mut p = Progress::load_with(d.path(), Some(key)).unwrap();
+        p.entry("02-who-writes-what").passed = Some(pass(key, d.path(), 2, "02-who-writes-what"));
+        p.save(d.path()).unwrap();
+        let path = progress_path(d.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A hand edit: a second exercise whose pass has no `dir`.
+        let edited = text.replacen(
+            "\"exercises\": {",
+            "\"exercises\": {\"01-init\": {\"started\": \"x\", \"passed\": {\"time\": \"t\", \"digest\": \"d\", \"stamp\": \"s\"}},",
+            1,
+        );
+        assert_ne!(edited, text, "{text}");
+        std::fs::write(&path, edited).unwrap();
+        let p = Progress::load_with(d.path(), Some(key)).unwrap();
+        assert_eq!(p.status("01-init"), "started");
+        assert_eq!(p.status("02-who-writes-what"), "passed");
     }
 
     #[test]

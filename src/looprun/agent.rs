@@ -20,9 +20,9 @@
 //! has exited, whatever is left of its tree — the group, and anything that left the group but,
 //! kit being a child subreaper, was re-parented to kit — is SIGKILLed and reaped.
 //!
-//! Usage sources: the format reference `formats/claude-code.md` (kept beside the repository, with its public sources) §7 (the `result` object: `usage` with
+//! Usage sources: the format reference `formats/claude-code.md` §7 (the `result` object: `usage` with
 //! `input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`;
-//! `total_cost_usd`; `modelUsage` per model) and the format reference `formats/codex.md` (kept beside the repository, with its public sources) §14.2
+//! `total_cost_usd`; `modelUsage` per model) and the format reference `formats/codex.md` §14.2
 //! (`turn.completed.usage` with `input_tokens` ⊇ `cached_input_tokens`, `output_tokens`; the
 //! thread's cumulative total, so the last one counts).
 

@@ -1,5 +1,5 @@
 //! Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl` and the session's
-//! `<session>/subagents/*.jsonl`), per the format reference `formats/claude-code.md` (kept beside the repository, with its public sources).
+//! `<session>/subagents/*.jsonl`), per the format reference `formats/claude-code.md`.
 //!
 //! - One API response is logged as one line per content block, all sharing `message.id` and
 //!   `requestId`; `output_tokens` is a placeholder on all but (sometimes) the last. Dedup

@@ -1,5 +1,5 @@
 //! Codex CLI rollouts (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<uuid>.jsonl[.zst]`), per
-//! the format reference `formats/codex.md` (kept beside the repository, with its public sources).
+//! the format reference `formats/codex.md`.
 //!
 //! Token accounting (§5.1, §10.2): `event_msg/token_count` records carry the thread's
 //! *cumulative* `total_token_usage`; 0.104-era builds echo each record after the next

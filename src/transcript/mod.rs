@@ -7,8 +7,8 @@
 //! `kit measure`, `kit recall`, the context-band hook and `kit cache` all stand on it. Files are
 //! streamed line by line ([`lines`]); only one session's calls are held at a time.
 //!
-//! Facts used here come from the format reference `formats/claude-code.md` (kept beside the repository, with its public sources) (§4.2 dedup, §4.3 context,
-//! §4.5 compaction point) and the format reference `formats/codex.md` (kept beside the repository, with its public sources) (§5.1, §10 token accounting).
+//! Facts used here come from the format reference `formats/claude-code.md` (§4.2 dedup, §4.3 context,
+//! §4.5 compaction point) and the format reference `formats/codex.md` (§5.1, §10 token accounting).
 
 pub mod claude;
 pub mod codex;

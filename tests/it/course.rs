@@ -616,15 +616,23 @@ fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
     let (d, lab, _sandbox) = started(1);
     let elsewhere = d.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    // Without KIT_LAB, in a folder with no lab: the lab last used is named.
+    // Without KIT_LAB, in a folder with no lab: the lab last used is named, its progress shown
+    // (not an empty new lab's), and the next step goes there.
     for args in [&["lesson"][..], &["exercise", "list"][..]] {
         let o = learner(&elsewhere, &lab).env_remove("KIT_LAB").args(args).output().unwrap();
         let t = text(&o);
+        let shown = lab.canonicalize().unwrap();
         let want = format!(
-            "no lab in this folder; your lab is {0}: cd {0}, or export KIT_LAB={0}",
-            lab.canonicalize().unwrap().display()
+            "lab: {0} (the last lab you used; there is none in this folder: cd {0} to go on)",
+            shown.display()
         );
         assert!(t.contains(&want), "{args:?}: {t}");
+        if args == ["lesson"] {
+            let next = format!("next: cd {}, then kit exercise check 1 (started)", shown.display());
+            assert!(t.contains(&next), "{t}");
+        } else {
+            assert!(t.lines().any(|l| l.starts_with(" 1 ") && l.ends_with("started")), "{t}");
+        }
     }
     // An exercise command there says so too, before its own answer.
     let o = learner(&elsewhere, &lab)
