@@ -302,7 +302,9 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     let kept = log.try_clone().at(l.log)?;
     let stdin = File::open(l.prompt_file).at(l.prompt_file)?;
     let started_at = Instant::now();
-    let mut child = Command::new(&argv[0])
+    let mut cmd = Command::new(&argv[0]);
+    super::signals::unblock_in_child(&mut cmd);
+    let mut child = cmd
         .args(&argv[1..])
         .current_dir(l.root)
         .env("KIT_PROMPT_FILE", l.prompt_file)

@@ -6,8 +6,10 @@
 //! `loop_end` with outcome `interrupted`, and exits 130. It says at once on stderr what it is
 //! stopping; a second signal during the grace period sends SIGKILL to the group at once.
 //!
-//! Children do not inherit the block: Rust's `Command` resets the signal mask of every process
-//! it starts.
+//! Children would inherit the block (Rust's `Command` does not reset the signal mask; an agent
+//! started directly, such as `claude`, `codex` or the fake agent, showed SigBlk 4003 and so
+//! ignored the SIGTERM at a timeout): [`unblock_in_child`] clears it between fork and exec.
+//! Commands run through `sh -c` are covered twice: dash clears its mask at start.
 
 use std::cell::Cell;
 
@@ -80,5 +82,29 @@ impl Drop for Stop {
         if self.fd.is_some() {
             let _ = self.mask.thread_unblock();
         }
+    }
+}
+
+/// Make the process `cmd` starts begin with SIGINT, SIGTERM and SIGHUP unblocked, whatever kit
+/// blocks for itself ([`Stop::install`]), so that the SIGTERM kit sends at a timeout or a first
+/// Ctrl-C reaches it.
+#[allow(unsafe_code)]
+pub fn unblock_in_child(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the child between fork and exec and only calls sigprocmask,
+    // which is async-signal-safe; it allocates nothing and touches no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set = SigSet::empty();
+            for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+                set.add(s);
+            }
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&set),
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
     }
 }

@@ -856,6 +856,20 @@ fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
     assert!(!all.contains("kill the pid"), "{all}");
 }
 
+#[test]
+fn an_agent_started_directly_receives_the_sigterm_of_the_timeout() {
+    // The fake agent is started without a shell, as `claude` and `codex` are: it must not
+    // inherit the signals kit blocks for itself, or SIGTERM never arrives and only the SIGKILL
+    // after the grace period ends it.
+    let d = project(false);
+    let o =
+        kit_loop(d.path(), &["--agent", "fake:race", "--timeout", "2s", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert_eq!(end["timed_out"], true, "{end}");
+    assert_eq!(end["signal"], 15, "ended by SIGTERM, not by the SIGKILL after the grace: {end}");
+}
+
 /// A shell agent that prints a Claude Code stream-json `system`/`init` and `result` with usage.
 fn spending_agent(root: &Path, model: &str) {
     write(
