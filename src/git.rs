@@ -34,3 +34,20 @@ pub fn command() -> Command {
     c.env("GIT_CONFIG_NOSYSTEM", "1");
     c
 }
+
+/// The output lines of `git ARGS` run in `root` through [`command`] (kit's safe settings);
+/// `None` when git fails or cannot start. For the questions kit asks git where "no answer" is an
+/// answer (HEAD before the first commit, a folder that is not a repository).
+pub fn lines_in<S: AsRef<std::ffi::OsStr>>(
+    root: &std::path::Path,
+    args: &[S],
+) -> Option<Vec<String>> {
+    command()
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
+}

@@ -157,6 +157,37 @@ fn exercise_here<'a>(
     })
 }
 
+/// What `check` and `hint` start from: the course, the lab, the course key, the lab's progress
+/// (its notes printed) and the exercise — number `n`, else the one whose sandbox holds `cwd`.
+struct Picked {
+    course: Course,
+    lab: PathBuf,
+    key: Vec<u8>,
+    progress: Progress,
+    ex: Exercise,
+}
+
+/// See [`Picked`]; `verb` names the command in the hint when no exercise is found.
+///
+/// Errors: no such exercise, or none given outside a sandbox ([`Error::Usage`]); progress or key
+/// unreadable.
+fn pick(cwd: &Path, n: Option<u32>, verb: &str) -> Result<Picked> {
+    let course = Course::load()?;
+    let lab = lab_noting_the_last(cwd);
+    let key = stamp::key()?;
+    let progress = Progress::load_with(&lab, Some(&key))?;
+    progress.print_notes();
+    let ex = match n {
+        Some(n) => exercise::find(&course.exercises, n)?,
+        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
+            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
+                .with_hint(format!("kit exercise {verb} N (kit exercise list shows them)"))
+        })?,
+    }
+    .clone();
+    Ok(Picked { course, lab, key, progress, ex })
+}
+
 /// `kit exercise check [N] [--json]`: run the golden in a copy of the learner's sandbox.
 /// Exit 0 on a pass, 1 on a mismatch, 2 on a usage error.
 pub fn check(
@@ -166,18 +197,8 @@ pub fn check(
     theme: &Theme,
     out: &mut dyn Write,
 ) -> Result<u8> {
-    let course = Course::load()?;
-    let lab = lab_noting_the_last(cwd);
-    let key = stamp::key()?;
-    let mut progress = Progress::load_with(&lab, Some(&key))?;
-    progress.print_notes();
-    let ex = match n {
-        Some(n) => exercise::find(&course.exercises, n)?,
-        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
-            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
-                .with_hint("kit exercise check N (kit exercise list shows them)")
-        })?,
-    };
+    let Picked { course, lab, key, mut progress, ex } = pick(cwd, n, "check")?;
+    let ex = &ex;
     let id = ex.meta.id;
     let folder = sandbox_of(&progress, &lab, ex);
     if !folder.is_dir() {
@@ -326,18 +347,8 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
 /// `kit exercise hint [N] [--level K]`: a rung of the hint ladder (default: the next unseen);
 /// N defaults to the exercise of the current folder, as for `check`.
 pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
-    let course = Course::load()?;
-    let lab = lab_noting_the_last(cwd);
-    let key = stamp::key()?;
-    let mut progress = Progress::load_with(&lab, Some(&key))?;
-    progress.print_notes();
-    let ex = match n {
-        Some(n) => exercise::find(&course.exercises, n)?,
-        None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
-            Error::usage("which exercise? this folder is not inside an exercise's sandbox")
-                .with_hint("kit exercise hint N (kit exercise list shows them)")
-        })?,
-    };
+    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "hint")?;
+    let ex = &ex;
     let n = ex.meta.id;
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);

@@ -1140,7 +1140,7 @@ impl RunCtx<'_> {
                 let range = format!("{start}..HEAD");
                 let mut log = vec!["log".to_string(), "--format=%h".into(), range, "--".into()];
                 log.extend(paths.iter().map(|p| p.to_string()));
-                let commits = git_lines(&self.project.root, &log);
+                let commits = crate::git::lines_in(&self.project.root, &log).unwrap_or_default();
                 if !commits.is_empty() {
                     self.journal(
                         "frozen_commit",
@@ -1340,20 +1340,10 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 
 /// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
 fn git_head(root: &Path) -> (String, bool) {
-    let git = |args: &[&str]| {
-        crate::git::command()
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    };
-    let head = git(&["rev-parse", "HEAD"])
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "none".into());
-    let dirty = git(&["status", "--porcelain", "--", ".", ":(exclude)longrun"])
-        .is_some_and(|o| !o.stdout.is_empty());
+    let head = git_rev(root, "HEAD").unwrap_or_else(|| "none".into());
+    let dirty =
+        crate::git::lines_in(root, &["status", "--porcelain", "--", ".", ":(exclude)longrun"])
+            .is_some_and(|l| !l.is_empty());
     (head, dirty)
 }
 
@@ -1381,33 +1371,19 @@ fn failure_fingerprint(views: &[CriterionView]) -> String {
 
 /// `git rev-parse --verify REV` in `root`, with kit's safe git settings.
 fn git_rev(root: &Path, rev: &str) -> Option<String> {
-    git_lines(root, &["rev-parse".into(), "--verify".into(), "-q".into(), rev.into()])
-        .into_iter()
-        .next()
-}
-
-/// The output lines of a git command run in `root` with kit's safe settings; empty on failure.
-fn git_lines(root: &Path, args: &[String]) -> Vec<String> {
-    crate::git::command()
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
-        .unwrap_or_default()
+    crate::git::lines_in(root, &["rev-parse", "--verify", "-q", rev])?.into_iter().next()
 }
 
 /// The repository's own git settings an agent could plant to run code outside the loop or change
 /// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
 /// a `.sample`, as `hooks/NAME`. Compared before and after a run.
 fn git_settings(root: &Path) -> Vec<String> {
-    let mut out = git_lines(root, &["config".into(), "--local".into(), "--list".into()]);
+    let mut out = crate::git::lines_in(root, &["config", "--local", "--list"]).unwrap_or_default();
     // The default hooks folder and the one `core.hooksPath` names, if any.
-    let mut dirs = git_lines(root, &["rev-parse".into(), "--git-path".into(), "hooks".into()]);
-    if let Some(common) = git_lines(root, &["rev-parse".into(), "--git-common-dir".into()]).first()
-    {
+    let mut dirs =
+        crate::git::lines_in(root, &["rev-parse", "--git-path", "hooks"]).unwrap_or_default();
+    let common = crate::git::lines_in(root, &["rev-parse", "--git-common-dir"]).unwrap_or_default();
+    if let Some(common) = common.first() {
         dirs.push(format!("{common}/hooks"));
     }
     dirs.sort();
@@ -1438,24 +1414,19 @@ pub const CHECKPOINT_REF: &str = "refs/kit/checkpoint";
 /// make it (the loop goes on, and says so).
 fn checkpoint(root: &Path, label: &str) -> Option<String> {
     let tree = tree_state(root)?;
+    // kit's own identity for its commit, whatever the user's git has.
     let git = |args: &[&str]| {
-        crate::git::command()
-            .args(["-c", "user.name=kit", "-c", "user.email=kit@localhost"])
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        let mut all = vec!["-c", "user.name=kit", "-c", "user.email=kit@localhost"];
+        all.extend_from_slice(args);
+        crate::git::lines_in(root, &all)
     };
-    let head = git(&["rev-parse", "--verify", "-q", "HEAD"]);
+    let head = git_rev(root, "HEAD");
     let msg = format!("kit checkpoint: the tree before {label}");
     let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
     if let Some(h) = &head {
         args.extend(["-p", h.as_str()]);
     }
-    let commit = git(&args)?;
+    let commit = git(&args)?.into_iter().next()?;
     git(&["update-ref", "--create-reflog", "-m", &msg, CHECKPOINT_REF, &commit])?;
     Some(commit)
 }
