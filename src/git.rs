@@ -7,9 +7,12 @@
 //! [`command`] turns those settings off on the command line (which wins over every config
 //! file), and ignores the system-wide config.
 //!
-//! What it cannot turn off from here: clean/smudge filters named in `.gitattributes`. kit's
-//! own git calls only read (status, rev-parse, ls-files) or write a scratch index, and never
-//! check files out, so a smudge filter never runs; a clean filter can run on `git add`.
+//! In a repository, [`command_in`] also turns off the programs `.gitattributes` can name: a
+//! clean filter runs on kit's own scratch `git add` (the tree identity and the checkpoint), a
+//! textconv on a diff. It reads attributes from the empty tree (`GIT_ATTR_SOURCE`, git 2.40 and
+//! later) and, for older gits, blanks every filter and diff driver the repository's config
+//! defines (`-c filter.NAME.clean=` …; an empty command is no command). Reading the config
+//! (`git config --get-regexp`) runs nothing.
 
 use std::process::Command;
 
@@ -35,16 +38,69 @@ pub fn command() -> Command {
     c
 }
 
-/// The output lines of `git ARGS` run in `root` through [`command`] (kit's safe settings);
+/// The empty tree's id: attributes read from it name no filter, no diff driver, nothing.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// [`command`] run in the repository at `root` (`-C root`), with no `.gitattributes` program:
+/// attributes come from the empty tree, and each filter or diff driver defined in the
+/// repository's config is blanked on the command line. Use it for every git call on a
+/// repository the agent could have touched.
+pub fn command_in(root: &std::path::Path) -> Command {
+    let mut c = command();
+    c.arg("-C").arg(root).env("GIT_ATTR_SOURCE", EMPTY_TREE);
+    for setting in blanked_drivers(root) {
+        c.arg("-c").arg(setting);
+    }
+    c
+}
+
+/// `filter.NAME.clean=`, `filter.NAME.smudge=`, `filter.NAME.process=`, `diff.NAME.textconv=`,
+/// `diff.NAME.command=` for each driver NAME the config of the repository at `root` defines
+/// (any scope, includes followed).
+fn blanked_drivers(root: &std::path::Path) -> Vec<String> {
+    let Ok(out) = command()
+        .arg("-C")
+        .arg(root)
+        .args(["config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<(&'static str, String)> = Vec::new();
+    for key in out.stdout.split(|&b| b == 0 || b == b'\n') {
+        let key = String::from_utf8_lossy(key);
+        for section in ["filter", "diff"] {
+            let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('.')) else {
+                continue;
+            };
+            let Some((name, _variable)) = rest.rsplit_once('.') else { continue };
+            if !names.iter().any(|(s, n)| *s == section && n == name) {
+                names.push((section, name.to_string()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (section, name) in names {
+        let programs: &[&str] = if section == "filter" {
+            &["clean", "smudge", "process"]
+        } else {
+            &["textconv", "command"]
+        };
+        for p in programs {
+            out.push(format!("{section}.{name}.{p}="));
+        }
+    }
+    out
+}
+
+/// The output lines of `git ARGS` run in `root` through [`command_in`] (kit's safe settings);
 /// `None` when git fails or cannot start. For the questions kit asks git where "no answer" is an
 /// answer (HEAD before the first commit, a folder that is not a repository).
 pub fn lines_in<S: AsRef<std::ffi::OsStr>>(
     root: &std::path::Path,
     args: &[S],
 ) -> Option<Vec<String>> {
-    command()
-        .arg("-C")
-        .arg(root)
+    command_in(root)
         .args(args)
         .output()
         .ok()

@@ -391,9 +391,7 @@ fn read_found(root: &Path, rel: String) -> Result<Found> {
 
 /// HEAD's commit id, or "" before the first commit.
 fn head_commit(root: &Path) -> String {
-    crate::git::command()
-        .arg("-C")
-        .arg(root)
+    crate::git::command_in(root)
         .args(["rev-parse", "--verify", "-q", "HEAD"])
         .output()
         .ok()

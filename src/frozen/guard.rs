@@ -522,9 +522,7 @@ fn parent_of(rel: &str) -> String {
 
 /// Files git tracks in the index under `root`, relative to it; None when git cannot say.
 fn tracked_files(root: &Path) -> Option<BTreeSet<String>> {
-    let out = crate::git::command()
-        .arg("-C")
-        .arg(root)
+    let out = crate::git::command_in(root)
         .args(["ls-files", "-z"])
         .output()
         .ok()

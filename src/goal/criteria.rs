@@ -21,6 +21,7 @@ use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
+use super::env::{CriteriaEnv, RunEnv};
 use super::{Criterion, Goal, Kind};
 
 /// How many lines of output a [`CriterionResult`] keeps.
@@ -85,15 +86,18 @@ mod millis {
 /// Run every criterion of `goal` in order, each with `timeout`, until `stop` says kit was asked
 /// to stop (polled while each runs): the running criterion's process group is then SIGKILLed,
 /// its result marked `interrupted`, and the criteria after it are not run.
+///
+/// With `env`, each command runs in that environment (see [`super::env`]) instead of kit's own.
 pub fn run_all(
     goal: &Goal,
     root: &Path,
     timeout: Duration,
+    env: Option<&CriteriaEnv>,
     stop: &dyn Fn() -> bool,
 ) -> Vec<CriterionResult> {
     let mut results = Vec::new();
     for c in &goal.criteria {
-        let r = run_until(c, root, timeout, stop);
+        let r = run_until(c, root, timeout, env, stop);
         let interrupted = r.interrupted;
         results.push(r);
         if interrupted || stop() {
@@ -107,18 +111,23 @@ pub fn run_all(
 /// pipe, in a new process group that is SIGKILLed as a whole at `timeout` and when the shell
 /// exits. Never fails: a command that cannot start is a failed result saying why.
 pub fn run_criterion(c: &Criterion, root: &Path, timeout: Duration) -> CriterionResult {
-    run_until(c, root, timeout, &|| false)
+    run_until(c, root, timeout, None, &|| false)
 }
 
-/// [`run_criterion`], also ending the process group as soon as `stop` returns true.
-fn run_until(
+/// [`run_criterion`] in `env` (kit's own environment when None), also ending the process group
+/// as soon as `stop` returns true.
+pub(crate) fn run_until(
     c: &Criterion,
     root: &Path,
     timeout: Duration,
+    env: Option<&CriteriaEnv>,
     stop: &dyn Fn() -> bool,
 ) -> CriterionResult {
     let start = Instant::now();
-    let run = execute(&c.command, root, timeout, stop);
+    let run = match env.map(CriteriaEnv::for_run).transpose() {
+        Ok(run_env) => execute(&c.command, root, timeout, run_env.as_ref(), stop),
+        Err(e) => Err(format!("cannot make the criteria's environment folder: {e}")),
+    };
     let duration = start.elapsed();
     let mut result = CriterionResult {
         line: c.line,
@@ -251,6 +260,7 @@ fn execute(
     command: &str,
     root: &Path,
     timeout: Duration,
+    env: Option<&RunEnv>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Run, String> {
     let (reader, writer) = std::io::pipe().map_err(|e| format!("pipe: {e}"))?;
@@ -260,7 +270,11 @@ fn execute(
     let writer2 = writer.try_clone().map_err(|e| format!("pipe: {e}"))?;
     // The Command (holding our copies of the pipe's write end) is dropped at the end of this
     // statement, so the pipe closes when the group's last process exits.
-    let mut child = Command::new("sh")
+    let mut sh = Command::new("sh");
+    if let Some(env) = env {
+        sh.env_clear().envs(env.vars.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = sh
         .arg("-c")
         .arg(command)
         .current_dir(root)

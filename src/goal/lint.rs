@@ -1407,6 +1407,95 @@ impl Runner {
     }
 }
 
+/// The language of the test files a known runner runs, for the canary ([`super::canary`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TestLanguage {
+    /// unittest or pytest: `.py` files.
+    Python,
+    /// `cargo test`: the integration test crates directly under `tests/`.
+    Rust,
+    /// `go test`: `*_test.go` files.
+    Go,
+}
+
+/// The test files criterion `c` runs through a runner kit knows (unittest, pytest, cargo test,
+/// go test), repo-relative and existing, with their language; None when no known runner runs
+/// (a script, `make test`) or it runs no file kit can find.
+pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLanguage, Vec<String>)> {
+    let mut cwd = String::new();
+    let mut lang = None;
+    let mut files: Vec<String> = Vec::new();
+    for words in shell::simple_commands(&c.command) {
+        if words[0] == "cd" {
+            cwd = match words.get(1) {
+                Some(d) if !d.starts_with('/') && !d.split('/').any(|c| c == "..") => {
+                    let joined = normalise(&format!("{cwd}/{d}"));
+                    if joined == "." {
+                        String::new()
+                    } else {
+                        joined
+                    }
+                }
+                _ => String::new(),
+            };
+            continue;
+        }
+        let Some(runner) = Runner::of(&words) else {
+            // `python3 tests/test_x.py`: a test file run as a script (unittest.main()).
+            if let Some((prog, args)) = shell::program(&words) {
+                let base = prog.rsplit('/').next().unwrap_or(prog);
+                let script = args.iter().find(|a| !a.starts_with('-'));
+                if let Some(script) =
+                    script.filter(|s| base.starts_with("python") && s.ends_with(".py"))
+                {
+                    let p = normalise(&format!("{cwd}/{script}"));
+                    let p = p.trim_start_matches("./").to_string();
+                    if looks_like_test(&p)
+                        && root.join(&p).is_file()
+                        && lang != Some(TestLanguage::Rust)
+                        && lang != Some(TestLanguage::Go)
+                    {
+                        lang = Some(TestLanguage::Python);
+                        if !files.contains(&p) {
+                            files.push(p);
+                        }
+                    }
+                }
+            }
+            continue;
+        };
+        let this = match runner.kind {
+            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
+            RunnerKind::Cargo => TestLanguage::Rust,
+            RunnerKind::Go => TestLanguage::Go,
+        };
+        if lang.is_some_and(|l| l != this) {
+            continue;
+        }
+        lang = Some(this);
+        for t in runner.targets(&root.join(&cwd)) {
+            match t.under(&cwd) {
+                Target::File(p) => {
+                    if root.join(&p).is_file() && !files.contains(&p) {
+                        files.push(p);
+                    }
+                }
+                Target::Dir(d, patterns) => {
+                    for f in walk_matching(root, &d, &patterns) {
+                        let direct =
+                            f.strip_prefix(&format!("{d}/")).is_some_and(|r| !r.contains('/'));
+                        if (this != TestLanguage::Rust || direct) && !files.contains(&f) {
+                            files.push(f);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let lang = lang?;
+    (!files.is_empty()).then_some((lang, files))
+}
+
 /// The module of `python [OPTIONS] -m MODULE ARGS…` and its arguments: interpreter options
 /// such as `-B`, `-u`, `-X dev` may come before `-m`.
 fn python_module(args: &[String]) -> Option<(&str, &[String])> {

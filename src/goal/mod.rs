@@ -33,8 +33,10 @@
 //! - cost: 15 USD
 //! ```
 
+pub mod canary;
 mod check;
 mod criteria;
+pub mod env;
 mod lint;
 mod parse;
 mod shell;

@@ -434,10 +434,10 @@ fn fingerprint(path: &Path) -> Result<String> {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<String> {
-    let out =
-        crate::git::command().arg("-C").arg(root).args(args).output().map_err(|e| {
-            Error::internal(format!("cannot run git: {e}")).with_hint("install git")
-        })?;
+    let out = crate::git::command_in(root)
+        .args(args)
+        .output()
+        .map_err(|e| Error::internal(format!("cannot run git: {e}")).with_hint("install git"))?;
     if !out.status.success() {
         return Err(Error::internal(format!(
             "git {} failed in {}: {}",

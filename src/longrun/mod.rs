@@ -116,9 +116,7 @@ impl Project {
 
 /// The repository root containing `start`.
 pub fn git_toplevel(start: &Path) -> Result<PathBuf> {
-    let out = crate::git::command()
-        .arg("-C")
-        .arg(start)
+    let out = crate::git::command_in(start)
         .args(["rev-parse", "--show-toplevel"])
         .output()
         .map_err(|e| Error::internal(format!("cannot run git: {e}")).with_hint("install git"))?;

@@ -297,6 +297,8 @@ struct Prepared {
     guard: Guard,
     prices: PriceTable,
     enforcer: Enforcer,
+    /// The environment the criteria run in (see [`crate::goal::env`]).
+    env: crate::goal::env::CriteriaEnv,
     /// Start of the run's wall time (the baseline).
     started: Instant,
 }
@@ -330,16 +332,76 @@ struct Check {
     passed: usize,
     /// Reverts found after the criteria ran (the tree changed under them).
     late: Vec<Revert>,
+    /// Criteria whose runner still exited 0 with the canary's failing test added.
+    canary_missed: Vec<crate::goal::canary::CanaryResult>,
+    /// The canary's results when it ran (every criterion passed), for the done line.
+    canary: Vec<crate::goal::canary::CanaryResult>,
+    /// Programs the criteria run whose file changed since the start of the run.
+    tampered: Vec<(String, PathBuf)>,
 }
 
 impl Check {
     /// Every criterion passed, on a tree that stayed verified.
     fn all_pass(&self) -> bool {
-        self.passed == self.views.len() && self.late.is_empty()
+        self.passed == self.views.len()
+            && self.late.is_empty()
+            && self.canary_missed.is_empty()
+            && self.tampered.is_empty()
     }
 
     fn failures(&self) -> Vec<String> {
-        self.views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect()
+        let mut out: Vec<String> =
+            self.views.iter().filter(|v| !v.passed).map(CriterionView::failure_block).collect();
+        for m in &self.canary_missed {
+            out.push(format!(
+                "goal.md:{} passes, but kit added a test that must fail to {} and the run still \
+                 exited 0: {}. Find what in the code under test does that and remove it; the \
+                 loop never accepts done while it is there.",
+                m.line,
+                m.files.join(", "),
+                m.why
+            ));
+        }
+        for (name, path) in &self.tampered {
+            out.push(format!(
+                "{name} ({}), which the criteria run, changed since the loop started; put it back \
+                 (kit will not accept done on a changed test program)",
+                path.display()
+            ));
+        }
+        out
+    }
+
+    /// The done line's account of the canary: which criteria it proved, which it could not.
+    fn canary_line(&self) -> String {
+        let caught: Vec<String> = self
+            .canary
+            .iter()
+            .filter(|r| r.outcome == "caught")
+            .map(|r| format!("goal.md:{}", r.line))
+            .collect();
+        let skipped: Vec<String> = self
+            .canary
+            .iter()
+            .filter(|r| r.outcome == "skipped")
+            .map(|r| format!("goal.md:{} ({})", r.line, r.why))
+            .collect();
+        let mut line = if caught.is_empty() {
+            "verified: every criterion passes on the frozen tree; no criterion could be canaried"
+                .to_string()
+        } else {
+            format!(
+                "verified: every criterion passes on the frozen tree, and with a failing test added \
+                 the runner of {} failed as it must",
+                caught.join(", ")
+            )
+        };
+        if !skipped.is_empty() && !caught.is_empty() {
+            line.push_str(&format!("; not canaried: {}", skipped.join(", ")));
+        } else if !skipped.is_empty() {
+            line.push_str(&format!(" ({})", skipped.join(", ")));
+        }
+        line
     }
 }
 
@@ -694,12 +756,21 @@ impl RunCtx<'_> {
             ));
             tally.reverts.extend(reverts.iter().map(describe_revert));
         }
+        let env = crate::goal::env::CriteriaEnv::capture(&goal, &self.project.root);
+        let n = env.neutralised();
+        self.journal("criteria_env", serde_json::to_value(n).unwrap_or(Value::Null))?;
+        if !n.path_dropped.is_empty() || !n.removed.is_empty() {
+            let mut parts: Vec<String> = n.removed.iter().map(|v| format!("without {v}")).collect();
+            parts.extend(n.path_dropped.iter().map(|d| format!("PATH without {d}")));
+            self.say(format!("loop: the criteria run {}", parts.join(", ")));
+        }
         Ok(Prepared {
             goal,
             settings,
             guard,
             prices: PriceTable::embedded().with_overrides(&cfg.prices),
             enforcer,
+            env,
             started: Instant::now(),
         })
     }
@@ -728,6 +799,9 @@ impl RunCtx<'_> {
         tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
+        if c.all_pass() {
+            self.say(c.canary_line());
+        }
         Ok(c.all_pass().then(|| Outcome {
             name: "done",
             code: EXIT_OK,
@@ -912,6 +986,9 @@ impl RunCtx<'_> {
             c.views.len(),
             if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
         ));
+        if c.all_pass() {
+            self.say(c.canary_line());
+        }
         Ok(c.all_pass().then(|| Outcome {
             name: "done",
             code: EXIT_OK,
@@ -1082,8 +1159,10 @@ impl RunCtx<'_> {
             &p.goal,
             &self.project.root,
             p.settings.criterion_timeout,
+            Some(&p.env),
             &|| stop.requested().is_some(),
         );
+        let all_passed = results.iter().all(|r| r.passed);
         if let (Some(sig), Some(r)) = (stop.requested(), results.iter().find(|r| r.interrupted)) {
             self.say(format!(
                 "loop: stopped by {}; ended the running criterion (goal.md:{}) and its process group",
@@ -1103,7 +1182,77 @@ impl RunCtx<'_> {
         self.cheats(&late, iteration, phase)?;
         let views = CriterionView::all(&results);
         let passed = views.iter().filter(|v| v.passed).count();
-        Ok(Check { results, views, passed, late })
+        let mut check = Check {
+            results,
+            views,
+            passed,
+            late,
+            canary_missed: Vec::new(),
+            canary: Vec::new(),
+            tampered: Vec::new(),
+        };
+        if all_passed && check.late.is_empty() && stop.requested().is_none() {
+            self.prove(p, iteration, phase, &mut check)?;
+        }
+        Ok(check)
+    }
+
+    /// Before done is accepted: the programs the criteria ran are the ones pinned at the start,
+    /// and the canary fails (see [`crate::goal::canary`]). Journals `cheat` events of kind
+    /// `criteria_program_changed` and a `canary` event.
+    fn prove(
+        &mut self,
+        p: &Prepared,
+        iteration: u64,
+        phase: &str,
+        check: &mut Check,
+    ) -> Result<()> {
+        check.tampered = p.env.tampered();
+        for (name, path) in &check.tampered {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": phase, "path": path, "kind": "criteria_program_changed", "program": name }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: {name} ({}), which the criteria run, changed since the loop started: done refused",
+                path.display()
+            ));
+        }
+        let stop = self.stop;
+        let seed = u64::from(std::process::id()) << 32
+            ^ iteration
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+        let results = crate::goal::canary::run(
+            &p.goal,
+            &self.project.root,
+            p.settings.criterion_timeout,
+            Some(&p.env),
+            seed,
+            &|| stop.requested().is_some(),
+        )
+        .map_err(|e| {
+            Error::internal(e).with_hint("kit freeze --restore puts the frozen files back")
+        })?;
+        end_strays()?;
+        // kit put each file back itself; the guard proves it.
+        let after = restore(&p.guard)?;
+        self.cheats(&after, iteration, phase)?;
+        self.journal(
+            "canary",
+            json!({ "iteration": iteration, "phase": phase, "results": results }),
+        )?;
+        check.canary_missed = results.iter().filter(|r| r.missed()).cloned().collect();
+        for m in &check.canary_missed {
+            self.say(format!(
+                "iteration {iteration}: goal.md:{} passes, but with a failing test added to {} it still exits 0: done refused",
+                m.line,
+                m.files.join(", ")
+            ));
+        }
+        check.canary = results;
+        Ok(())
     }
 
     /// The outcome when kit was asked to stop by hand.
@@ -1437,9 +1586,7 @@ fn checkpoint(root: &Path, label: &str) -> Option<String> {
 fn tree_state(root: &Path) -> Option<String> {
     let scratch = tempfile::tempdir().ok()?;
     let index = scratch.path().join("index");
-    let real = crate::git::command()
-        .arg("-C")
-        .arg(root)
+    let real = crate::git::command_in(root)
         .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
         .output()
         .ok()?;
@@ -1448,9 +1595,7 @@ fn tree_state(root: &Path) -> Option<String> {
         std::fs::copy(&real, &index).ok()?;
     }
     let git = |args: &[&str]| {
-        crate::git::command()
-            .arg("-C")
-            .arg(root)
+        crate::git::command_in(root)
             .args(args)
             .env("GIT_INDEX_FILE", &index)
             .output()

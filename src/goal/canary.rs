@@ -1,0 +1,268 @@
+//! The canary: before the loop accepts "done", kit proves that the test runner can still say
+//! "failed" (issue 10). Code under test runs inside the runner's process, so it can patch the
+//! framework (`unittest.TestCase.assertEqual = lambda *a, **k: None`), mark every result a
+//! success, or print the runner's summary itself and exit 0 before a test runs. No scan of the
+//! code finds every way to do that; a test that must fail does. For each criterion whose command
+//! runs a runner kit knows (unittest, pytest, cargo test, go test) and expects exit status 0, kit
+//! appends to every test file the criterion runs one test that fails (`assertEqual(N, N + 1)`
+//! with a fresh N), runs the criterion once more, and puts each file back byte for byte. The run
+//! must exit non-zero: a runner that still exits 0 with a failing test in its files does not
+//! report failures, and its "passed" proves nothing.
+//!
+//! The canary is added only after the agent's process group has been ended and the tree
+//! verified, and is gone before the next iteration: the agent never sees it. What it does not
+//! prove: code that recognises the canary (by its name, or by the test file's hash) and fails it
+//! on purpose while passing everything else would not be caught — kit's tests, not a scan, are
+//! the floor, and the frozen files say what is tested. Criteria kit cannot read a runner in (a
+//! script, `make test`) are reported as not canaried.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::criteria::run_until;
+use super::env::CriteriaEnv;
+use super::lint::{runner_test_files, TestLanguage};
+use super::{Criterion, Goal};
+
+/// The outcome of the canary for one criterion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanaryResult {
+    /// 1-based line of the criterion in goal.md.
+    pub line: usize,
+    /// The test files the canary was added to (empty when not canaried).
+    pub files: Vec<String>,
+    /// `caught` (the run failed, as it must), `missed` (it passed with the failing test in
+    /// place), or `skipped` (see `why`).
+    pub outcome: String,
+    /// For `missed` and `skipped`: why, in a sentence.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+impl CanaryResult {
+    /// The runner reported success with a failing test in its files.
+    pub fn missed(&self) -> bool {
+        self.outcome == "missed"
+    }
+}
+
+/// Run the canary for every criterion of `goal` (all of which just passed) in `root`, each with
+/// `timeout`, in `env`. `seed` makes the canary's name and numbers differ from run to run.
+/// Errors only when a test file cannot be put back; the caller must then stop the loop (the
+/// frozen guard restores it from its stored copy too).
+pub fn run(
+    goal: &Goal,
+    root: &Path,
+    timeout: Duration,
+    env: Option<&CriteriaEnv>,
+    seed: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<CanaryResult>, String> {
+    let mut out = Vec::new();
+    for (k, c) in goal.criteria.iter().enumerate() {
+        if stop() {
+            break;
+        }
+        out.push(one(c, root, timeout, env, seed.wrapping_add(k as u64), stop)?);
+    }
+    Ok(out)
+}
+
+fn one(
+    c: &Criterion,
+    root: &Path,
+    timeout: Duration,
+    env: Option<&CriteriaEnv>,
+    seed: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<CanaryResult, String> {
+    let skipped = |why: &str| CanaryResult {
+        line: c.line,
+        files: Vec::new(),
+        outcome: "skipped".into(),
+        why: why.into(),
+    };
+    if c.exit != 0 {
+        return Ok(skipped("the criterion expects a failing exit status"));
+    }
+    let Some((lang, files)) = runner_test_files(c, root) else {
+        return Ok(skipped("kit does not know which test files this command runs"));
+    };
+    let tag = format!("{:08x}", splitmix(seed) as u32);
+    let n = 1000 + (splitmix(seed ^ 0x5eed) % 9000) as i64;
+    let mut originals: Vec<(String, Vec<u8>, u32)> = Vec::new();
+    let mut planted = Vec::new();
+    for rel in &files {
+        let abs = root.join(rel);
+        let (Ok(bytes), Ok(meta)) = (std::fs::read(&abs), std::fs::metadata(&abs)) else {
+            continue;
+        };
+        let Some(with) = with_canary(lang, &bytes, &tag, n) else { continue };
+        originals.push((rel.clone(), bytes, meta.permissions().mode()));
+        if std::fs::write(&abs, with).is_ok() {
+            planted.push(rel.clone());
+        }
+    }
+    let result = if planted.is_empty() {
+        skipped("no test file the canary could be added to")
+    } else {
+        let r = run_until(c, root, timeout, env, stop);
+        let (outcome, why) = if r.interrupted {
+            ("skipped", "stopped by hand".to_string())
+        } else if r.timed_out {
+            ("missed", "the run with the canary did not end within the criterion's timeout".into())
+        } else if r.exit == Some(0) {
+            (
+                "missed",
+                "the runner exited 0 with a failing test added: something in the code under test changes what the runner reports (patches the test framework, or prints the summary and exits)".into(),
+            )
+        } else {
+            ("caught", String::new())
+        };
+        CanaryResult { line: c.line, files: planted, outcome: outcome.into(), why }
+    };
+    for (rel, bytes, mode) in originals {
+        let abs = root.join(&rel);
+        crate::atomic::write_atomic(&abs, &bytes)
+            .and_then(|()| {
+                std::fs::set_permissions(&abs, std::fs::Permissions::from_mode(mode))
+                    .map_err(|e| crate::error::Error::io(&abs, e))
+            })
+            .map_err(|e| format!("cannot put {rel} back after the canary: {e}"))?;
+    }
+    Ok(result)
+}
+
+/// The file's bytes with a failing test added, or None when it cannot take one (not UTF-8, or a
+/// Go file that does not import `testing`).
+fn with_canary(lang: TestLanguage, bytes: &[u8], tag: &str, n: i64) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut text = text.to_string();
+    if !text.ends_with('\n') && !text.is_empty() {
+        text.push('\n');
+    }
+    match lang {
+        TestLanguage::Python => {
+            let canary = format!(
+                "\n\nimport unittest as _kit_canary_{tag}\n\n\nclass TestKitCanary{tag}(_kit_canary_{tag}.TestCase):\n    def test_kit_canary_{tag}(self):\n        self.assertEqual({n}, {})\n\n\n",
+                n + 1
+            );
+            // Before a top-level `if __name__ == "__main__":`, so a file run as a script runs it.
+            let at = text
+                .match_indices("\nif __name__")
+                .last()
+                .map(|(i, _)| i + 1)
+                .or_else(|| text.starts_with("if __name__").then_some(0));
+            match at {
+                Some(i) => text.insert_str(i, &canary),
+                None => text.push_str(&canary),
+            }
+        }
+        TestLanguage::Rust => {
+            text.push_str(&format!(
+                "\n#[test]\nfn kit_canary_{tag}() {{\n    assert_eq!({n}, {}, \"kit canary\");\n}}\n",
+                n + 1
+            ));
+        }
+        TestLanguage::Go => {
+            if !text.contains("\"testing\"") {
+                return None;
+            }
+            text.push_str(&format!(
+                "\nfunc TestKitCanary{tag}(t *testing.T) {{\n\tif {n} != {} {{\n\t\tt.Fatal(\"kit canary\")\n\t}}\n}}\n",
+                n + 1
+            ));
+        }
+    }
+    Some(text.into_bytes())
+}
+
+/// SplitMix64: one step, for the canary's name and numbers (not for anything secret).
+fn splitmix(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEST: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n";
+
+    fn setup(calc: &str, test: &str, criterion: &str) -> (tempfile::TempDir, Goal) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("tests")).unwrap();
+        std::fs::write(d.path().join("tests/__init__.py"), "").unwrap();
+        std::fs::write(d.path().join("tests/test_calc.py"), test).unwrap();
+        std::fs::write(d.path().join("calc.py"), calc).unwrap();
+        let g = super::super::parse(
+            Path::new("longrun/goal.md"),
+            &format!(
+                "# Goal: g\n\n## Criteria\n- function: `{criterion}` → `Ran 1 test` and `OK`\n"
+            ),
+        )
+        .unwrap();
+        (d, g)
+    }
+
+    fn outcome(calc: &str, test: &str, criterion: &str) -> (CanaryResult, String) {
+        let (d, g) = setup(calc, test, criterion);
+        let r = run(&g, d.path(), Duration::from_secs(60), None, 7, &|| false).unwrap();
+        let after = std::fs::read_to_string(d.path().join("tests/test_calc.py")).unwrap();
+        assert_eq!(after, test, "the test file was not put back byte for byte");
+        (r[0].clone(), after)
+    }
+
+    #[test]
+    fn an_honest_runner_fails_the_canary_and_the_file_is_put_back() {
+        for cmd in
+            ["python3 -m unittest tests.test_calc -v", "python3 -m unittest discover -s tests -v"]
+        {
+            let (r, _) = outcome("def add(a, b):\n    return a + b\n", TEST, cmd);
+            assert_eq!(r.outcome, "caught", "{cmd}: {r:?}");
+            assert_eq!(r.files, vec!["tests/test_calc.py"]);
+        }
+        // A test file run as a script: the canary goes before `if __name__`.
+        let script = format!("{TEST}\n\nif __name__ == \"__main__\":\n    unittest.main()\n");
+        let (r, _) =
+            outcome("def add(a, b):\n    return a + b\n", &script, "python3 tests/test_calc.py -v");
+        assert_eq!(r.outcome, "caught", "{r:?}");
+    }
+
+    #[test]
+    fn code_that_patches_the_framework_or_prints_the_summary_is_missed_by_the_runner() {
+        let table = [
+            ("assertEqual patched", "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\ndef add(a, b):\n    return a + b\n"),
+            ("result patched", "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\ndef add(a, b):\n    return a + b\n"),
+            ("prints and exits", "import os, sys\nsys.stderr.write('Ran 1 test\\n\\nOK\\n')\nsys.stderr.flush()\nos._exit(0)\n"),
+        ];
+        for (name, calc) in table {
+            let (r, _) = outcome(calc, TEST, "python3 -m unittest tests.test_calc -v");
+            assert!(r.missed(), "{name}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn criteria_kit_cannot_read_are_skipped_not_failed() {
+        let (d, g) = setup("", TEST, "sh run_tests.sh");
+        let r = run(&g, d.path(), Duration::from_secs(5), None, 1, &|| false).unwrap();
+        assert_eq!(r[0].outcome, "skipped");
+    }
+
+    #[test]
+    fn the_canary_is_valid_rust_and_go() {
+        let rs = with_canary(TestLanguage::Rust, b"#[test]\nfn a() {}", "ab", 5).unwrap();
+        assert!(String::from_utf8(rs)
+            .unwrap()
+            .contains("fn kit_canary_ab() {\n    assert_eq!(5, 6"));
+        assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5).is_none());
+        let go =
+            with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5).unwrap();
+        assert!(String::from_utf8(go).unwrap().contains("func TestKitCanaryab(t *testing.T)"));
+    }
+}

@@ -1,0 +1,353 @@
+//! The environment the criteria run in, set by kit at the start of a loop and not by anything the
+//! agent can write (issue 10: "done" is never false). A test runner loads code from more places
+//! than the repository: the user's site folder and its start-up hooks, compiled caches, whatever
+//! `PATH` finds first. The agent runs as the user, so it can write to all of those. What kit
+//! neutralises, and journals once per run as a `criteria_env` event:
+//!
+//! - **Python's start-up**: every `PYTHON*` variable that changes what the interpreter loads at
+//!   start (`PYTHONSTARTUP`, `PYTHONUSERBASE`, `PYTHONINSPECT`, `PYTHONEXECUTABLE`,
+//!   `PYTHONPLATLIBDIR`) is removed; `PYTHONNOUSERSITE=1` turns the user site folder off (and
+//!   with it `usercustomize.py` and the `.pth` files there); `PYTHONPYCACHEPREFIX` points at a
+//!   fresh folder for each run of the criteria, so no `__pycache__` the agent compiled is read,
+//!   and `PYTHONDONTWRITEBYTECODE=1` leaves the repository as it was. The user's own
+//!   `PYTHONPATH` stays: kit's environment came from the user, not from the agent.
+//! - **PATH**: entries that are relative (`.`, `bin`, an empty entry), inside the repository, or
+//!   in a temporary folder anyone can write (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`) are
+//!   dropped.
+//! - **The programs the criteria run** (`python3`, `pytest`, `cargo`, `make`, …) are looked up
+//!   once, at the start of the run, and pinned: each run of the criteria puts a fresh folder of
+//!   links to the pinned files first on `PATH`, so a `python3` the agent drops into
+//!   `~/.local/bin` later is never the one that runs. A pinned file whose content changed
+//!   (sha256) is reported by [`CriteriaEnv::tampered`], and the loop does not accept done on it.
+//!
+//! What it does not cover: the interpreter's own site-packages (a `.pth` or `sitecustomize.py`
+//! the agent writes there when the installation is writable by the user), and anything the code
+//! under test does once it is imported; the canary ([`super::canary`]) is the check for the latter.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{shell, Goal};
+
+/// `PYTHON*` variables removed from the criteria's environment: each makes the interpreter load
+/// or run something at start-up that is not the code under test. Source: `python3 --help-env`
+/// (CPython 3.11–3.13).
+pub const PYTHON_REMOVED: [&str; 6] = [
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "PYTHONINSPECT",
+    "PYTHONEXECUTABLE",
+    "PYTHONPLATLIBDIR",
+    "PYTHONSAFEPATH",
+];
+
+/// Shell built-ins and keywords of `sh` that are never looked up on PATH.
+const BUILTINS: [&str; 24] = [
+    "cd", "echo", "printf", "set", "exit", "test", "[", "true", "false", ":", ".", "export",
+    "unset", "read", "shift", "trap", "wait", "eval", "exec", "command", "type", "if", "then",
+    "fi",
+];
+
+/// One program a criterion runs, as found on the cleaned PATH when the loop started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Pinned {
+    /// The name the command uses (`python3`).
+    pub name: String,
+    /// Where it was found (not resolved through links, so `argv[0]` stays what the shell gives).
+    pub path: PathBuf,
+    /// sha256 of the file it points to, hex.
+    pub sha256: String,
+}
+
+/// What kit changed about the environment, for the journal (`criteria_env`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Neutralised {
+    /// Variables removed (`PYTHONSTARTUP`).
+    pub removed: Vec<String>,
+    /// Variables set by kit (`PYTHONNOUSERSITE=1`; the per-run cache folder shown as `<fresh>`).
+    pub set: Vec<String>,
+    /// PATH entries dropped, each with why (`bin (relative)`).
+    pub path_dropped: Vec<String>,
+    /// Programs pinned: name → path.
+    pub pinned: BTreeMap<String, String>,
+    /// Names the criteria run that PATH did not find when the loop started.
+    pub not_found: Vec<String>,
+}
+
+/// The criteria's environment for one loop run: built once by [`CriteriaEnv::capture`].
+#[derive(Clone, Debug)]
+pub struct CriteriaEnv {
+    vars: Vec<(OsString, OsString)>,
+    path: Vec<PathBuf>,
+    pinned: Vec<Pinned>,
+    neutralised: Neutralised,
+}
+
+/// A run's fresh folder (links to the pinned programs, the bytecode cache), removed on drop.
+pub struct RunEnv {
+    _dir: tempfile::TempDir,
+    /// The full environment to give the criterion's shell (the child's environment is cleared
+    /// first).
+    pub vars: Vec<(OsString, OsString)>,
+}
+
+impl CriteriaEnv {
+    /// Build it from kit's own environment (`std::env::vars_os`) for the criteria of `goal` in
+    /// the repository at `root`.
+    pub fn capture(goal: &Goal, root: &Path) -> CriteriaEnv {
+        Self::from_vars(std::env::vars_os().collect(), goal, root)
+    }
+
+    /// [`CriteriaEnv::capture`] from the given variables (for tests).
+    pub fn from_vars(vars: Vec<(OsString, OsString)>, goal: &Goal, root: &Path) -> CriteriaEnv {
+        let mut n = Neutralised::default();
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let temp_dirs = temp_dirs(&vars);
+        let mut kept = Vec::new();
+        let mut path = Vec::new();
+        for (k, v) in vars {
+            let key = k.to_string_lossy();
+            if PYTHON_REMOVED.contains(&key.as_ref())
+                || matches!(
+                    key.as_ref(),
+                    "PYTHONNOUSERSITE" | "PYTHONPYCACHEPREFIX" | "PYTHONDONTWRITEBYTECODE"
+                )
+            {
+                if PYTHON_REMOVED.contains(&key.as_ref()) {
+                    n.removed.push(key.into_owned());
+                }
+                continue;
+            }
+            if key == "PATH" {
+                for entry in std::env::split_paths(&v) {
+                    match dropped_because(&entry, &root, &temp_dirs) {
+                        Some(why) => n.path_dropped.push(format!("{} ({why})", show(&entry))),
+                        None => path.push(entry),
+                    }
+                }
+                continue;
+            }
+            kept.push((k, v));
+        }
+        n.removed.sort();
+        n.set = vec![
+            "PYTHONNOUSERSITE=1".into(),
+            "PYTHONDONTWRITEBYTECODE=1".into(),
+            "PYTHONPYCACHEPREFIX=<a fresh folder per run>".into(),
+        ];
+        let mut pinned: Vec<Pinned> = Vec::new();
+        let joined = std::env::join_paths(&path).unwrap_or_default();
+        for name in program_names(goal) {
+            if pinned.iter().any(|p| p.name == name) || n.not_found.contains(&name) {
+                continue;
+            }
+            match which::which_in(&name, Some(&joined), &root) {
+                Ok(found) => {
+                    let sha256 = file_sha256(&found).unwrap_or_default();
+                    n.pinned.insert(name.clone(), show(&found));
+                    pinned.push(Pinned { name, path: found, sha256 });
+                }
+                Err(_) => n.not_found.push(name),
+            }
+        }
+        CriteriaEnv { vars: kept, path, pinned, neutralised: n }
+    }
+
+    /// What was changed, for the journal.
+    pub fn neutralised(&self) -> &Neutralised {
+        &self.neutralised
+    }
+
+    /// The pinned programs.
+    pub fn pinned(&self) -> &[Pinned] {
+        &self.pinned
+    }
+
+    /// Pinned programs whose file no longer holds what it held at the start of the run:
+    /// `(name, path)`. A file that cannot be read counts as changed.
+    pub fn tampered(&self) -> Vec<(String, PathBuf)> {
+        self.pinned
+            .iter()
+            .filter(|p| file_sha256(&p.path).as_deref() != Some(p.sha256.as_str()))
+            .map(|p| (p.name.clone(), p.path.clone()))
+            .collect()
+    }
+
+    /// A fresh folder for one run of the criteria: `bin/` with a link per pinned program (first
+    /// on PATH), `pycache/` for `PYTHONPYCACHEPREFIX`. Errors when the folder cannot be made.
+    pub fn for_run(&self) -> std::io::Result<RunEnv> {
+        let dir = tempfile::Builder::new().prefix("kit-criteria-").tempdir()?;
+        let bin = dir.path().join("bin");
+        let cache = dir.path().join("pycache");
+        std::fs::create_dir(&bin)?;
+        std::fs::create_dir(&cache)?;
+        for p in &self.pinned {
+            std::os::unix::fs::symlink(&p.path, bin.join(&p.name))?;
+        }
+        let mut path = vec![bin];
+        path.extend(self.path.iter().cloned());
+        let mut vars = self.vars.clone();
+        vars.push(("PATH".into(), std::env::join_paths(&path).unwrap_or_default()));
+        vars.push(("PYTHONNOUSERSITE".into(), "1".into()));
+        vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        vars.push(("PYTHONPYCACHEPREFIX".into(), cache.into_os_string()));
+        Ok(RunEnv { _dir: dir, vars })
+    }
+}
+
+/// Why a PATH entry is dropped: relative, inside the repository, or in a world-writable
+/// temporary folder. None keeps it.
+fn dropped_because(entry: &Path, root: &Path, temp_dirs: &[PathBuf]) -> Option<&'static str> {
+    if entry.as_os_str().is_empty() || entry.is_relative() {
+        return Some("relative: it depends on the folder the criterion runs in");
+    }
+    let real = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+    if real.starts_with(root) {
+        return Some("inside the repository, where the agent writes");
+    }
+    if temp_dirs.iter().any(|t| real.starts_with(t)) {
+        return Some("a temporary folder anyone can write");
+    }
+    None
+}
+
+/// `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`, canonicalised.
+fn temp_dirs(vars: &[(OsString, OsString)]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> =
+        ["/tmp", "/var/tmp", "/dev/shm"].iter().map(PathBuf::from).collect();
+    if let Some((_, v)) = vars.iter().find(|(k, _)| k == OsStr::new("TMPDIR")) {
+        if !v.is_empty() {
+            out.push(PathBuf::from(v));
+        }
+    }
+    out.into_iter().map(|p| std::fs::canonicalize(&p).unwrap_or(p)).collect()
+}
+
+/// Names of the programs the criteria start, in goal order, without duplicates: each simple
+/// command's first word and the program behind wrappers (`env`, `timeout 60`, `uv run`), when
+/// it is a bare name (no `/`) and not a shell built-in.
+fn program_names(goal: &Goal) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &goal.criteria {
+        for words in shell::simple_commands(&c.command) {
+            let mut names = Vec::new();
+            if let Some(first) = words.iter().find(|w| !is_assignment(w)) {
+                names.push(first.clone());
+            }
+            if let Some((prog, _)) = shell::program(&words) {
+                names.push(prog.to_string());
+            }
+            for n in names {
+                if n.is_empty()
+                    || n.contains('/')
+                    || n.contains('$')
+                    || BUILTINS.contains(&n.as_str())
+                {
+                    continue;
+                }
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn is_assignment(w: &str) -> bool {
+    w.split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn file_sha256(p: &Path) -> Option<String> {
+    std::fs::read(p).ok().map(|b| crate::frozen::manifest::sha256_hex(&b))
+}
+
+fn show(p: &Path) -> String {
+    if p.as_os_str().is_empty() {
+        "(empty entry)".into()
+    } else {
+        p.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(cmds: &[&str]) -> Goal {
+        let mut text = String::from("# Goal: g\n\n## Criteria\n");
+        for c in cmds {
+            text.push_str(&format!("- function: `{c}` → `Ran 3 tests` and `OK`\n"));
+        }
+        super::super::parse(Path::new("longrun/goal.md"), &text).unwrap()
+    }
+
+    #[test]
+    fn path_entries_that_are_relative_in_the_repo_or_temporary_are_dropped() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join("tools")).unwrap();
+        let path = format!("bin::/usr/bin:{}/tools:/tmp/x:/bin", repo.path().display());
+        let vars = vec![
+            ("PATH".into(), path.into()),
+            ("PYTHONSTARTUP".into(), "evil.py".into()),
+            ("PYTHONPATH".into(), "src".into()),
+            ("HOME".into(), "/home/u".into()),
+        ];
+        let e = CriteriaEnv::from_vars(vars, &goal(&["python3 -m unittest -v"]), repo.path());
+        let n = e.neutralised();
+        assert_eq!(n.removed, vec!["PYTHONSTARTUP"]);
+        let dropped: Vec<&str> =
+            n.path_dropped.iter().map(|d| d.split(" (").next().unwrap()).collect();
+        assert_eq!(dropped.len(), 4, "{dropped:?}");
+        assert!(dropped.contains(&"bin") && dropped.contains(&"(empty entry)"));
+        assert!(dropped.contains(&"/tmp/x"));
+        let run = e.for_run().unwrap();
+        let get = |k: &str| {
+            run.vars
+                .iter()
+                .find(|(n, _)| n == OsStr::new(k))
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(get("PYTHONPATH").as_deref(), Some("src"), "the user's own PYTHONPATH stays");
+        assert_eq!(get("PYTHONSTARTUP"), None);
+        assert_eq!(get("PYTHONNOUSERSITE").as_deref(), Some("1"));
+        let path = get("PATH").unwrap();
+        assert!(path.ends_with(":/usr/bin:/bin"), "{path}");
+        assert!(
+            path.starts_with(&std::env::temp_dir().display().to_string())
+                || path.contains("kit-criteria-"),
+            "{path}"
+        );
+    }
+
+    #[test]
+    fn the_programs_a_criterion_starts_are_pinned_and_a_changed_one_is_named() {
+        let repo = tempfile::tempdir().unwrap();
+        let bin = tempfile::tempdir_in(
+            std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir),
+        )
+        .unwrap();
+        let tool = bin.path().join("mytool");
+        std::fs::write(&tool, "#!/bin/sh\necho real\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let vars = vec![("PATH".into(), bin.path().as_os_str().to_owned())];
+        let g = goal(&["FOO=1 timeout 60 mytool --check && cd sub && echo done"]);
+        let e = CriteriaEnv::from_vars(vars, &g, repo.path());
+        let names: Vec<&str> = e.pinned().iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, vec!["mytool"], "timeout is not on this PATH: {:?}", e.neutralised());
+        assert!(e.neutralised().not_found.contains(&"timeout".to_string()));
+        assert!(e.tampered().is_empty());
+        let run = e.for_run().unwrap();
+        let path = run.vars.iter().find(|(k, _)| k == "PATH").unwrap().1.clone();
+        let first = std::env::split_paths(&path).next().unwrap();
+        assert_eq!(std::fs::read_link(first.join("mytool")).unwrap(), tool);
+        std::fs::write(&tool, "#!/bin/sh\necho 'Ran 3 tests'\n").unwrap();
+        assert_eq!(e.tampered(), vec![("mytool".to_string(), tool.clone())]);
+    }
+}
