@@ -1288,3 +1288,5 @@ fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2(
     let end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("refused"), Some(2)));
 }
+
+mod cheats;
