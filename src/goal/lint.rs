@@ -262,6 +262,13 @@ enum Target {
     File(String),
     /// The files under a folder whose names match one of the patterns (`test*.py`).
     Dir(String, Vec<String>),
+    /// A script or program from the repository the command runs (`./run_tests.sh`,
+    /// `python3 tools/check.py`), which may not exist yet.
+    Script(String),
+    /// A file that decides what a runner runs (`Makefile` for `make test`, `package.json` for
+    /// `npm test`, `pytest.ini`, `.cargo/config.toml`), with the runner it configures. Must
+    /// be frozen when it exists; `must_exist` when the command cannot run without it.
+    Config { path: String, runner: &'static str, must_exist: bool },
 }
 
 impl Target {
@@ -274,6 +281,10 @@ impl Target {
         match self {
             Target::File(p) => Target::File(join(p)),
             Target::Dir(d, pats) => Target::Dir(join(d), pats),
+            Target::Script(p) => Target::Script(join(p)),
+            Target::Config { path, runner, must_exist } => {
+                Target::Config { path: join(path), runner, must_exist }
+            }
         }
     }
 }
@@ -328,18 +339,21 @@ impl Lint<'_> {
             let mut found = Vec::new();
             if let Some(runner) = Runner::of(words) {
                 found.extend(runner.targets(&here));
+                found.extend(runner.config_files(&here));
             }
             found.extend(test_paths(words, &here));
-            if c.kind == Kind::Limit {
-                found.extend(measuring_script(words, &here));
-            }
+            found.extend(script_run(words, &here));
+            found.extend(build_files(words, &here));
             targets.extend(found.into_iter().map(|t| t.under(&cwd)));
         }
         // One check per path: what a runner found (with its file patterns) comes first.
         let mut seen = BTreeSet::new();
         for t in targets {
             let key = match &t {
-                Target::File(p) | Target::Dir(p, _) => p.clone(),
+                Target::File(p)
+                | Target::Dir(p, _)
+                | Target::Script(p)
+                | Target::Config { path: p, .. } => p.clone(),
             };
             if seen.insert(key) {
                 self.target(line, c.kind, &t);
@@ -743,6 +757,46 @@ impl Lint<'_> {
                     );
                 }
             }
+            Target::Script(p) => {
+                if self.frozen.covers(p) {
+                    self.exercised.insert(p.clone());
+                } else if !self.root.join(p).exists() {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent could write a {p} that prints the expected output"),
+                        format!("write {p} first, then kit freeze {p}"),
+                    );
+                } else if kind == Kind::Limit {
+                    self.flag(
+                        line,
+                        format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
+                        format!("kit freeze {p}"),
+                    );
+                } else {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but is not frozen: the agent could change what it checks"),
+                        format!("kit freeze {p}"),
+                    );
+                }
+            }
+            Target::Config { path, runner, must_exist } => {
+                if self.frozen.covers(path) {
+                    self.exercised.insert(path.clone());
+                } else if self.root.join(path).exists() {
+                    self.flag(
+                        line,
+                        format!("{path} decides what `{runner}` runs, but is not frozen: the agent could change it until nothing fails"),
+                        format!("kit freeze {path}"),
+                    );
+                } else if *must_exist {
+                    self.flag(
+                        line,
+                        format!("{path}, which `{runner}` runs from, does not exist: the agent would write what the criterion runs"),
+                        format!("write {path} first, then kit freeze {path}"),
+                    );
+                }
+            }
             Target::Dir(d, patterns) => {
                 if self.frozen.covers(d) {
                     self.exercised.insert(format!("{d}/"));
@@ -750,6 +804,16 @@ impl Lint<'_> {
                 }
                 let files = walk_matching(self.root, d, patterns);
                 if files.is_empty() {
+                    let what = if self.root.join(d).is_dir() {
+                        format!("{d} holds no test file ({}) yet", patterns.join(", "))
+                    } else {
+                        format!("{d} does not exist")
+                    };
+                    self.flag(
+                        line,
+                        format!("{what}, and the criterion runs the tests found there: the agent would write the tests it is judged by"),
+                        format!("write the tests first, then kit freeze {d}/"),
+                    );
                     return;
                 }
                 let unfrozen: Vec<&str> =
@@ -1354,6 +1418,50 @@ impl Runner {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The runner's configuration files that exist: each can skip, deselect or rewrite tests.
+    /// pytest: `pytest.ini`, `conftest.py` at the root, and `pyproject.toml` / `tox.ini` /
+    /// `setup.cfg` when they hold a pytest section (source: pytest's "Configuration" page,
+    /// rootdir and configfile rules); cargo: `.cargo/config.toml` / `.cargo/config` (a
+    /// `runner` there replaces the test binary). A conftest.py inside a test folder is frozen
+    /// with the folder.
+    fn config_files(&self, root: &Path) -> Vec<Target> {
+        let exists = |p: &str| root.join(p).is_file();
+        let holds = |p: &str, section: &str| {
+            std::fs::read_to_string(root.join(p)).is_ok_and(|t| t.contains(section))
+        };
+        let mut out = Vec::new();
+        let mut add = |p: &str, runner: &'static str| {
+            out.push(Target::Config { path: p.to_string(), runner, must_exist: false })
+        };
+        match self.kind {
+            RunnerKind::Pytest => {
+                for p in ["pytest.ini", ".pytest.ini", "conftest.py"] {
+                    if exists(p) {
+                        add(p, "pytest");
+                    }
+                }
+                for (p, section) in [
+                    ("pyproject.toml", "[tool.pytest"),
+                    ("tox.ini", "[pytest]"),
+                    ("setup.cfg", "[tool:pytest]"),
+                ] {
+                    if holds(p, section) {
+                        add(p, "pytest");
+                    }
+                }
+            }
+            RunnerKind::Cargo => {
+                for p in [".cargo/config.toml", ".cargo/config"] {
+                    if exists(p) {
+                        add(p, "cargo test");
+                    }
+                }
+            }
+            RunnerKind::Unittest | RunnerKind::Go => {}
+        }
+        out
+    }
+
     /// What this run exercises that must be frozen.
     fn targets(&self, root: &Path) -> Vec<Target> {
         match self.kind {
@@ -1480,6 +1588,7 @@ pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLangu
                         files.push(p);
                     }
                 }
+                Target::Script(_) | Target::Config { .. } => {}
                 Target::Dir(d, patterns) => {
                     for f in walk_matching(root, &d, &patterns) {
                         let direct =
@@ -1556,25 +1665,108 @@ fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
     out
 }
 
-/// The script a limit criterion runs (`python3 tools/bench.py`, `./bench.sh`), if it is a file
-/// in the repository: it is the measuring instrument.
-fn measuring_script(words: &[String], root: &Path) -> Option<Target> {
+/// The script or program from the repository a command runs: `./run_tests.sh`,
+/// `scripts/check`, `sh run_tests.sh`, `python3 tools/bench.py`, `node check.js` — whether or
+/// not it exists yet (a criterion that runs a file the agent will write is judged by the agent).
+/// Not `python3 -m MODULE` or `sh -c SCRIPT` (their own checks read those).
+fn script_run(words: &[String], root: &Path) -> Option<Target> {
+    let _ = root;
     let (prog, args) = shell::program(words)?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
     let interpreter = base.starts_with("python")
-        || matches!(base, "sh" | "bash" | "node" | "ruby" | "perl" | "deno" | "bun");
+        || matches!(
+            base,
+            "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "deno" | "bun" | "php"
+        );
     let script = if interpreter {
-        args.iter().find(|a| !a.starts_with('-'))?.as_str()
+        if args.iter().any(|a| {
+            a == "-c"
+                || a == "-m"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
+        }) {
+            return None;
+        }
+        let s = args.iter().find(|a| !a.starts_with('-'))?.as_str();
+        let known = [".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php"];
+        if !s.contains('/') && !known.iter().any(|e| s.ends_with(e)) {
+            return None;
+        }
+        s
     } else if prog.contains('/') {
         prog
     } else {
         return None;
     };
-    if script.starts_with('/') || script.split('/').any(|c| c == "..") {
+    if script.starts_with('/')
+        || script.starts_with('~')
+        || script.contains('$')
+        || script.split('/').any(|c| c == "..")
+    {
         return None;
     }
     let p = normalise(script);
-    root.join(&p).is_file().then_some(Target::File(p))
+    (p != ".").then_some(Target::Script(p))
+}
+
+/// The build file that defines what `make TARGET` or `npm test` runs: `Makefile` (or `-f FILE`,
+/// in `-C DIR`), `package.json` for `npm`/`yarn`/`pnpm`/`bun` `test`/`run NAME`/`t`.
+fn build_files(words: &[String], root: &Path) -> Vec<Target> {
+    let Some((prog, args)) = shell::program(words) else { return Vec::new() };
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    match base {
+        "make" | "gmake" => {
+            let mut dir = String::new();
+            let mut file = None;
+            let mut i = 0;
+            while i < args.len() {
+                match args[i].as_str() {
+                    "-C" | "--directory" => {
+                        dir = args.get(i + 1).cloned().unwrap_or_default();
+                        i += 1;
+                    }
+                    "-f" | "--file" | "--makefile" => {
+                        file = args.get(i + 1).cloned();
+                        i += 1;
+                    }
+                    a if a.starts_with("-C") && a.len() > 2 => dir = a[2..].to_string(),
+                    a if a.starts_with("-f") && a.len() > 2 => file = Some(a[2..].to_string()),
+                    _ => {}
+                }
+                i += 1;
+            }
+            let at = |name: &str| {
+                if dir.is_empty() {
+                    name.to_string()
+                } else {
+                    normalise(&format!("{dir}/{name}"))
+                }
+            };
+            let path = match file {
+                Some(f) => at(&f),
+                None => ["GNUmakefile", "makefile", "Makefile"]
+                    .iter()
+                    .map(|n| at(n))
+                    .find(|p| root.join(p).is_file())
+                    .unwrap_or_else(|| at("Makefile")),
+            };
+            vec![Target::Config { path, runner: "make", must_exist: true }]
+        }
+        "npm" | "yarn" | "pnpm" | "bun" => {
+            let sub = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+            if matches!(sub, Some("test" | "t" | "run" | "run-script" | "tst")) {
+                let runner: &'static str = match base {
+                    "npm" => "npm test",
+                    "yarn" => "yarn",
+                    "pnpm" => "pnpm",
+                    _ => "bun",
+                };
+                vec![Target::Config { path: "package.json".into(), runner, must_exist: true }]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Repo-relative files under `dir` whose names match one of `patterns`, sorted. Skips hidden
@@ -1762,7 +1954,19 @@ mod tests {
             // Unfrozen or missing test files (here nothing else is wrong).
             ("- function: `python3 -m unittest tests.test_nothere` → `Ran 2 tests`", None),
             ("- function: `python3 -m unittest nothere.test_x` → `Ran 2 tests`", Some("nothere/test_x.py is run by this criterion but does not exist")),
-            ("- function: `python3 -m unittest rs` → `Ran 2 tests`", None),
+            ("- function: `python3 -m unittest rs` → `Ran 2 tests`", Some("rs holds no test file (test*.py) yet")),
+            // Scripts, build files and runner configuration the criterion runs (issue 10).
+            ("- function: `sh run_tests.sh` → `Ran 14 tests` and `OK`", Some("run_tests.sh is run by this criterion but does not exist")),
+            ("- function: `./run_tests.sh` → `Ran 14 tests` and `OK`", Some("run_tests.sh is run by this criterion but does not exist")),
+            ("- function: `bash scripts/check` → `Ran 14 tests` and `OK`", Some("scripts/check is run by this criterion but does not exist")),
+            ("- function: `python3 tools/bench_load.py --check` → `Ran 14 tests` and `OK`", None),
+            ("- function: `python3 tools/run.py` → `Ran 14 tests` and `OK`", Some("does not exist")),
+            ("- function: `make test` → `Ran 14 tests` and `OK`", Some("Makefile, which `make` runs from, does not exist")),
+            ("- function: `make -C sub check` → `Ran 14 tests` and `OK`", Some("sub/Makefile")),
+            ("- function: `npm test` → `14 passing`", Some("package.json, which `npm test` runs from, does not exist")),
+            ("- function: `python3 -m unittest discover -s nothere` → `Ran 14 tests` and `OK`", Some("nothere does not exist")),
+            ("- function: `python3 -m unittest discover -s tools` → `Ran 14 tests` and `OK`", Some("tools holds no test file")),
+            ("- function: `sh -c 'python3 -m unittest discover -s tests'` → `Ran 14 tests` and `OK`", None),
             ("- function: `cargo test --manifest-path rs/Cargo.toml` → `test result: ok. 3 passed`", None),
             ("- function: `python3 -m unittest newtests/test_new.py` → `Ran 2 tests`", Some("does not exist")),
             // Runner flags that select, skip or stop early.
@@ -1786,6 +1990,61 @@ mod tests {
             ("- function: `echo Ran 9 tests` → `Ran 9 tests`", Some("prints the expected")),
         ];
         check_table(&root, cases);
+    }
+
+    #[test]
+    fn runner_configuration_and_scripts_must_be_frozen_once_they_exist() {
+        let root = repo();
+        for (f, text) in [
+            ("pytest.ini", "[pytest]\naddopts = -q\n"),
+            ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = \"-q\"\n"),
+            ("Makefile", "test:\n\tpython3 -m unittest discover -s tests\n"),
+            ("run_tests.sh", "python3 -m unittest discover -s tests\n"),
+            (".cargo/config.toml", "[target.x86_64-unknown-linux-gnu]\nrunner = \"sh fake.sh\"\n"),
+        ] {
+            let p = root.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let cases: &[(&str, Option<&str>)] = &[
+            (
+                "- function: `pytest pyt/test_api.py` → `14 passed`",
+                Some("pytest.ini decides what `pytest` runs, but is not frozen"),
+            ),
+            (
+                "- function: `pytest pyt/test_api.py` → `14 passed`",
+                Some("pyproject.toml decides what `pytest` runs"),
+            ),
+            (
+                "- function: `make test` → `Ran 14 tests` and `OK`",
+                Some("Makefile decides what `make` runs, but is not frozen"),
+            ),
+            (
+                "- function: `sh run_tests.sh` → `Ran 14 tests` and `OK`",
+                Some("run_tests.sh is not frozen"),
+            ),
+            (
+                "- function: `cargo test` → `test result: ok. 3 passed`",
+                Some(".cargo/config.toml decides what `cargo test` runs"),
+            ),
+        ];
+        check_table(&root, cases);
+        let frozen: Vec<String> = [
+            "tests/",
+            "pyt/test_api.py",
+            "pytest.ini",
+            "pyproject.toml",
+            "Makefile",
+            "run_tests.sh",
+            ".cargo/",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for (text, _) in cases {
+            let rating = rate(&goal(text), &frozen, root.path());
+            assert!(rating.shortcuts.is_empty(), "{text}: {:#?}", rating.shortcuts);
+        }
     }
 
     fn check_table(root: &tempfile::TempDir, cases: &[(&str, Option<&str>)]) {
