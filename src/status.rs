@@ -65,6 +65,13 @@ pub struct Caps {
     pub sources: CapSources,
 }
 
+/// What the loop's "verified" proves and what it does not, as status says it (README: "What the
+/// loop enforces, and what it does not").
+pub const VERIFIED_MEANS: &str = "every criterion passed on a tree that matches frozen.toml, \
+in an environment kit set (no user site folder, no stale bytecode, PATH without relative or \
+repository entries, the programs pinned at the start), and the runner failed a test kit planted; \
+it does not prove the tests cover the goal, nor catch code written to recognise kit's canary";
+
 /// The loop's definition of progress (see `looprun`'s module doc), as status reports it.
 pub const PROGRESS_MEANS: &str = "more criteria passing than the best so far in this run, or the \
 failing criteria failing differently (exit status, missed expectations or last output lines); \
@@ -144,7 +151,14 @@ pub fn gather(cwd: &Path) -> Result<Status> {
     let ended = run.iter().rev().find(|e| event_name(e) == "loop_end").cloned();
     let criteria = h.last_of(&["criteria", "baseline"]).map(|e| {
         let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));
+        let at = e.get("iteration").and_then(Value::as_u64).unwrap_or(0);
+        // The loop journals the canary just before the criteria event it belongs to.
+        let canary = h
+            .last_of(&["canary"])
+            .filter(|c| c.get("iteration").and_then(Value::as_u64) == Some(at))
+            .and_then(|c| c.get("results").cloned());
         json!({
+            "canary": canary,
             "iteration": e.get("iteration").and_then(Value::as_u64).unwrap_or(0),
             "commit": e.get("commit").cloned().unwrap_or(Value::Null),
             "dirty": e.get("dirty").and_then(Value::as_bool).unwrap_or(false),
@@ -439,6 +453,40 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
                         writeln!(out, "        | {line}")?;
                     }
                 }
+            }
+            if let Some(results) = c["canary"].as_array() {
+                let lines = |outcome: &str| -> Vec<String> {
+                    results
+                        .iter()
+                        .filter(|r| r["outcome"] == outcome)
+                        .map(|r| format!("goal.md:{}", r["line"]))
+                        .collect()
+                };
+                let (caught, missed, skipped) =
+                    (lines("caught"), lines("missed"), lines("skipped"));
+                if !missed.is_empty() {
+                    writeln!(
+                        out,
+                        "{} {} {} — the runner exited 0 with a failing test kit added; done refused",
+                        theme.bold("canary:"),
+                        theme.bad("MISSED in"),
+                        missed.join(", ")
+                    )?;
+                } else {
+                    let mut text = if caught.is_empty() {
+                        "none of the criteria could take one".to_string()
+                    } else {
+                        format!(
+                            "a failing test kit added made {} fail, as it must",
+                            caught.join(", ")
+                        )
+                    };
+                    if !skipped.is_empty() && !caught.is_empty() {
+                        text.push_str(&format!("; not canaried: {}", skipped.join(", ")));
+                    }
+                    writeln!(out, "{} {text}", theme.bold("canary:"))?;
+                }
+                writeln!(out, "{} {VERIFIED_MEANS}", theme.bold("verified means:"))?;
             }
         }
     }
