@@ -68,9 +68,67 @@ pub const RUNNER_SHADOWS: [&str; 9] = [
     "usercustomize.py",
 ];
 
-/// True for a name in [`RUNNER_SHADOWS`] or ending in `.pth`.
+/// Standard-library modules the runners import after the repository root is on `sys.path`
+/// (so a local `difflib.py`, a sourceless `traceback.pyc` or a `re/__init__.py` package is
+/// imported instead, inside the runner). Found with `python3 -X importtime -m unittest -h` and
+/// `python3 -X importtime -m pytest --version` (CPython 3.11, pytest 8), leaving out names
+/// projects commonly use for their own modules (`types`, `token`, `random`, `signal`, `copy`,
+/// `time`, `locale`).
+pub const STDLIB_SHADOWS: [&str; 30] = [
+    "argparse",
+    "ast",
+    "collections",
+    "contextlib",
+    "dataclasses",
+    "difflib",
+    "dis",
+    "enum",
+    "fnmatch",
+    "functools",
+    "gettext",
+    "importlib",
+    "inspect",
+    "linecache",
+    "os",
+    "pathlib",
+    "pprint",
+    "re",
+    "runpy",
+    "shutil",
+    "site",
+    "tempfile",
+    "textwrap",
+    "tokenize",
+    "traceback",
+    "typing",
+    "warnings",
+    "weakref",
+    "_pytest",
+    "pluggy",
+];
+
+/// True for a name in [`RUNNER_SHADOWS`], ending in `.pth`, a sourceless `.pyc` of one of them,
+/// or a module of [`STDLIB_SHADOWS`] (`NAME.py`, `NAME.pyc`, or a folder `NAME` that is a
+/// package — `is_package` says whether it holds `__init__.py`).
 pub fn shadows_runner(name: &str) -> bool {
-    RUNNER_SHADOWS.contains(&name) || name.ends_with(".pth")
+    shadows_runner_entry(name, false)
+}
+
+/// [`shadows_runner`] for a directory entry: `is_package` is true for a folder with an
+/// `__init__.py`.
+pub fn shadows_runner_entry(name: &str, is_package: bool) -> bool {
+    if RUNNER_SHADOWS.contains(&name) || name.ends_with(".pth") {
+        return true;
+    }
+    if let Some(stem) = name.strip_suffix(".pyc") {
+        return RUNNER_SHADOWS.contains(&format!("{stem}.py").as_str())
+            || RUNNER_SHADOWS.contains(&stem)
+            || STDLIB_SHADOWS.contains(&stem);
+    }
+    if let Some(stem) = name.strip_suffix(".py") {
+        return STDLIB_SHADOWS.contains(&stem);
+    }
+    is_package && STDLIB_SHADOWS.contains(&name)
 }
 
 impl DriftKind {
@@ -432,7 +490,9 @@ impl Guard {
             let Ok(entries) = fs::read_dir(self.root.join(dir)) else { continue };
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if shadows_runner(&name) {
+                let package = e.file_type().is_ok_and(|t| t.is_dir())
+                    && e.path().join("__init__.py").is_file();
+                if shadows_runner_entry(&name, package) {
                     out.insert(if dir.is_empty() { name } else { format!("{dir}/{name}") });
                 }
             }
