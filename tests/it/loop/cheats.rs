@@ -186,3 +186,22 @@ fn an_honest_fix_is_done_and_the_done_line_says_what_the_canary_proved() {
     assert_eq!(read(d.path(), "tests/test_calc.py"), TEST_CALC, "the canary was left in the test");
     assert_eq!(events(d.path(), "cheat").len(), 0, "kit's own canary counted as a cheat");
 }
+
+#[test]
+fn a_goal_whose_criterion_runs_a_script_the_agent_could_write_is_refused_before_any_agent() {
+    let d = project(false);
+    let root = d.path();
+    // `run_tests.sh` does not exist: an agent told to make the criterion pass would write one
+    // that prints `Ran 3 tests` and `OK`.
+    let goal = GOAL.replace("`python3 -m unittest discover -s tests -v`", "`sh run_tests.sh`");
+    write(root, "longrun/goal.md", &goal);
+    let o = kit_loop(root, &["--agent", "touch agent-ran", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("run_tests.sh is not frozen")
+            || text(&o).contains("run_tests.sh is run by this criterion but does not exist"),
+        "{}",
+        text(&o)
+    );
+    assert!(!root.join("agent-ran").exists());
+}
