@@ -474,15 +474,16 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
                     )?;
                 } else {
                     let mut text = if caught.is_empty() {
-                        "none of the criteria could take one".to_string()
+                        "no criterion runs a test runner kit knows, so none was canaried"
+                            .to_string()
                     } else {
                         format!(
-                            "a failing test kit added made {} fail, as it must",
+                            "with a failing test added, the runner of {} failed as it must",
                             caught.join(", ")
                         )
                     };
                     if !skipped.is_empty() && !caught.is_empty() {
-                        text.push_str(&format!("; not canaried: {}", skipped.join(", ")));
+                        text.push_str(&format!(" ({} not canaried)", skipped.join(", ")));
                     }
                     writeln!(out, "{} {text}", theme.bold("canary:"))?;
                 }

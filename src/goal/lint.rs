@@ -342,7 +342,11 @@ impl Lint<'_> {
                 found.extend(runner.config_files(&here));
             }
             found.extend(test_paths(words, &here));
-            found.extend(script_run(words, &here));
+            // A script is the test when it measures a limit, or when its name says it runs
+            // tests or checks (a program the goal asks for is the work, not the test).
+            found.extend(script_run(words, &here).filter(|t| {
+                c.kind == Kind::Limit || matches!(t, Target::Script(p) if runs_tests(p))
+            }));
             found.extend(build_files(words, &here));
             targets.extend(found.into_iter().map(|t| t.under(&cwd)));
         }
@@ -1219,6 +1223,28 @@ fn has_a_number(e: &Expectation) -> bool {
     !numbers(&text).is_empty()
 }
 
+/// Whether a script's name says it runs the tests: a path component with `test` in it
+/// ([`looks_like_test`]), or a name such as `check.sh`, `verify`, `ci.sh`, `run_checks.py`.
+fn runs_tests(p: &str) -> bool {
+    let base = p.rsplit('/').next().unwrap_or(p);
+    let stem = base.split('.').next().unwrap_or(base).to_ascii_lowercase();
+    looks_like_test(p)
+        || matches!(
+            stem.as_str(),
+            "check"
+                | "checks"
+                | "verify"
+                | "ci"
+                | "spec"
+                | "specs"
+                | "run_checks"
+                | "run-checks"
+                | "check_all"
+                | "check-all"
+                | "runchecks"
+        )
+}
+
 fn looks_like_test(p: &str) -> bool {
     p.split('/').any(|c| c.to_ascii_lowercase().contains("test"))
 }
@@ -1960,7 +1986,9 @@ mod tests {
             ("- function: `./run_tests.sh` → `Ran 14 tests` and `OK`", Some("run_tests.sh is run by this criterion but does not exist")),
             ("- function: `bash scripts/check` → `Ran 14 tests` and `OK`", Some("scripts/check is run by this criterion but does not exist")),
             ("- function: `python3 tools/bench_load.py --check` → `Ran 14 tests` and `OK`", None),
-            ("- function: `python3 tools/run.py` → `Ran 14 tests` and `OK`", Some("does not exist")),
+            // A program the goal asks for is the work: its output is the evidence.
+            ("- function: `python3 tools/convert.py in.txt` → `converted 3 lines`", None),
+            ("- limit: `python3 tools/bench_new.py` → `re:^p95_ms=[0-9]$`", Some("tools/bench_new.py is run by this criterion but does not exist")),
             ("- function: `make test` → `Ran 14 tests` and `OK`", Some("Makefile, which `make` runs from, does not exist")),
             ("- function: `make -C sub check` → `Ran 14 tests` and `OK`", Some("sub/Makefile")),
             ("- function: `npm test` → `14 passing`", Some("package.json, which `npm test` runs from, does not exist")),

@@ -374,32 +374,28 @@ impl Check {
 
     /// The done line's account of the canary: which criteria it proved, which it could not.
     fn canary_line(&self) -> String {
-        let caught: Vec<String> = self
-            .canary
-            .iter()
-            .filter(|r| r.outcome == "caught")
-            .map(|r| format!("goal.md:{}", r.line))
-            .collect();
-        let skipped: Vec<String> = self
-            .canary
-            .iter()
-            .filter(|r| r.outcome == "skipped")
-            .map(|r| format!("goal.md:{} ({})", r.line, r.why))
-            .collect();
+        let lines = |outcome: &str| -> Vec<String> {
+            self.canary
+                .iter()
+                .filter(|r| r.outcome == outcome)
+                .map(|r| format!("goal.md:{}", r.line))
+                .collect()
+        };
+        let (caught, skipped) = (lines("caught"), lines("skipped"));
         let mut line = if caught.is_empty() {
-            "verified: every criterion passes on the frozen tree; no criterion could be canaried"
-                .to_string()
+            "verified: no criterion runs a test runner kit knows, so none was canaried".to_string()
         } else {
             format!(
-                "verified: every criterion passes on the frozen tree, and with a failing test added \
-                 the runner of {} failed as it must",
+                "verified: with a failing test added, the runner of {} failed as it must",
                 caught.join(", ")
             )
         };
         if !skipped.is_empty() && !caught.is_empty() {
-            line.push_str(&format!("; not canaried: {}", skipped.join(", ")));
-        } else if !skipped.is_empty() {
-            line.push_str(&format!(" ({})", skipped.join(", ")));
+            line.push_str(&format!(
+                " ({} {} no test runner kit knows)",
+                skipped.join(", "),
+                if skipped.len() == 1 { "runs" } else { "run" }
+            ));
         }
         line
     }
@@ -649,6 +645,9 @@ impl RunCtx<'_> {
                 planted.join(", ")
             ));
         }
+        // Nothing started during the run outlives it: kit is the subreaper of everything the
+        // agent, the criteria and kit's own git commands left behind.
+        end_strays()?;
         outcome
     }
 

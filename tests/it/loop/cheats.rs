@@ -176,7 +176,7 @@ fn an_honest_fix_is_done_and_the_done_line_says_what_the_canary_proved() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains(
-            "with a failing test added the runner of goal.md:7, goal.md:8 failed as it must"
+            "verified: with a failing test added, the runner of goal.md:7, goal.md:8 failed as it must"
         ),
         "{}",
         text(&o)
