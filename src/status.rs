@@ -69,7 +69,7 @@ pub struct Caps {
 /// loop enforces, and what it does not").
 pub const VERIFIED_MEANS: &str = "every criterion passed on a tree that matches frozen.toml, \
 in an environment kit set (no user site folder, no stale bytecode, PATH without relative or \
-repository entries, the programs pinned at the start), and the runner failed a test kit planted; \
+agent-made entries, the programs pinned at the start), and the runner failed a test kit planted; \
 it does not prove the tests cover the goal, nor catch code written to recognise kit's canary";
 
 /// The loop's definition of progress (see `looprun`'s module doc), as status reports it.

@@ -270,7 +270,9 @@ fn execute(
     let writer2 = writer.try_clone().map_err(|e| format!("pipe: {e}"))?;
     // The Command (holding our copies of the pipe's write end) is dropped at the end of this
     // statement, so the pipe closes when the group's last process exits.
-    let mut sh = Command::new("sh");
+    // With kit's environment for the criteria, `sh` is POSIX's own: the criteria's PATH is not
+    // the one kit was started with.
+    let mut sh = Command::new(if env.is_some() { "/bin/sh" } else { "sh" });
     if let Some(env) = env {
         sh.env_clear().envs(env.vars.iter().map(|(k, v)| (k, v)));
     }

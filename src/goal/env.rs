@@ -11,9 +11,10 @@
 //!   fresh folder for each run of the criteria, so no `__pycache__` the agent compiled is read,
 //!   and `PYTHONDONTWRITEBYTECODE=1` leaves the repository as it was. The user's own
 //!   `PYTHONPATH` stays: kit's environment came from the user, not from the agent.
-//! - **PATH**: entries that are relative (`.`, `bin`, an empty entry), inside the repository, or
-//!   in a temporary folder anyone can write (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`) are
-//!   dropped.
+//! - **PATH**: entries that are relative (`.`, `bin`, an empty entry), in a temporary folder
+//!   anyone can write (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`), or inside the repository but
+//!   absent when the loop starts are dropped. A folder inside the repository that exists at the
+//!   start (`.venv/bin`) is the project's own and stays, behind the pinned programs.
 //! - **The programs the criteria run** (`python3`, `pytest`, `cargo`, `make`, …) are looked up
 //!   once, at the start of the run, and pinned: each run of the criteria puts a fresh folder of
 //!   links to the pinned files first on `PATH`, so a `python3` the agent drops into
@@ -205,8 +206,16 @@ fn dropped_because(entry: &Path, root: &Path, temp_dirs: &[PathBuf]) -> Option<&
         return Some("relative: it depends on the folder the criterion runs in");
     }
     let real = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+    // A folder inside the repository that exists now is the project's own (`.venv/bin`,
+    // `node_modules/.bin`): kept, and what the criteria name from it is pinned. One that does
+    // not exist yet could only be filled by the agent.
     if real.starts_with(root) {
-        return Some("inside the repository, where the agent writes");
+        if entry.is_dir() {
+            return None;
+        }
+        return Some(
+            "inside the repository and absent at the start, so only the agent could fill it",
+        );
     }
     if temp_dirs.iter().any(|t| real.starts_with(t)) {
         return Some("a temporary folder anyone can write");
@@ -291,7 +300,7 @@ mod tests {
     fn path_entries_that_are_relative_in_the_repo_or_temporary_are_dropped() {
         let repo = tempfile::tempdir().unwrap();
         std::fs::create_dir(repo.path().join("tools")).unwrap();
-        let path = format!("bin::/usr/bin:{}/tools:/tmp/x:/bin", repo.path().display());
+        let path = format!("bin::/usr/bin:{0}/tools:{0}/later:/tmp/x:/bin", repo.path().display());
         let vars = vec![
             ("PATH".into(), path.into()),
             ("PYTHONSTARTUP".into(), "evil.py".into()),
@@ -306,6 +315,8 @@ mod tests {
         assert_eq!(dropped.len(), 4, "{dropped:?}");
         assert!(dropped.contains(&"bin") && dropped.contains(&"(empty entry)"));
         assert!(dropped.contains(&"/tmp/x"));
+        let later = format!("{}/later", repo.path().display());
+        assert!(dropped.contains(&later.as_str()), "{dropped:?}");
         let run = e.for_run().unwrap();
         let get = |k: &str| {
             run.vars
@@ -317,7 +328,11 @@ mod tests {
         assert_eq!(get("PYTHONSTARTUP"), None);
         assert_eq!(get("PYTHONNOUSERSITE").as_deref(), Some("1"));
         let path = get("PATH").unwrap();
-        assert!(path.ends_with(":/usr/bin:/bin"), "{path}");
+        let tools = format!("{}/tools", repo.path().display());
+        assert!(
+            path.ends_with(&format!(":/usr/bin:{tools}:/bin")),
+            "the project's own folder stays: {path}"
+        );
         assert!(
             path.starts_with(&std::env::temp_dir().display().to_string())
                 || path.contains("kit-criteria-"),

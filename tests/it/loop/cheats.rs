@@ -76,7 +76,7 @@ const ROWS: &[Row] = &[
         name: "a python3 in a PATH folder inside the repository",
         agent: "mkdir -p tools && printf '#!/bin/sh\\necho \"Ran 3 tests\"; echo OK\\n' > tools/python3 && chmod +x tools/python3\n",
         path_first: "{root}/tools",
-        caught: Caught::Neutralised("tools (inside the repository"),
+        caught: Caught::Neutralised("tools (inside the repository and absent at the start"),
     },
 ];
 
