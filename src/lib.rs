@@ -26,6 +26,7 @@ pub mod looprun;
 pub mod matcher;
 pub mod measure;
 pub mod prices;
+pub mod proc;
 pub mod recall;
 pub mod rehearse;
 pub mod run;

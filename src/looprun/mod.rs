@@ -67,7 +67,7 @@ pub mod agent;
 pub mod history;
 pub mod lock;
 pub mod memcap;
-pub mod procs;
+pub use crate::proc as procs; // moved: crate::proc (issue 11)
 pub mod prompt;
 pub mod signals;
 

@@ -293,9 +293,7 @@ fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Resul
     // The group, while its leader is still the agent that was journaled (same start time).
     let agent_group = started
         .and_then(|e| Some((i32::try_from(e["pgid"].as_i64()?).ok()?, e["starttime"].as_u64()?)))
-        .filter(|&(g, start)| {
-            g > 1 && crate::looprun::procs::get(g).is_some_and(|p| p.starttime == start)
-        })
+        .filter(|&(g, start)| g > 1 && crate::proc::get(g).is_some_and(|p| p.starttime == start))
         .map(|(g, _)| nix::unistd::Pid::from_raw(g));
     if let Some(g) = agent_group {
         let _ = killpg(g, Signal::SIGSTOP);
@@ -350,8 +348,8 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             let timed_out = agent_end.is_some_and(|e| e["timed_out"] == true);
             let pgid =
                 events.iter().find(|e| event(e) == "agent_start").and_then(|e| e["pgid"].as_u64());
-            let mut left = pgid.map(|g| procs::in_group(g as i32)).unwrap_or_default();
-            left.extend(procs::marked(
+            let mut left = pgid.map(|g| crate::proc::in_group(g as i32)).unwrap_or_default();
+            left.extend(crate::proc::with_env(
                 "KIT_REHEARSAL_SANDBOX",
                 &sb.env_value("KIT_REHEARSAL_SANDBOX"),
             ));
@@ -504,54 +502,6 @@ fn set_config(path: &Path, edits: &[(&str, &str)]) -> Result<()> {
     crate::atomic::write_atomic(path, text.as_bytes())
 }
 
-/// Finding processes that should no longer exist, in `/proc`.
-mod procs {
-    /// Live (not zombie) processes whose process group is `pgid`.
-    pub(super) fn in_group(pgid: i32) -> Vec<u32> {
-        pids()
-            .into_iter()
-            .filter(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                // Fields after the command name (which may hold spaces) start after the last ')':
-                // state, ppid, pgrp, …
-                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().ok() == Some(pgid)
-            })
-            .collect()
-    }
-
-    /// Live processes whose environment holds `key=value` (the sandbox's descendants).
-    pub(super) fn marked(key: &str, value: &str) -> Vec<u32> {
-        if value.is_empty() {
-            return Vec::new();
-        }
-        let needle = format!("{key}={value}");
-        let me = std::process::id();
-        pids()
-            .into_iter()
-            .filter(|pid| *pid != me)
-            .filter(|pid| {
-                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
-            })
-            .filter(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                stat.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-            })
-            .collect()
-    }
-
-    fn pids() -> Vec<u32> {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,11 +530,5 @@ mod tests {
         set_config(&p, &[("max_no_progress", "2")]).unwrap();
         let t = std::fs::read_to_string(&p).unwrap();
         assert_eq!(t, "[caps]\nmax_no_progress = 2\nmax_iterations = 3\n");
-    }
-
-    #[test]
-    fn our_own_process_group_is_found_in_proc() {
-        let me = nix::unistd::getpgrp().as_raw();
-        assert!(procs::in_group(me).contains(&std::process::id()));
     }
 }

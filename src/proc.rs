@@ -7,13 +7,23 @@
 //!
 //! Source of the field layout: proc(5), `/proc/PID/stat` (fields 3 state, 4 ppid, 5 pgrp,
 //! 22 starttime in clock ticks since boot) and `/proc/PID/status` (`VmRSS:` in kB).
+//!
+//! Also the one place kit looks a program up on `PATH` ([`find_on_path`], the `which` crate).
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
+
+/// The executable regular file `name` in the first folder of `$PATH` that has one (the `which`
+/// crate: a regular file with an execute bit this process may use); `None` when there is none or
+/// `PATH` is unset.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    which::which(name).ok()
+}
 
 /// One process as `/proc/PID/stat` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +82,30 @@ pub fn snapshot() -> Vec<Proc> {
 /// One process by pid, if it exists.
 pub fn get(pid: i32) -> Option<Proc> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The live (not zombie) processes of process group `pgid`, by pid.
+pub fn in_group(pgid: i32) -> Vec<i32> {
+    snapshot().into_iter().filter(|p| p.pgid == pgid && !p.is_zombie()).map(|p| p.pid).collect()
+}
+
+/// The live (not zombie) processes other than this one whose environment holds `key=value`, by
+/// pid; none when `value` is empty. A rehearsal marks its sandbox's descendants this way.
+pub fn with_env(key: &str, value: &str) -> Vec<i32> {
+    if value.is_empty() {
+        return Vec::new();
+    }
+    let needle = format!("{key}={value}");
+    let me = std::process::id() as i32;
+    snapshot()
+        .into_iter()
+        .filter(|p| p.pid != me && !p.is_zombie())
+        .filter(|p| {
+            let env = std::fs::read(format!("/proc/{}/environ", p.pid)).unwrap_or_default();
+            env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+        })
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// True when `pid` exists and is not a zombie.
@@ -225,6 +259,19 @@ fn kill_until_gone(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn our_own_process_group_is_found_in_proc() {
+        let me = nix::unistd::getpgrp().as_raw();
+        assert!(in_group(me).contains(&(std::process::id() as i32)));
+        assert!(with_env("KIT_NO_SUCH_MARK", "").is_empty());
+    }
+
+    #[test]
+    fn find_on_path_finds_sh_and_not_a_missing_program() {
+        assert!(find_on_path("sh").is_some_and(|p| p.is_absolute() && p.ends_with("sh")));
+        assert_eq!(find_on_path("kit-no-such-program-here"), None);
+    }
 
     #[test]
     fn stat_lines_parse_even_with_odd_command_names() {
