@@ -53,7 +53,7 @@ pub enum FreezeAction {
 pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     if !matches!(action, FreezeAction::Check) {
-        if let Some(holder) = crate::looprun::running_loop(&project) {
+        if let Some(holder) = crate::longrun::lock::running_loop(&project) {
             return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
         }
     }
@@ -61,7 +61,7 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
     // what the resumed run will protect. Re-freezing now would let whoever killed the loop (an
     // agent can) make its weakened test the frozen version. Restoring is always safe.
     if let FreezeAction::Freeze(_) = action {
-        let history = crate::looprun::history::History::read(&project.journal())?;
+        let history = crate::longrun::history::History::read(&project.journal())?;
         if let Some(open) = history.open_run {
             return Err(Error::usage(format!(
                 "the loop started at {} (pid {}) was interrupted and its run is still open in \

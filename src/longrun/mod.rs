@@ -10,10 +10,17 @@
 //! | `decisions.md` | the agent (kit appends marked entries) |
 //! | `handoff.md` | `kit handoff save` |
 //! | `journal.jsonl` | kit only |
+//!
+//! Beside the folder itself: how its runtime files read back, for every command that asks who
+//! owns the project now — the journal as the loop's checkpoint ([`history`]) and the loop's
+//! flock on `longrun/.lock` ([`lock`], [`lock::running_loop`]). The loop writes both; `kit
+//! freeze` and `kit status` only read them, so they live here, below the loop.
 
 pub mod config;
+pub mod history;
 pub mod init;
 pub mod journal;
+pub mod lock;
 
 use std::path::{Path, PathBuf};
 
