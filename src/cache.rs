@@ -183,7 +183,7 @@ pub struct CacheOptions {
 /// Errors: [`Error::Usage`] for an unpriced model; [`Error::Input`] for a transcript with no API
 /// call; [`Error::Io`] for an unreadable transcript.
 pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
-    let config = match crate::hook::find_longrun(&opts.cwd) {
+    let config = match crate::longrun::find_longrun(&opts.cwd) {
         Some(dir) => crate::longrun::config::Config::load(&dir.join("config.toml"))?,
         None => crate::longrun::config::Config::default(),
     };
@@ -197,8 +197,8 @@ pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
         ),
         Source::Transcript { path, at } => {
             let tail = match at {
-                Some(t) => crate::hook::tail::read_tail_at(path, *t),
-                None => crate::hook::tail::read_tail(path),
+                Some(t) => crate::transcript::tail::read_tail_at(path, *t),
+                None => crate::transcript::tail::read_tail(path),
             }
             .map_err(|e| transcript_error(path, e))?;
             let call = tail.last_call.clone().ok_or_else(|| no_call(path, *at))?;

@@ -32,6 +32,8 @@ pub mod rehearse;
 pub mod run;
 pub mod status;
 pub mod term;
+#[cfg(test)]
+mod testing;
 pub mod transcript;
 pub mod verify;
 

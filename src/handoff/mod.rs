@@ -226,7 +226,7 @@ pub struct Proof {
 ///
 /// Errors: [`Error::Io`] when the file cannot be read.
 pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
-    let f = crate::hook::tail::open_regular(path)?;
+    let f = crate::transcript::lines::open_regular(path)?;
     let mut r = BufReader::with_capacity(1 << 16, f);
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
     let mut line = Vec::new();
@@ -654,7 +654,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
     if let Some(src) = &opts.proof {
         let transcript = match src {
             ProofSource::Transcript(p) => p.clone(),
-            ProofSource::Session(id) => crate::hook::tail::find_session(id)?,
+            ProofSource::Session(id) => crate::transcript::discover::find_session(id)?,
         };
         match prove_in_transcript(&transcript, &stamp.stamp)? {
             Some(p) => w(
@@ -844,7 +844,7 @@ mod tests {
         let text = format!(
             "Done: a.\n\n{MARKER}\n{FENCE}\nformat_version = 1\nstamp = \"5d0c1f2a9b3e\"\ntime = \"2026-10-01T09:00:00Z\"\ncommit = \"c\"\ndirty = false\nbase_commit = \"b\"\n[files]\n\"a\" = \"h\"\n```\n"
         );
-        let mut rng = crate::hook::tail::tests::Rng(42);
+        let mut rng = crate::testing::Rng(42);
         let alphabet = b"`\"=[]#\n a0-";
         for _ in 0..2000 {
             let mut bytes = text.clone().into_bytes();

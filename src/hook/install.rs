@@ -46,7 +46,7 @@ pub struct InstallOptions {
 /// is set (never a path relative to `cwd`).
 pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     if user {
-        let roots = crate::hook::tail::claude_roots().map_err(|e| {
+        let roots = crate::transcript::discover::claude_roots().map_err(|e| {
             let msg = e.to_string();
             Error::usage(msg).with_hint(
                 "set HOME (or CLAUDE_CONFIG_DIR) and run kit hook install --user again, or run kit hook install without --user for this project's .claude/settings.json",

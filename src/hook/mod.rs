@@ -25,7 +25,7 @@ pub mod compaction;
 pub mod install;
 pub mod rehearse;
 pub mod state;
-pub mod tail;
+pub use crate::transcript::tail; // moved: crate::transcript::tail (issue 11)
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -229,20 +229,7 @@ fn note(msg: String) -> Outcome {
     Outcome { note: Some(msg), ..Outcome::default() }
 }
 
-/// The `longrun/` folder that governs `start`: the nearest ancestor holding one, not looking
-/// above the first git repository root met on the way. No git process: the hook must be quick.
-pub fn find_longrun(start: &Path) -> Option<PathBuf> {
-    for dir in start.ancestors() {
-        let candidate = dir.join(crate::longrun::DIR);
-        if candidate.is_dir() {
-            return Some(candidate);
-        }
-        if dir.join(".git").exists() {
-            return None;
-        }
-    }
-    None
-}
+pub use crate::longrun::find_longrun; // moved: crate::longrun::find_longrun (issue 11)
 
 struct Run<'a> {
     input: &'a HookInput,
@@ -685,10 +672,11 @@ mod tests {
         )
         .unwrap();
         let t = d.path().join("t.jsonl");
-        std::fs::copy(tail::tests::samples().join("spotter_tool_heavy.jsonl"), &t).unwrap();
+        std::fs::copy(crate::testing::samples("claude-code").join("spotter_tool_heavy.jsonl"), &t)
+            .unwrap();
         let no_vars = |_: &str| None;
         let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: d.path().to_path_buf() };
-        let mut rng = tail::tests::Rng(7);
+        let mut rng = crate::testing::Rng(7);
         let mut blocks = 0;
         let alphabet = b"{}[]\":,0a \\";
         for i in 0..600 {

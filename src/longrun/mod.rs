@@ -121,6 +121,21 @@ impl Project {
     }
 }
 
+/// The `longrun/` folder that governs `start`: the nearest ancestor holding one, not looking
+/// above the first git repository root met on the way. No git process: the hook must be quick.
+pub fn find_longrun(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(DIR);
+        if candidate.is_dir() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
 /// The repository root containing `start`.
 pub fn git_toplevel(start: &Path) -> Result<PathBuf> {
     let out = crate::git::command()

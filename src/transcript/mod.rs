@@ -5,7 +5,9 @@
 //! prompt cache expired with their premium over a warm cache.
 //!
 //! `kit measure`, `kit recall`, the context-band hook and `kit cache` all stand on it. Files are
-//! streamed line by line ([`lines`]); only one session's calls are held at a time.
+//! streamed line by line ([`lines`]); only one session's calls are held at a time. The hook,
+//! which runs on every tool call, reads only the end of the live transcript ([`tail`]); where
+//! the transcripts are, and Claude Code's configuration roots, is [`discover`]'s.
 //!
 //! Facts used here come from the format reference `formats/claude-code.md` (§4.2 dedup, §4.3 context,
 //! §4.5 compaction point) and the format reference `formats/codex.md` (§5.1, §10 token accounting).
@@ -15,6 +17,7 @@ pub mod codex;
 pub mod discover;
 pub mod lines;
 pub mod skim;
+pub mod tail;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
