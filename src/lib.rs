@@ -21,6 +21,7 @@ pub mod goal;
 pub mod golden;
 pub mod handoff;
 pub mod hook;
+pub mod keys;
 pub mod longrun;
 pub mod looprun;
 pub mod matcher;
@@ -30,6 +31,7 @@ pub mod proc;
 pub mod recall;
 pub mod rehearse;
 pub mod run;
+pub mod sandbox;
 pub mod status;
 pub mod term;
 #[cfg(test)]

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use super::exercise::{self, Exercise};
 use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
-use super::marker::{self, Found};
 use super::stamp;
 use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::sandbox::{self as marker, Found};
 use crate::term::Theme;
 
 fn w(e: std::io::Error) -> Error {

@@ -71,6 +71,8 @@ pub const FINGERPRINTED_STATE: [&str; 5] =
     ["goal.md", "config.toml", "frozen.toml", "progress.md", "decisions.md"];
 /// Recorded instead of a hash for a file deleted since the base commit.
 pub const DELETED: &str = "deleted";
+/// Hex digits of a stamp id ([`Stamp::compute_id`]).
+pub const ID_LEN: usize = 12;
 
 /// The stamp block.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,8 +96,22 @@ pub struct Stamp {
 
 impl Stamp {
     /// The id these fields and `summary` give under `key`: the first 12 hex digits of the
-    /// HMAC-SHA256 ([`key::hmac_sha256`]) of a canonical text of the fields and the summary.
+    /// HMAC-SHA256 ([`crate::keys::hmac_sha256`]) of a canonical text of the fields and the
+    /// summary.
     pub fn compute_id(&self, key: &[u8], summary: &str) -> String {
+        hex::encode(crate::keys::hmac_sha256(key, self.message(summary).as_bytes()))[..ID_LEN]
+            .to_string()
+    }
+
+    /// Whether the block's own id, `self.stamp`, is [`Stamp::compute_id`]`(key, summary)`,
+    /// compared in constant time ([`crate::keys::verify_hex`]).
+    pub fn id_verifies(&self, key: &[u8], summary: &str) -> bool {
+        self.stamp.len() == ID_LEN
+            && crate::keys::verify_hex(key, self.message(summary).as_bytes(), &self.stamp)
+    }
+
+    /// The canonical text the id signs: the fields, one file per line, then the summary.
+    fn message(&self, summary: &str) -> String {
         let mut msg = format!(
             "kit-handoff/{}\n{}\n{}\n{}\n{}\n",
             self.format_version, self.time, self.commit, self.dirty, self.base_commit
@@ -104,7 +120,7 @@ impl Stamp {
             msg.push_str(&format!("{p}\0{v}\n"));
         }
         msg.push_str(summary.trim());
-        hex::encode(key::hmac_sha256(key, msg.as_bytes()))[..12].to_string()
+        msg
     }
 }
 
@@ -541,7 +557,7 @@ fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report)
                 "no handoff key at {}: this stamp was not made by `kit handoff save` for this user (another user or machine, or written by hand)",
                 path.display()
             )),
-            Some(k) if stamp.compute_id(&k, &handoff.summary) == stamp.stamp => {
+            Some(k) if stamp.id_verifies(&k, &handoff.summary) => {
                 r.ok.push("stamp id is kit's keyed id of the block and the summary".into())
             }
             Some(_) => r.problems.push(format!(
