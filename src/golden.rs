@@ -250,12 +250,31 @@ pub struct Outcome {
     pub failure: Option<Failure>,
 }
 
+/// The binaries to test: this executable and the `fake-agent` beside it, else a `fake-agent`
+/// link to this executable (which is also the fake agent) in a temporary folder, returned so it
+/// lives as long as the run. So the `kit` binary alone verifies the whole catalogue.
+pub fn this_binaries() -> Result<(Binaries, Option<tempfile::TempDir>)> {
+    let kit = std::env::current_exe()
+        .map_err(|e| Error::internal(format!("cannot locate the kit binary: {e}")))?;
+    let beside = kit.with_file_name(crate::rehearse::FAKE_AGENT);
+    if beside.is_file() {
+        return Ok((Binaries { kit, fake_agent: Some(beside) }, None));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("kit-verify-bin-")
+        .tempdir()
+        .map_err(|e| Error::io("a temporary folder", e))?;
+    let link = dir.path().join(crate::rehearse::FAKE_AGENT);
+    std::os::unix::fs::symlink(&kit, &link).at(&link)?;
+    Ok((Binaries { kit, fake_agent: Some(link) }, Some(dir)))
+}
+
 /// Prepare a sandbox of `kind` in `dir`: `empty`; `git` (an empty first commit); `rehearsal`
 /// (the sample project of `kit rehearse`, committed, with `.home/` excluded from git).
 pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result<()> {
     match kind {
         "empty" => Ok(()),
-        "git" => git_init(dir, env),
+        "git" => crate::git::init_sandbox(dir, env),
         "rehearsal" => {
             crate::rehearse::sample::write_sample_project(dir)?;
             crate::rehearse::sample::commit_sample_project(dir, env)?;
@@ -271,42 +290,7 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
     }
 }
 
-/// `git init` with a first empty commit, deterministic identities and dates.
-pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
-    // The sandbox's own identity is in its config too, so that a learner's `git commit` in a lab
-    // works on a machine with no global git identity (the golden environment sets it by env).
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "Kit Learner"][..],
-        &["config", "user.email", "learner@example.com"][..],
-        &["commit", "-q", "--allow-empty", "-m", "start"][..],
-    ] {
-        let st = crate::git::command()
-            .args(args)
-            .current_dir(dir)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .at(dir)?;
-        if !st.success() {
-            return Err(Error::internal(format!(
-                "git {} failed in {}",
-                args.join(" "),
-                dir.display()
-            )));
-        }
-    }
-    // The sandbox's HOME (with CLAUDE_CONFIG_DIR and its transcripts) lives in `.home/`; it is
-    // not part of the project, so git must not see it (else `kit handoff save` would fingerprint
-    // transcripts that grow after the save).
-    let exclude = dir.join(".git").join("info").join("exclude");
-    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
-    text.push_str("/.home/\n");
-    crate::atomic::create_dir_all(&dir.join(".git").join("info"))?;
-    crate::atomic::write_atomic(&exclude, text.as_bytes())?;
-    Ok(())
-}
+pub use crate::git::init_sandbox as git_init; // moved: crate::git::init_sandbox (issue 11)
 
 /// The whole environment every golden command runs with: nothing else is inherited from the
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.

@@ -207,7 +207,7 @@ pub fn build_sandbox(
     std::fs::create_dir_all(dir.join(".home")).at(dir)?;
     golden::build_sandbox(&ex.meta.sandbox, dir, env)?;
     if ex.meta.git && !dir.join(".git").exists() {
-        golden::git_init(dir, env)?;
+        crate::git::init_sandbox(dir, env)?;
     }
     crate::embedded::write_files(dir, &ex.start)?;
     for cmd in &ex.meta.setup {

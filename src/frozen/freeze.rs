@@ -391,14 +391,9 @@ fn read_found(root: &Path, rel: String) -> Result<Found> {
 
 /// HEAD's commit id, or "" before the first commit.
 fn head_commit(root: &Path) -> String {
-    crate::git::command()
-        .arg("-C")
-        .arg(root)
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    crate::git::lines_in(root, &["rev-parse", "--verify", "-q", "HEAD"])
+        .and_then(|l| l.into_iter().next())
+        .map(|l| l.trim().to_string())
         .unwrap_or_default()
 }
 

@@ -450,19 +450,7 @@ fn fingerprint(path: &Path) -> Result<String> {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<String> {
-    let out =
-        crate::git::command().arg("-C").arg(root).args(args).output().map_err(|e| {
-            Error::internal(format!("cannot run git: {e}")).with_hint("install git")
-        })?;
-    if !out.status.success() {
-        return Err(Error::internal(format!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            root.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::git::output_in(root, &[], args)
 }
 
 /// What [`check`] found: the checks that passed and the problems, one line each.

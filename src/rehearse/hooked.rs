@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::scenarios::{Plan, Verdict};
+use super::plan::{Plan, Verdict};
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
 use crate::error::Result;
 

@@ -13,6 +13,7 @@
 //! and `/proc`; it exits 1 if any differs.
 
 mod hooked;
+mod plan;
 pub mod sample;
 mod scenarios;
 
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, IoContext, Result};
 use crate::term::Theme;
 
-pub use scenarios::SCENARIOS;
+pub use plan::SCENARIOS;
 
 /// The fake agent's program name. `kit loop` looks for it beside `kit`, else on `PATH`; the
 /// `kit` binary itself acts as the fake agent when started under this name.
@@ -55,14 +56,14 @@ pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let code = if opts.all {
         run_all(&exe, &root, &mut n)?
     } else {
-        let plan = scenarios::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
+        let plan = plan::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
         n.line(&format!(
             "kit rehearse: {} on a sample project, with the fake agent `{}`",
             if plan.hook { "the context-band hook" } else { "a real loop" },
             plan.name
         ))?;
         n.line(&format!("sandbox: {}", root.display()))?;
-        let verdict = scenarios::rehearse(&exe, &root, &plan, &mut n)?;
+        let verdict = rehearse_one(&exe, &root, &plan, &mut n)?;
         n.blank()?;
         let mark =
             if verdict.ok { n.theme.ok("as expected") } else { n.theme.bad("NOT as expected") };
@@ -80,17 +81,32 @@ pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     Ok(code)
 }
 
+/// Rehearse `plan` in a new sandbox under `root`: a hook scenario through [`hooked`], a loop
+/// scenario through [`scenarios`].
+fn rehearse_one(
+    exe: &Path,
+    root: &Path,
+    plan: &plan::Plan,
+    n: &mut Narrator<'_>,
+) -> Result<plan::Verdict> {
+    if plan.hook {
+        hooked::rehearse(exe, root, plan, n)
+    } else {
+        scenarios::rehearse(exe, root, plan, n)
+    }
+}
+
 fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
     n.line("kit rehearse --all: every fake-agent scenario in its own sandbox")?;
     n.line(&format!("sandboxes: {}", root.display()))?;
     n.blank()?;
     let mut rows = Vec::new();
     for name in SCENARIOS {
-        let plan = scenarios::plan(name).ok_or_else(|| unknown(name))?;
+        let plan = plan::plan(name).ok_or_else(|| unknown(name))?;
         let dir = root.join(name);
         crate::atomic::create_dir_all(&dir)?;
         let started = Instant::now();
-        let verdict = scenarios::rehearse(exe, &dir, &plan, n)?;
+        let verdict = rehearse_one(exe, &dir, &plan, n)?;
         let mark = if verdict.ok { n.theme.ok("ok") } else { n.theme.bad("DIFFERS") };
         n.line(&format!(
             "{name:<7} {mark} ({})",

@@ -28,6 +28,6 @@ pub fn kit(dir: &Path) -> Command {
 pub fn git_repo() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    kit::golden::git_init(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
+    kit::git::init_sandbox(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
     d
 }
