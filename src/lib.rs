@@ -3,6 +3,24 @@
 //!
 //! The library owns every concept; `src/main.rs` is glue. Terminal output goes through
 //! [`term`]; the clock through [`clock`], so goldens can pin exact text.
+//!
+//! # Layers
+//!
+//! Each top-level module imports only from its own layer or the layers before it in this list,
+//! and no two top-level modules import each other, directly or round a circle. The unit test in
+//! `src/layering.rs` reads the `use crate::…` paths of every file and fails on a circle, on an
+//! import from a later layer, and on a module missing from the list.
+//!
+//! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
+//!    `git`, `proc` (process trees, PATH), `digest`, `keys` (per-user keys, HMAC), `sandbox` (a
+//!    course sandbox's marker), `embedded`, `matcher`, `testing` (unit tests only)
+//! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
+//! 3. reading agents' transcripts: `transcript`
+//! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
+//! 5. what runs on it: `looprun`, `hook`
+//! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
+//! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
+//! 8. the command line: `cli`, `run`
 
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
@@ -11,6 +29,7 @@ pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod course;
+pub mod digest;
 pub mod doctor;
 pub mod duration;
 pub mod embedded;
@@ -37,6 +56,10 @@ pub mod term;
 #[cfg(test)]
 mod testing;
 pub mod transcript;
+pub mod units;
 pub mod verify;
+
+#[cfg(test)]
+mod layering;
 
 pub use error::{Error, Result};

@@ -20,6 +20,8 @@ use crate::transcript::discover::{self, Job};
 use crate::transcript::{
     claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source, Tokens,
 };
+pub use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
+use crate::units::{pad, secs, width};
 
 /// What `kit measure` was asked, validated.
 #[derive(Clone, Debug, Default)]
@@ -387,7 +389,7 @@ impl Layout {
         for (i, (cell, w)) in cells.iter().zip(self.widths).enumerate() {
             let Some(w) = w else { continue };
             let cell = if i == PROJECT { clip(cell, w) } else { cell.clone() };
-            parts.push(if COLUMNS[i].2 { format!("{cell:>w$}") } else { format!("{cell:<w$}") });
+            parts.push(pad(&cell, w, COLUMNS[i].2));
         }
         parts.join(" ").trim_end().to_string()
     }
@@ -412,7 +414,7 @@ fn write_table(
         return write_damage(theme, &scan.damage, out);
     }
     let ids = unique_prefixes(scan.sessions.iter().map(|s| s.session_id.as_str()), 8);
-    let w = ids.iter().map(|i| i.chars().count()).max().unwrap_or(8).max(8);
+    let w = ids.iter().map(|i| width(i)).max().unwrap_or(8).max(8);
     let layout = Layout::fit(w, max);
     writeln!(out, "{}", theme.bold(&layout.row(&COLUMNS.map(|c| c.0.to_string()))))?;
     let mut sum = SessionSummary::empty_total();
@@ -436,7 +438,7 @@ fn write_table(
             };
             let rest = layout.row(&c);
             let rest = rest.get(cut..).unwrap_or("");
-            writeln!(out, "{}", theme.dim(&format!("{name:<cut$}{rest}")))?;
+            writeln!(out, "{}", theme.dim(&format!("{}{rest}", pad(&name, cut, false))))?;
         }
         sum.add_row(s);
     }
@@ -444,7 +446,7 @@ fn write_table(
     t[0] = "TOTAL".into();
     let n = scan.sessions.len();
     t[1] = format!("{n} sessions");
-    if layout.widths[PROJECT].is_some_and(|pw| t[1].chars().count() > pw) {
+    if layout.widths[PROJECT].is_some_and(|pw| width(&t[1]) > pw) {
         t[1] = n.to_string();
     }
     t[2] = String::new();
@@ -490,11 +492,7 @@ fn join_within(items: &[&str], sep: &str, max: Option<usize>) -> Vec<String> {
     let mut lines: Vec<String> = vec![];
     for item in items {
         match lines.last_mut() {
-            Some(l)
-                if max.is_none_or(|m| {
-                    l.chars().count() + sep.chars().count() + item.chars().count() <= m
-                }) =>
-            {
+            Some(l) if max.is_none_or(|m| width(l) + width(sep) + width(item) <= m) => {
                 l.push_str(sep);
                 l.push_str(item);
             }
@@ -511,7 +509,7 @@ fn wrap(text: &str, max: Option<usize>) -> Vec<String> {
     let mut lines: Vec<String> = vec![];
     let mut cur = String::new();
     for word in text.split(' ') {
-        let fits = cur.chars().count() + 1 + word.chars().count() <= max;
+        let fits = width(&cur) + 1 + width(word) <= max;
         if cur.trim().is_empty() {
             cur.push_str(word);
         } else if fits {
@@ -587,8 +585,8 @@ fn session_cells(s: &SessionSummary) -> [String; 13] {
         s.session_id.chars().take(8).collect(),
         clip(project_name(&s.project), 13),
         s.start_ms.map(short_time).unwrap_or_default(),
-        dur(s.duration_s),
-        dur(s.active_s),
+        secs(s.duration_s),
+        secs(s.active_s),
         s.turns.to_string(),
         s.api_calls.to_string(),
         tokens(s.tokens.total()),
@@ -805,7 +803,7 @@ fn write_turns(
             "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
             i + 1,
             c.ts_ms.map(clock_time).unwrap_or_default(),
-            c.gap_s.map(dur).unwrap_or_else(|| "-".into()),
+            c.gap_s.map(secs).unwrap_or_else(|| "-".into()),
             tokens(c.usage.input),
             tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
             tokens(c.usage.cache_read),
@@ -845,80 +843,9 @@ fn write_turns(
     Ok(())
 }
 
-/// `1 call`, `2 calls`, `3 matches`.
-pub fn plural(n: u64, word: &str) -> String {
-    match (n, word.ends_with("ch")) {
-        (1, _) => format!("1 {word}"),
-        (_, true) => format!("{n} {word}es"),
-        _ => format!("{n} {word}s"),
-    }
-}
-
 /// The last component of a working directory, for narrow columns.
 pub fn project_name(p: &str) -> &str {
     p.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(p)
-}
-
-/// Cut `s` to `n` characters, marking a cut with `…`.
-pub fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-/// Tokens compactly: `950`, `12.3k`, `4.5M`.
-pub fn tokens(n: u64) -> String {
-    if n < 1000 {
-        n.to_string()
-    } else if n < 1_000_000 {
-        format!("{:.1}k", n as f64 / 1e3)
-    } else if n < 1_000_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
-    } else {
-        format!("{:.1}G", n as f64 / 1e9)
-    }
-}
-
-/// Dollars: `$0.04`, `$12.30`, `$0.0012` for sub-cent amounts.
-pub fn usd(x: f64) -> String {
-    if x != 0.0 && x.abs() < 0.01 {
-        format!("${x:.4}")
-    } else {
-        format!("${x:.2}")
-    }
-}
-
-/// `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn dur(s: f64) -> String {
-    if s <= 0.0 {
-        return "0s".into();
-    }
-    let secs = s.round() as u64;
-    if secs < 60 {
-        format!("{secs}s")
-    } else if secs < 3600 {
-        format!("{}m{:02}s", secs / 60, secs % 60)
-    } else if secs < 100 * 3600 {
-        format!("{}h{:02}m", secs / 3600, secs % 3600 / 60)
-    } else {
-        format!("{}d{:02}h", secs / 86_400, secs % 86_400 / 3600)
-    }
 }
 
 fn short_time(ms: i64) -> String {
@@ -977,8 +904,8 @@ mod tests {
         assert_eq!(usd(0.0012), "$0.0012");
         assert_eq!(thousands(170_251), "170,251");
         assert_eq!(thousands(100), "100");
-        assert_eq!(dur(15_060.0), "4h11m");
-        assert_eq!(dur(125.0), "2m05s");
+        assert_eq!(secs(15_060.0), "4h11m");
+        assert_eq!(secs(125.0), "2m05s");
         assert_eq!(clip("4d5611e5-241a", 8), "4d5611e…");
         assert_eq!(project_name("/home/dev/src/proj-x/"), "proj-x");
     }

@@ -52,7 +52,7 @@ pub fn edited_digest(sandbox: &Path, edit: &[String]) -> Result<String> {
         for f in files {
             let bytes = std::fs::read(&f).at(&f)?;
             let shown = f.strip_prefix(sandbox).unwrap_or(&f).to_string_lossy().into_owned();
-            h.update(format!("{shown}\0{}\n", hex::encode(Sha256::digest(&bytes))));
+            h.update(format!("{shown}\0{}\n", crate::digest::sha256_hex(&bytes)));
         }
     }
     Ok(hex::encode(h.finalize()))

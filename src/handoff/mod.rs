@@ -52,7 +52,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
 use crate::longrun::journal::Journal;
@@ -185,10 +184,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
     })
 }
 
-/// sha256 hex of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::digest::sha256_hex; // moved: crate::digest::sha256_hex (issue 11)
 
 /// The stamp id of the handoff at `path`, if it has a block that parses (cheap; for the hook).
 pub fn current_stamp_id(path: &Path) -> Option<String> {
@@ -439,11 +435,7 @@ fn changed_since(project: &Project, base: &str) -> Result<Vec<String>> {
 /// sha256 hex of a file, or [`DELETED`] when it does not exist.
 fn fingerprint(path: &Path) -> Result<String> {
     match std::fs::File::open(path) {
-        Ok(mut f) => {
-            let mut h = Sha256::new();
-            std::io::copy(&mut f, &mut h).at(path)?;
-            Ok(hex::encode(h.finalize()))
-        }
+        Ok(f) => crate::digest::sha256_reader(f).at(path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DELETED.to_string()),
         Err(e) => Err(Error::io(path, e)),
     }

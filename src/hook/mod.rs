@@ -295,9 +295,9 @@ impl Run<'_> {
         let Some(longrun) = self.project else {
             self.outcome.note = Some(format!(
                 "context {} tokens, {:.1}% of the compaction point ({}); no longrun/ folder, so only measured",
-                crate::measure::thousands(m.context),
+                crate::units::thousands(m.context),
                 m.pct,
-                crate::measure::thousands(m.point)
+                crate::units::thousands(m.point)
             ));
             return;
         };
@@ -405,8 +405,8 @@ impl Run<'_> {
                 format!(
                     "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
                     m.pct,
-                    crate::measure::thousands(m.context),
-                    crate::measure::thousands(m.point)
+                    crate::units::thousands(m.context),
+                    crate::units::thousands(m.point)
                 ),
                 "no `kit handoff save` with the current stamp in this session".to_string(),
             )
@@ -415,8 +415,8 @@ impl Run<'_> {
                 format!(
                     "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and the handoff saved in this session is out of date ({}). Run `kit handoff save` again. {STOP_REASON}",
                     m.pct,
-                    crate::measure::thousands(m.context),
-                    crate::measure::thousands(m.point),
+                    crate::units::thousands(m.context),
+                    crate::units::thousands(m.point),
                     stale.join("; ")
                 ),
                 format!("the handoff saved in this session is out of date: {}", stale.join("; ")),
@@ -511,28 +511,28 @@ impl Run<'_> {
             Lookup::Priced(price) => {
                 let c = cache::compare(price, m.context, ttl, cache::DEFAULT_HANDOFF_TOKENS, idle);
                 let resends = if price.cache_writes {
-                    format!("re-writes {} tokens of context", crate::measure::thousands(m.context))
+                    format!("re-writes {} tokens of context", crate::units::thousands(m.context))
                 } else {
                     format!(
                         "sends {} tokens of context again as uncached input",
-                        crate::measure::thousands(m.context)
+                        crate::units::thousands(m.context)
                     )
                 };
                 format!(
                     "kit: idle {idle_s}, longer than the {} cache TTL: this message {resends} ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
                     ttl.label(),
-                    cache::fmt_usd(c.resend_usd),
+                    crate::units::usd4(c.resend_usd),
                     call.model,
-                    crate::measure::thousands(c.handoff_tokens),
-                    cache::fmt_usd(c.clean_usd)
+                    crate::units::thousands(c.handoff_tokens),
+                    crate::units::usd4(c.clean_usd)
                 )
             }
             _ => format!(
                 "kit: idle {idle_s}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
                 ttl.label(),
-                crate::measure::thousands(m.context),
+                crate::units::thousands(m.context),
                 call.model,
-                crate::measure::thousands(cache::DEFAULT_HANDOFF_TOKENS)
+                crate::units::thousands(cache::DEFAULT_HANDOFF_TOKENS)
             ),
         };
         self.fire(Action::IdleWarning, None, format!("idle {idle_s} > {} TTL", ttl.label()), m);
@@ -631,8 +631,8 @@ fn band_message(bands: &[u8], band: u8, m: &Measured) -> (Action, String) {
     let head = format!(
         "kit: the context is at {:.0}% of the compaction point ({} of {} tokens).",
         m.pct,
-        crate::measure::thousands(m.context),
-        crate::measure::thousands(m.point)
+        crate::units::thousands(m.context),
+        crate::units::thousands(m.point)
     );
     let body = match action {
         Action::Checkpoint => CHECKPOINT,
