@@ -138,7 +138,14 @@ pub struct CompactionOverrides {
 impl CompactionOverrides {
     /// Read the three variables from this process's environment (unparsable values ignored).
     pub fn from_env() -> Self {
-        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Read the three variables through `var` (the hook's own environment, a rehearsal's
+    /// none); unparsable values and a percentage outside 1–100 are ignored, as Claude Code
+    /// ignores them.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
         CompactionOverrides {
             auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
             pct_override: num("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").filter(|p| (1..=100).contains(p)),
