@@ -17,7 +17,7 @@
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
-//! 5. what runs on it: `looprun`, `hook`
+//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent)
 //! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
 //! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
 //! 8. the command line: `cli`, `run`
@@ -34,6 +34,7 @@ pub mod doctor;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod fake_agent;
 pub mod frozen;
 pub mod git;
 pub mod goal;
