@@ -38,10 +38,9 @@
 //! folder of the binaries as `[BIN]`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -530,57 +529,14 @@ fn run_merged(
     env: &[(String, String)],
     timeout: Duration,
 ) -> Result<(Option<i32>, String)> {
-    use std::os::unix::process::CommandExt;
-    let (mut reader, writer) = std::io::pipe().at(dir)?;
-    let writer2 = writer.try_clone().at(dir)?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer2)
-        .process_group(0)
-        .spawn()
-        .at(dir)?;
-    // The reader keeps what it has read in `buf`, so a process that holds the pipe open after
-    // the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses nothing already printed.
-    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let shared = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 8192];
-        loop {
-            match reader.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => shared.lock().unwrap_or_else(|e| e.into_inner()).extend(&chunk[..n]),
-            }
-        }
-        let _ = done_tx.send(());
-    });
-    let start = Instant::now();
-    let code = loop {
-        if let Some(st) = child.try_wait().at(dir)? {
-            break st.code();
-        }
-        if start.elapsed() > timeout {
-            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    if done_rx.recv_timeout(EOF_GRACE).is_err() {
-        // Something in the process group still holds the pipe: end the group, keep the output.
-        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = done_rx.recv_timeout(Duration::from_secs(1));
-    }
-    let buf = buf.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok((code, String::from_utf8_lossy(&buf).into_owned()))
+    // Its own process group, so the timeout ends what it started; a process that holds the
+    // pipe open after the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses
+    // nothing already printed.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    let how = crate::proc::Spawn { merge: true, own_group: true, input: None };
+    let done = crate::proc::spawn(&mut cmd, how).at(dir)?.wait(timeout, Some(EOF_GRACE)).at(dir)?;
+    Ok((done.code, String::from_utf8_lossy(&done.stdout).into_owned()))
 }
 
 #[cfg(test)]
@@ -675,7 +631,7 @@ mod tests {
     #[test]
     fn background_job_holding_the_pipe_does_not_hang() {
         let env = golden_env(Path::new("/tmp/x"), &bins());
-        let start = Instant::now();
+        let start = std::time::Instant::now();
         let (code, out) =
             run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))
                 .unwrap();

@@ -8,7 +8,13 @@
 //! Source of the field layout: proc(5), `/proc/PID/stat` (fields 3 state, 4 ppid, 5 pgrp,
 //! 22 starttime in clock ticks since boot) and `/proc/PID/status` (`VmRSS:` in kB).
 //!
-//! Also the one place kit looks a program up on `PATH` ([`find_on_path`], the `which` crate).
+//! Also the one place kit looks a program up on `PATH` ([`find_on_path`], the `which` crate),
+//! and the one way kit's helpers start a short-lived child under a time limit with its output
+//! collected and its whole process group ended at the limit ([`spawn`], [`Running::wait`]: the
+//! golden runner, the rehearsal, the fake agent's hooks). The loop's agent launcher
+//! (`looprun::agent`, with its SIGTERM grace and memory cap) and the criteria runner
+//! (`goal::criteria`, which waits with `WNOWAIT` so the group id cannot be reused) keep their
+//! own, stricter versions.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -23,6 +29,167 @@ use nix::unistd::Pid;
 /// `PATH` is unset.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     which::which(name).ok()
+}
+
+/// How [`spawn`] starts a child.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spawn<'a> {
+    /// Bytes written to its stdin (then closed); `None`: stdin is `/dev/null`.
+    pub input: Option<&'a [u8]>,
+    /// Stdout and stderr on one pipe, in the order written (collected as `stdout`).
+    pub merge: bool,
+    /// Start it as the leader of a new process group, so that the time limit ends whatever it
+    /// started too (they may hold its pipes); else only the child itself is killed.
+    pub own_group: bool,
+}
+
+/// A child started by [`spawn`], its output collected by threads while it runs.
+pub struct Running {
+    child: std::process::Child,
+    own_group: bool,
+    out: Collected,
+    err: Option<Collected>,
+}
+
+/// What a [`Running`] child did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Finished {
+    /// Its exit code; `None` when it was killed at the limit or by a signal.
+    pub code: Option<i32>,
+    /// Whether it was killed at the time limit.
+    pub timed_out: bool,
+    /// Its stdout (with stderr when merged).
+    pub stdout: Vec<u8>,
+    /// Its stderr (empty when merged).
+    pub stderr: Vec<u8>,
+}
+
+/// One pipe read to its end by a thread.
+struct Collected {
+    buf: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    eof: std::sync::mpsc::Receiver<()>,
+}
+
+impl Collected {
+    fn start(mut r: impl std::io::Read + Send + 'static) -> Collected {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, eof) = std::sync::mpsc::channel();
+        let shared = std::sync::Arc::clone(&buf);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match r.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => shared.lock().unwrap_or_else(|e| e.into_inner()).extend(&chunk[..n]),
+                }
+            }
+            let _ = tx.send(());
+        });
+        Collected { buf, eof }
+    }
+
+    /// Wait for end of file, at most `limit` (`None`: as long as it takes); true at EOF.
+    fn wait_eof(&self, limit: Option<Duration>) -> bool {
+        match limit {
+            Some(l) => self.eof.recv_timeout(l).is_ok(),
+            None => self.eof.recv().is_ok(),
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.buf.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Start `cmd` as `how` says, with its stdout and stderr collected (the settings of `cmd` for
+/// stdin, stdout and stderr are replaced).
+///
+/// Errors: the pipes cannot be made or the program cannot start (`std::io::Error`, for the
+/// caller to name the program).
+pub fn spawn(cmd: &mut std::process::Command, how: Spawn<'_>) -> std::io::Result<Running> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    if how.own_group {
+        cmd.process_group(0);
+    }
+    cmd.stdin(if how.input.is_some() { Stdio::piped() } else { Stdio::null() });
+    let (out, err, mut child) = if how.merge {
+        let (r, w) = std::io::pipe()?;
+        let w2 = w.try_clone()?;
+        cmd.stdout(w).stderr(w2);
+        let child = cmd.spawn();
+        // `cmd` holds our copies of the write end: replace them, so the pipe closes when the
+        // child's side does.
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        (Collected::start(r), None, child?)
+    } else {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let out = child.stdout.take().map(Collected::start);
+        let err = child.stderr.take().map(Collected::start);
+        let out = out.ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        (out, err, child)
+    };
+    if let (Some(input), Some(mut stdin)) = (how.input, child.stdin.take()) {
+        let input = input.to_vec();
+        // A child that does not read its stdin must neither fail nor stall the caller.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+    }
+    Ok(Running { child, own_group: how.own_group, out, err })
+}
+
+impl Running {
+    /// The child's process id (its process group id under [`Spawn::own_group`]).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn kill(&mut self) {
+        if self.own_group {
+            let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+        }
+        let _ = self.child.kill();
+    }
+
+    /// Wait for the child's end, killing it (its group under [`Spawn::own_group`]) once
+    /// `limit` has passed, then for the end of its output at most `eof_grace` (`None`: as long
+    /// as it takes). When a process left behind still holds the pipe after the grace, its group
+    /// is killed (under `own_group`) and what was written so far is kept.
+    ///
+    /// Errors: waiting for the child fails (`std::io::Error`).
+    pub fn wait(
+        mut self,
+        limit: Duration,
+        eof_grace: Option<Duration>,
+    ) -> std::io::Result<Finished> {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        let (code, timed_out) = loop {
+            if let Some(st) = self.child.try_wait()? {
+                break (st.code(), false);
+            }
+            if start.elapsed() > limit {
+                self.kill();
+                let _ = self.child.wait();
+                break (None, true);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(10));
+        };
+        let streams: Vec<&Collected> =
+            std::iter::once(&self.out).chain(self.err.as_ref()).collect();
+        let at_eof = streams.iter().all(|c| c.wait_eof(eof_grace));
+        if !at_eof && self.own_group {
+            let _ = killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL);
+            for c in &streams {
+                c.wait_eof(Some(Duration::from_secs(1)));
+            }
+        }
+        let stderr = self.err.as_ref().map(Collected::take).unwrap_or_default();
+        Ok(Finished { code, timed_out, stdout: self.out.take(), stderr })
+    }
 }
 
 /// One process as `/proc/PID/stat` describes it.
@@ -265,6 +432,37 @@ mod tests {
         let me = nix::unistd::getpgrp().as_raw();
         assert!(in_group(me).contains(&(std::process::id() as i32)));
         assert!(with_env("KIT_NO_SUCH_MARK", "").is_empty());
+    }
+
+    #[test]
+    fn spawn_collects_output_and_ends_the_group_at_the_limit() {
+        use std::process::Command;
+        let sh = |script: &str| {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(script);
+            c
+        };
+        let how = Spawn { input: Some(b"in"), merge: false, own_group: true };
+        let f = spawn(&mut sh("cat; echo err >&2; exit 3"), how).unwrap();
+        let f = f.wait(Duration::from_secs(20), None).unwrap();
+        assert_eq!((f.code, f.timed_out), (Some(3), false));
+        assert_eq!((&f.stdout[..], &f.stderr[..]), (&b"in"[..], &b"err\n"[..]));
+
+        let how = Spawn { merge: true, own_group: true, ..Default::default() };
+        let r = spawn(&mut sh("echo a; echo b >&2; sleep 30 & sleep 30"), how).unwrap();
+        let group = r.id() as i32;
+        let f = r.wait(Duration::from_millis(300), Some(Duration::from_secs(5))).unwrap();
+        assert_eq!((f.code, f.timed_out), (None, true));
+        assert_eq!(f.stdout, b"a\nb\n");
+        assert!(in_group(group).is_empty(), "the whole group is gone");
+
+        // The shell ends, a background child keeps the pipe: after the grace it is ended too,
+        // and what was printed is kept.
+        let r = spawn(&mut sh("echo kept; sleep 30 &"), how).unwrap();
+        let group = r.id() as i32;
+        let f = r.wait(Duration::from_secs(20), Some(Duration::from_millis(200))).unwrap();
+        assert_eq!((f.code, f.timed_out, &f.stdout[..]), (Some(0), false, &b"kept\n"[..]));
+        assert!(in_group(group).is_empty());
     }
 
     #[test]

@@ -17,11 +17,9 @@ mod plan;
 pub mod sample;
 mod scenarios;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, IoContext, Result};
@@ -373,12 +371,8 @@ fn fake_agent_link(exe: &Path, root: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(bin))
 }
 
-/// A kit command running in the background, its merged output collected by a thread.
-pub(crate) struct Running {
-    child: Child,
-    output: Arc<Mutex<Vec<u8>>>,
-    eof: Arc<AtomicBool>,
-}
+/// A kit command running in the background, its merged output collected ([`crate::proc`]).
+pub(crate) struct Running(crate::proc::Running);
 
 /// How long the output may stay open after the command ended (a leftover process holding the
 /// pipe must not stall the rehearsal; the checks report such leftovers).
@@ -387,55 +381,18 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 impl Running {
     /// Start `cmd` with stdout and stderr on one pipe.
     pub(crate) fn start(mut cmd: Command) -> Result<Running> {
-        let here = Path::new("kit");
-        let (mut r, w) = std::io::pipe().at(here)?;
-        let w2 = w.try_clone().at(here)?;
-        let child = cmd.stdout(w).stderr(w2).spawn().at(here)?;
-        // `cmd` holds our copies of the write end; dropping it closes them.
-        drop(cmd);
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let eof = Arc::new(AtomicBool::new(false));
-        let (out2, eof2) = (Arc::clone(&output), Arc::clone(&eof));
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = r.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut o) = out2.lock() {
-                    o.extend_from_slice(&chunk[..n]);
-                }
-            }
-            eof2.store(true, Ordering::SeqCst);
-        });
-        Ok(Running { child, output, eof })
+        let how = crate::proc::Spawn { merge: true, ..Default::default() };
+        crate::proc::spawn(&mut cmd, how).at(Path::new("kit")).map(Running)
     }
 
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.id()
     }
 
     /// Wait for the end (killing it after `limit`) and collect the output.
-    pub(crate) fn wait(mut self, limit: Duration) -> Result<Ran> {
-        let started = Instant::now();
-        let here = Path::new("kit");
-        let code = loop {
-            if let Some(st) = self.child.try_wait().at(here)? {
-                break st.code();
-            }
-            if started.elapsed() > limit {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let ended = Instant::now();
-        while !self.eof.load(Ordering::SeqCst) && ended.elapsed() < DRAIN_LIMIT {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let buf = self.output.lock().map(|o| o.clone()).unwrap_or_default();
-        Ok(Ran { code, output: String::from_utf8_lossy(&buf).into_owned() })
+    pub(crate) fn wait(self, limit: Duration) -> Result<Ran> {
+        let f = self.0.wait(limit, Some(DRAIN_LIMIT)).at(Path::new("kit"))?;
+        Ok(Ran { code: f.code, output: String::from_utf8_lossy(&f.stdout).into_owned() })
     }
 }
