@@ -92,8 +92,8 @@ pub fn output_in(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<
 pub fn init_sandbox(dir: &Path, env: &[(String, String)]) -> Result<()> {
     for args in [
         &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "Kit Learner"][..],
-        &["config", "user.email", "learner@example.com"][..],
+        &["config", "user.name", crate::sandbox::LEARNER.0][..],
+        &["config", "user.email", crate::sandbox::LEARNER.1][..],
         &["commit", "-q", "--allow-empty", "-m", "start"][..],
     ] {
         output_in(dir, env, args)?;

@@ -295,7 +295,6 @@ pub use crate::git::init_sandbox as git_init; // moved: crate::git::init_sandbox
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
 /// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).
 pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
-    let home = root.join(".home");
     let mut path_dirs = vec![];
     if let Some(d) = bins.kit.parent() {
         path_dirs.push(d.to_path_buf());
@@ -303,38 +302,26 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
     if let Some(d) = bins.fake_agent.as_ref().and_then(|f| f.parent()) {
         path_dirs.push(d.to_path_buf());
     }
-    let old = std::env::var_os("PATH").unwrap_or_default();
-    path_dirs.extend(std::env::split_paths(&old));
-    let path = std::env::join_paths(path_dirs).unwrap_or(old);
-    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut env =
+        crate::sandbox::environment(&root.join(".home"), path_dirs, crate::sandbox::LEARNER);
     let date = "2026-10-01T09:00:00+00:00";
-    [
-        ("PATH", path.to_string_lossy().into_owned()),
-        ("HOME", s(&home)),
-        ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
-        ("CODEX_HOME", s(&home.join(".codex"))),
-        ("XDG_STATE_HOME", s(&home.join(".local/state"))),
-        ("NO_COLOR", "1".into()),
-        ("COLUMNS", "100".into()),
-        ("TERM", "dumb".into()),
-        ("TZ", "UTC".into()),
-        ("LANG", "C.UTF-8".into()),
-        // No compiled caches: a fix of the same size within the same second would otherwise run
-        // the stale `.pyc` (Python compares mtime and size only).
-        ("PYTHONDONTWRITEBYTECODE", "1".into()),
-        ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
-        ("GIT_AUTHOR_NAME", "Kit Learner".into()),
-        ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
-        ("GIT_COMMITTER_NAME", "Kit Learner".into()),
-        ("GIT_COMMITTER_EMAIL", "learner@example.com".into()),
-        ("GIT_AUTHOR_DATE", date.into()),
-        ("GIT_COMMITTER_DATE", date.into()),
-        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
-        ("GIT_CONFIG_NOSYSTEM", "1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    env.extend(
+        [
+            ("NO_COLOR", "1"),
+            ("COLUMNS", "100"),
+            ("TERM", "dumb"),
+            ("TZ", "UTC"),
+            ("LANG", "C.UTF-8"),
+            // No compiled caches: a fix of the same size within the same second would otherwise
+            // run the stale `.pyc` (Python compares mtime and size only).
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+            ("KIT_FAKE_CLOCK", GOLDEN_CLOCK),
+            ("GIT_AUTHOR_DATE", date),
+            ("GIT_COMMITTER_DATE", date),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
 }
 
 /// Run `case` in a fresh sandbox under a temporary folder. `sandbox` builds the starting tree

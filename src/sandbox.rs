@@ -2,6 +2,10 @@
 //! the state folder a sandbox whose marker verifies keeps ([`own_state_dir`]; the handoff key
 //! reads it, so it sits below both the course and the handoff).
 //!
+//! Also the one environment every sandbox's commands run with ([`environment`]: its own HOME,
+//! Claude and Codex folders, kit state and git identity), which the golden runner
+//! (`golden::golden_env`) and `kit rehearse` extend.
+//!
 //! The marker that ties a sandbox to its exercise. `kit exercise start` (and `kit verify`, which
 //! builds sandboxes the same way) writes it where neither the learner's `ls` and `git status`
 //! nor a golden sees it: `.git/kit-exercise` in a sandbox that is a git repository, else
@@ -26,6 +30,43 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::keys;
+
+/// The git identity of a course sandbox (and of golden cases): name, email.
+pub const LEARNER: (&str, &str) = ("Kit Learner", "learner@example.com");
+
+/// The environment a sandbox's commands run with, whose user folders all live in `home`:
+/// `PATH` (`bin_dirs`, then this process's `PATH`, for `sh`, `git` and coreutils), `HOME`,
+/// `CLAUDE_CONFIG_DIR` (`home/.claude`, where the fake agent writes its transcripts),
+/// `CODEX_HOME`, `XDG_STATE_HOME` (so kit's handoff and course keys stay in the sandbox), the
+/// git author and committer `identity` (name, email), and no global or system git config.
+pub fn environment(
+    home: &Path,
+    bin_dirs: Vec<PathBuf>,
+    identity: (&str, &str),
+) -> Vec<(String, String)> {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = bin_dirs;
+    dirs.extend(std::env::split_paths(&old));
+    let path = std::env::join_paths(dirs).unwrap_or(old);
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let (name, email) = identity;
+    [
+        ("PATH", s(Path::new(&path))),
+        ("HOME", s(home)),
+        ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
+        ("CODEX_HOME", s(&home.join(".codex"))),
+        ("XDG_STATE_HOME", s(&home.join(".local/state"))),
+        ("GIT_AUTHOR_NAME", name.into()),
+        ("GIT_AUTHOR_EMAIL", email.into()),
+        ("GIT_COMMITTER_NAME", name.into()),
+        ("GIT_COMMITTER_EMAIL", email.into()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
 
 /// The marker's schema id.
 pub const SCHEMA: &str = "kit.sandbox/1";

@@ -275,24 +275,13 @@ impl Sandbox {
             .map_or_else(|| PathBuf::from(FAKE_AGENT), |d| d.join(FAKE_AGENT));
         let mut path_dirs: Vec<PathBuf> = link_dir.into_iter().collect();
         path_dirs.extend(exe.parent().map(Path::to_path_buf));
-        path_dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
-        let path =
-            std::env::join_paths(path_dirs).map_or_else(|_| String::new(), |p| s(Path::new(&p)));
-        let mut env: Vec<(String, String)> = vec![
-            ("PATH".into(), path),
-            ("HOME".into(), s(&home)),
-            ("CLAUDE_CONFIG_DIR".into(), s(&home.join(".claude"))),
-            ("CODEX_HOME".into(), s(&home.join(".codex"))),
-            // kit's handoff key (crate::handoff::key) stays in the sandbox too.
-            ("XDG_STATE_HOME".into(), s(&home.join(".local/state"))),
-            ("KIT_REHEARSAL_SANDBOX".into(), s(root)),
-            ("GIT_AUTHOR_NAME".into(), "Kit Rehearsal".into()),
-            ("GIT_AUTHOR_EMAIL".into(), "rehearsal@kit.invalid".into()),
-            ("GIT_COMMITTER_NAME".into(), "Kit Rehearsal".into()),
-            ("GIT_COMMITTER_EMAIL".into(), "rehearsal@kit.invalid".into()),
-            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
-            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-        ];
+        // kit's handoff key (crate::handoff::key) stays in the sandbox too.
+        let mut env = crate::sandbox::environment(
+            &home,
+            path_dirs,
+            ("Kit Rehearsal", "rehearsal@kit.invalid"),
+        );
+        env.push(("KIT_REHEARSAL_SANDBOX".into(), s(root)));
         if let Some(base) = crate::clock::fake_base() {
             // Under a fake clock the commits (and so their ids) are the same on every machine.
             let date = crate::clock::format_ts(base);
