@@ -47,7 +47,7 @@ pub mod key;
 pub use command::runs_handoff_save;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -234,29 +234,29 @@ pub struct Proof {
 
 /// Search the transcript at `path` for a Bash tool call that ran `kit handoff save` (as
 /// [`runs_handoff_save`] recognises it) and whose result is not an error (`is_error: true`)
-/// and carries the line `save` prints with `stamp` ([`stamp_in_output`]). Reads the file as a stream (bounded memory); damaged lines are skipped.
+/// and carries the line `save` prints with `stamp` ([`stamp_in_output`]). Reads the file as a
+/// stream with the transcript engine's line reader (bounded memory, `.jsonl.zst` decompressed,
+/// [`crate::transcript::lines`]); damaged lines and lines over its cap are skipped.
 ///
 /// Errors: [`Error::Io`] when the file cannot be read.
 pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
-    let f = crate::transcript::lines::open_regular(path)?;
-    let mut r = BufReader::with_capacity(1 << 16, f);
+    use crate::transcript::lines::{self, Line, LineReader};
+    let mut r = LineReader::new(lines::open(path)?, lines::MAX_LINE_BYTES);
     let mut calls: BTreeMap<String, usize> = BTreeMap::new();
-    let mut line = Vec::new();
-    let mut n = 0;
     let save = memchr::memmem::Finder::new(b"handoff save");
     let stamp_f = memchr::memmem::Finder::new(stamp.as_bytes());
     loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line).at(path)? == 0 {
-            return Ok(None);
-        }
-        n += 1;
-        let has_save = save.find(&line).is_some();
-        let has_stamp = !calls.is_empty() && stamp_f.find(&line).is_some();
+        let (n, line) = match r.next_line().at(path)? {
+            None => return Ok(None),
+            Some(Line::TooLong { .. }) => continue,
+            Some(Line::Text { no, bytes, .. }) => (no, bytes),
+        };
+        let has_save = save.find(line).is_some();
+        let has_stamp = !calls.is_empty() && stamp_f.find(line).is_some();
         if !has_save && !has_stamp {
             continue;
         }
-        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { continue };
         let Some(blocks) = v.pointer("/message/content").and_then(Value::as_array) else {
             continue;
         };
@@ -776,6 +776,25 @@ fn is_placeholder(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proof_is_found_in_plain_and_zstd_transcripts() {
+        let call = json!({"message": {"content": [{"type": "tool_use", "name": "Bash", "id": "t1",
+            "input": {"command": "kit handoff save <<'EOF'\nDone.\nEOF"}}]}});
+        let result = json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "t1",
+            "content": "handoff saved: stamp 5d0c1f2a9b3e (commit 1a2b3c4, 3 files fingerprinted) in longrun/handoff.md"}]}});
+        let text = format!("{{\"type\":\"progress\"}}\n{call}\nnot json\n{result}\n");
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("s.jsonl");
+        std::fs::write(&plain, &text).unwrap();
+        let zst = d.path().join("s.jsonl.zst");
+        std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+        let want = Proof { tool_use_id: "t1".into(), call_line: 2, result_line: 4 };
+        for p in [&plain, &zst] {
+            assert_eq!(prove_in_transcript(p, "5d0c1f2a9b3e").unwrap().as_ref(), Some(&want));
+            assert_eq!(prove_in_transcript(p, "000000000000").unwrap(), None);
+        }
+    }
 
     #[test]
     fn finds_the_stamp_in_output() {
