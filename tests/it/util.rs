@@ -31,3 +31,22 @@ pub fn git_repo() -> tempfile::TempDir {
     kit::git::init_sandbox(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
     d
 }
+
+/// The samples folder: `$KIT_SAMPLES` (a folder laid out the same way, for extra data), else
+/// the copies in the repository, `tests/fixtures/samples/{claude-code,codex}` (each with its
+/// `SOURCES.md`), so a fresh clone tests on its own.
+pub fn samples() -> PathBuf {
+    if let Some(p) = std::env::var_os("KIT_SAMPLES") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples")
+}
+
+pub fn sample(rel: &str) -> PathBuf {
+    samples().join(rel)
+}
+
+/// The Claude Code samples of [`samples`].
+pub fn claude_samples() -> PathBuf {
+    samples().join("claude-code")
+}
