@@ -291,23 +291,39 @@ impl Sandbox {
         Ok(Sandbox { project, home, env, exe: exe.to_path_buf(), fake_agent })
     }
 
+    /// Step 1 of every rehearsal, numbered out of `total`: lay out the sample project and
+    /// commit it, saying what it `proves`.
+    pub(crate) fn sample_step(
+        &self,
+        n: &mut Narrator<'_>,
+        total: usize,
+        proves: &str,
+    ) -> Result<()> {
+        n.step(1, total, "The sample project", proves)?;
+        let files = sample::write_sample_files(&self.project)?;
+        let commit = sample::commit_sample_project(&self.project, &self.env)?;
+        n.note(&format!(
+            "wrote {} files in {} and committed them ({})",
+            files.len(),
+            self.project.display(),
+            &commit[..commit.len().min(7)]
+        ))
+    }
+
     /// A `kit ARGS` command in the project with the sandbox environment.
     pub(crate) fn kit_command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.exe);
-        c.args(args)
-            .current_dir(&self.project)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env_remove("KIT_FAKE_SCENARIO")
-            .env_remove("KIT_ITERATION")
-            .env_remove("KIT_FAKE_INVOCATION")
-            .stdin(Stdio::null());
-        c
+        self.command(&self.exe, args)
     }
 
     /// A `fake-agent ARGS` command in the project with the sandbox environment (its invocation
     /// number from its own counter, not from a loop).
     pub(crate) fn fake_agent_command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.fake_agent);
+        self.command(&self.fake_agent, args)
+    }
+
+    /// `program ARGS` in the project with the sandbox environment, without a loop's variables.
+    fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .current_dir(&self.project)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
