@@ -3,9 +3,11 @@
 //! table columns (`4m05s`, `2d03h`), and text cut or padded to a terminal width.
 //!
 //! Widths are display widths (the `console` crate's `measure_text_width`: a CJK character
-//! takes two columns, an ANSI colour code none), not characters or bytes. The duration printer
-//! for messages, with milliseconds and tenths (`850ms`, `12.3s`), is
-//! [`crate::duration::format_duration`]; [`secs`] here is its whole-second sibling for columns.
+//! takes two columns, an ANSI colour code none), not characters or bytes. Durations have two
+//! printers, both here: [`format_duration`] for messages, with milliseconds and tenths (`850ms`,
+//! `12.3s`), and [`secs`], whole units for table columns (a column must not widen with tenths).
+
+use std::time::Duration;
 
 use console::Alignment;
 
@@ -88,6 +90,34 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// Print a duration compactly: `850ms`, `12.3s`, `4m05s`, `2h10m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        let s = d.as_secs();
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        let m = d.as_secs() / 60;
+        format!("{}h{:02}m", m / 60, m % 60)
+    }
+}
+
+/// An idle time as the cache messages print it: [`format_duration`] below 48 hours, whole days
+/// and hours from 48 hours on (`3d 4h`, minutes dropped), so that a week away reads as `7d 0h`
+/// rather than `168h00m`.
+pub fn format_idle(d: Duration) -> String {
+    const HOUR: u64 = 3600;
+    let s = d.as_secs();
+    if s < 48 * HOUR {
+        return format_duration(d);
+    }
+    format!("{}d {}h", s / (24 * HOUR), s % (24 * HOUR) / HOUR)
 }
 
 /// Seconds in whole units for a table column: `0s`, `59s`, `4m05s`, `2h10m`, from 100 hours on
