@@ -56,7 +56,7 @@ pub struct Proof {
 /// stream with the transcript engine's line reader (bounded memory, `.jsonl.zst` decompressed,
 /// [`crate::transcript::lines`]); damaged lines and lines over its cap are skipped.
 ///
-/// Errors: [`Error::Io`] when the file cannot be read.
+/// Errors: [`crate::Error::Io`] when the file cannot be read.
 pub fn prove_in_transcript(path: &Path, stamp: &str) -> Result<Option<Proof>> {
     use crate::transcript::lines::{self, Line, LineReader};
     let mut r = LineReader::new(lines::open(path)?, lines::MAX_LINE_BYTES);

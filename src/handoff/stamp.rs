@@ -82,7 +82,7 @@ pub struct Handoff {
     /// The stamp, when the file has a block.
     pub stamp: Option<Stamp>,
     /// Text after the stamp block, trimmed (empty for a file `kit handoff save` wrote): the
-    /// stamp must end the file, so [`check`] fails on it.
+    /// stamp must end the file, so [`super::check`] fails on it.
     pub trailing: String,
     /// 1-based line where `trailing` starts (0 when empty).
     pub trailing_line: usize,

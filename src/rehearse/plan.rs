@@ -3,7 +3,8 @@
 //! ([`super::hooked`]).
 
 /// Every scenario `kit rehearse --all` runs, in order: the loop scenarios, then the two that
-/// drive the context-band hook (`bands`, `forged`; see [`super::hooked`]); `kit rehearse` dispatches on [`Plan::hook`].
+/// drive the context-band hook (`bands`, `forged`, rehearsed by `hooked.rs`); `kit rehearse`
+/// dispatches on `Plan::hook`.
 pub const SCENARIOS: [&str; 9] =
     ["finish", "cheat", "race", "hang", "hog", "lie", "stall", "bands", "forged"];
 
