@@ -12,8 +12,9 @@
 //! import from a later layer, and on a module missing from the list.
 //!
 //! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
-//!    `git`, `proc` (process trees, PATH), `digest`, `keys` (per-user keys, HMAC), `sandbox` (a
-//!    course sandbox's marker), `embedded`, `matcher`, `testing` (unit tests only)
+//!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
+//!    (per-user keys, HMAC), `sandbox` (a sandbox's marker and environment), `embedded`,
+//!    `matcher`, `testing` (unit tests only)
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
