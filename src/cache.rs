@@ -19,8 +19,8 @@ use jiff::Timestamp;
 
 use crate::duration::{format_duration, format_idle};
 use crate::error::{Error, Result};
-use crate::measure::thousands;
 use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
+use crate::units::{thousands, usd4};
 
 /// Tokens of a clean start from a handoff, when not given: system prompt and tools (≈20k) plus
 /// the handoff and state files (≈5k).
@@ -183,7 +183,7 @@ pub struct CacheOptions {
 /// Errors: [`Error::Usage`] for an unpriced model; [`Error::Input`] for a transcript with no API
 /// call; [`Error::Io`] for an unreadable transcript.
 pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
-    let config = match crate::hook::find_longrun(&opts.cwd) {
+    let config = match crate::longrun::find_longrun(&opts.cwd) {
         Some(dir) => crate::longrun::config::Config::load(&dir.join("config.toml"))?,
         None => crate::longrun::config::Config::default(),
     };
@@ -197,8 +197,8 @@ pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
         ),
         Source::Transcript { path, at } => {
             let tail = match at {
-                Some(t) => crate::hook::tail::read_tail_at(path, *t),
-                None => crate::hook::tail::read_tail(path),
+                Some(t) => crate::transcript::tail::read_tail_at(path, *t),
+                None => crate::transcript::tail::read_tail(path),
             }
             .map_err(|e| transcript_error(path, e))?;
             let call = tail.last_call.clone().ok_or_else(|| no_call(path, *at))?;
@@ -366,7 +366,7 @@ fn print_report(
         "  resend the context        {:>9} tokens × ${}/M ({resend_what})  {}",
         thousands(context),
         fmt_rate(resend_rate),
-        fmt_usd(c.resend_usd)
+        usd4(c.resend_usd)
     )?;
     writeln!(
         out,
@@ -374,7 +374,7 @@ fn print_report(
         thousands(c.handoff_tokens),
         fmt_rate(clean_rate),
         cold_billing(price, ttl),
-        fmt_usd(c.clean_usd)
+        usd4(c.clean_usd)
     )?;
     if default_handoff {
         writeln!(
@@ -389,14 +389,14 @@ fn print_report(
         writeln!(
             out,
             "clean start is cheaper by {} ({:.0}% less than resending)",
-            fmt_usd(diff),
+            usd4(diff),
             diff * 100.0 / c.resend_usd
         )?;
     } else if c.resend_usd < c.clean_usd {
         writeln!(
             out,
             "resending is cheaper by {} ({:.0}% less than a clean start){}",
-            fmt_usd(diff),
+            usd4(diff),
             diff * 100.0 / c.clean_usd,
             if c.warm { "; the cache is still warm" } else { "" }
         )?;
@@ -413,10 +413,7 @@ fn rate_of(r: &crate::prices::Rates, ttl: Ttl) -> f64 {
     }
 }
 
-/// USD to four decimals, halves rounded up: `$0.9375`, `$0.1563`.
-pub fn fmt_usd(usd: f64) -> String {
-    format!("${:.4}", (usd * 10_000.0).round() / 10_000.0)
-}
+pub use crate::units::usd4 as fmt_usd; // moved: crate::units::usd4 (issue 11)
 
 fn fmt_rate(r: f64) -> String {
     format!("{r:.2}")
@@ -439,8 +436,8 @@ mod tests {
         assert!(!c.warm);
         assert!((c.resend_usd - 0.9375).abs() < 1e-12);
         assert!((c.clean_usd - 0.15625).abs() < 1e-12);
-        assert_eq!(fmt_usd(c.resend_usd), "$0.9375");
-        assert_eq!(fmt_usd(c.clean_usd), "$0.1563");
+        assert_eq!(usd4(c.resend_usd), "$0.9375");
+        assert_eq!(usd4(c.clean_usd), "$0.1563");
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! found and the config valid), 1 otherwise.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{IoContext, Result};
-use crate::looprun::{agent, memcap, procs};
+use crate::looprun::{agent, memcap};
+use crate::proc as procs;
 use crate::term::Theme;
 
 /// One program the loop may need.
@@ -58,16 +59,7 @@ const TOOLS: [Tool; 5] = [
     },
 ];
 
-/// Find `name` on `PATH` (an executable regular file).
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+pub use crate::proc::find_on_path; // moved: crate::proc::find_on_path (issue 11)
 
 /// `kit doctor`: print what the loop will use on this machine, and for the project containing
 /// `cwd` (if any) whether its configured agent can start.

@@ -1,7 +1,8 @@
 //! Parsing and printing of the durations and sizes users write in `config.toml`, `goal.md` and
 //! on the command line: durations like `90s`, `15m`, `2h`, `1h30m`, `500ms` (via `humantime`),
 //! and memory sizes in systemd's `MemoryMax=` syntax (`512M`, `4G`, bytes with K/M/G/T suffixes
-//! in powers of 1024, see systemd.resource-control(5)).
+//! in powers of 1024, see systemd.resource-control(5)). Durations are printed by
+//! [`crate::units`], with kit's other units.
 
 use std::time::Duration;
 
@@ -17,33 +18,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 90s, 15m, 2h or 1h30m"))
 }
 
-/// Print a duration compactly: `850ms`, `12.3s`, `4m05s`, `2h10m`.
-pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{:.1}s", d.as_secs_f64())
-    } else if ms < 3_600_000 {
-        let s = d.as_secs();
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        let m = d.as_secs() / 60;
-        format!("{}h{:02}m", m / 60, m % 60)
-    }
-}
-
-/// An idle time as the cache messages print it: [`format_duration`] below 48 hours, whole days
-/// and hours from 48 hours on (`3d 4h`, minutes dropped), so that a week away reads as `7d 0h`
-/// rather than `168h00m`.
-pub fn format_idle(d: Duration) -> String {
-    const HOUR: u64 = 3600;
-    let s = d.as_secs();
-    if s < 48 * HOUR {
-        return format_duration(d);
-    }
-    format!("{}d {}h", s / (24 * HOUR), s % (24 * HOUR) / HOUR)
-}
+pub use crate::units::{format_duration, format_idle}; // moved: crate::units (issue 11)
 
 /// Parse a memory size in systemd's syntax: `1073741824`, `512K`, `512M`, `4G`, `1T`
 /// (suffixes are powers of 1024; an optional trailing `B`/`iB` is accepted). Returns bytes.

@@ -14,7 +14,10 @@
 //! defines (`-c filter.NAME.clean=` …; an empty command is no command). Reading the config
 //! (`git config --get-regexp`) runs nothing.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
 
 /// Settings given with `-c` to every git command kit runs: no file-system monitor (a program
 /// git would start), no hooks, no untracked cache (written back to the index), no external diff
@@ -106,4 +109,53 @@ pub fn lines_in<S: AsRef<std::ffi::OsStr>>(
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect())
+}
+
+/// The stdout of `git ARGS` run in `dir` through [`command`], with `env` added to this process's
+/// environment and no stdin. For the git calls whose failure is kit's own (its sandboxes, the
+/// handoff's questions about a repository kit already found).
+///
+/// Errors: [`Error::Internal`] naming the command, the folder and git's stderr when git fails,
+/// or "cannot run git" (with the hint to install it) when git cannot start.
+pub fn output_in(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<String> {
+    let out = command_in(dir)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::internal(format!("cannot run git: {e}")).with_hint("install git"))?;
+    if !out.status.success() {
+        return Err(Error::internal(format!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Make `dir` a sandbox repository: `git init` on branch `main`, the learner's identity in its
+/// own config (so a `git commit` there works on a machine with no global identity; the golden
+/// environment sets it by env too), a first empty commit `start` with the identities and dates
+/// of `env`, and `/.home/` excluded (the sandbox's HOME, with `CLAUDE_CONFIG_DIR` and its
+/// transcripts, is not project work: `kit handoff save` would fingerprint transcripts that grow
+/// after the save).
+///
+/// Errors: as [`output_in`]; [`Error::Io`] when `.git/info/exclude` cannot be written.
+pub fn init_sandbox(dir: &Path, env: &[(String, String)]) -> Result<()> {
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", crate::sandbox::LEARNER.0][..],
+        &["config", "user.email", crate::sandbox::LEARNER.1][..],
+        &["commit", "-q", "--allow-empty", "-m", "start"][..],
+    ] {
+        output_in(dir, env, args)?;
+    }
+    let info = dir.join(".git").join("info");
+    let exclude = info.join("exclude");
+    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+    text.push_str("/.home/\n");
+    crate::atomic::create_dir_all(&info)?;
+    crate::atomic::write_atomic(&exclude, text.as_bytes())
 }

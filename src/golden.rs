@@ -38,10 +38,9 @@
 //! folder of the binaries as `[BIN]`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -250,12 +249,31 @@ pub struct Outcome {
     pub failure: Option<Failure>,
 }
 
+/// The binaries to test: this executable and the `fake-agent` beside it, else a `fake-agent`
+/// link to this executable (which is also the fake agent) in a temporary folder, returned so it
+/// lives as long as the run. So the `kit` binary alone verifies the whole catalogue.
+pub fn this_binaries() -> Result<(Binaries, Option<tempfile::TempDir>)> {
+    let kit = std::env::current_exe()
+        .map_err(|e| Error::internal(format!("cannot locate the kit binary: {e}")))?;
+    let beside = kit.with_file_name(crate::rehearse::FAKE_AGENT);
+    if beside.is_file() {
+        return Ok((Binaries { kit, fake_agent: Some(beside) }, None));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("kit-verify-bin-")
+        .tempdir()
+        .map_err(|e| Error::io("a temporary folder", e))?;
+    let link = dir.path().join(crate::rehearse::FAKE_AGENT);
+    std::os::unix::fs::symlink(&kit, &link).at(&link)?;
+    Ok((Binaries { kit, fake_agent: Some(link) }, Some(dir)))
+}
+
 /// Prepare a sandbox of `kind` in `dir`: `empty`; `git` (an empty first commit); `rehearsal`
 /// (the sample project of `kit rehearse`, committed, with `.home/` excluded from git).
 pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result<()> {
     match kind {
         "empty" => Ok(()),
-        "git" => git_init(dir, env),
+        "git" => crate::git::init_sandbox(dir, env),
         "rehearsal" => {
             crate::rehearse::sample::write_sample_project(dir)?;
             crate::rehearse::sample::commit_sample_project(dir, env)?;
@@ -271,48 +289,12 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
     }
 }
 
-/// `git init` with a first empty commit, deterministic identities and dates.
-pub fn git_init(dir: &Path, env: &[(String, String)]) -> Result<()> {
-    // The sandbox's own identity is in its config too, so that a learner's `git commit` in a lab
-    // works on a machine with no global git identity (the golden environment sets it by env).
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "Kit Learner"][..],
-        &["config", "user.email", "learner@example.com"][..],
-        &["commit", "-q", "--allow-empty", "-m", "start"][..],
-    ] {
-        let st = crate::git::command()
-            .args(args)
-            .current_dir(dir)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .at(dir)?;
-        if !st.success() {
-            return Err(Error::internal(format!(
-                "git {} failed in {}",
-                args.join(" "),
-                dir.display()
-            )));
-        }
-    }
-    // The sandbox's HOME (with CLAUDE_CONFIG_DIR and its transcripts) lives in `.home/`; it is
-    // not part of the project, so git must not see it (else `kit handoff save` would fingerprint
-    // transcripts that grow after the save).
-    let exclude = dir.join(".git").join("info").join("exclude");
-    let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
-    text.push_str("/.home/\n");
-    crate::atomic::create_dir_all(&dir.join(".git").join("info"))?;
-    crate::atomic::write_atomic(&exclude, text.as_bytes())?;
-    Ok(())
-}
+pub use crate::git::init_sandbox as git_init; // moved: crate::git::init_sandbox (issue 11)
 
 /// The whole environment every golden command runs with: nothing else is inherited from the
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
 /// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).
 pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
-    let home = root.join(".home");
     let mut path_dirs = vec![];
     if let Some(d) = bins.kit.parent() {
         path_dirs.push(d.to_path_buf());
@@ -320,38 +302,26 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
     if let Some(d) = bins.fake_agent.as_ref().and_then(|f| f.parent()) {
         path_dirs.push(d.to_path_buf());
     }
-    let old = std::env::var_os("PATH").unwrap_or_default();
-    path_dirs.extend(std::env::split_paths(&old));
-    let path = std::env::join_paths(path_dirs).unwrap_or(old);
-    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut env =
+        crate::sandbox::environment(&root.join(".home"), path_dirs, crate::sandbox::LEARNER);
     let date = "2026-10-01T09:00:00+00:00";
-    [
-        ("PATH", path.to_string_lossy().into_owned()),
-        ("HOME", s(&home)),
-        ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
-        ("CODEX_HOME", s(&home.join(".codex"))),
-        ("XDG_STATE_HOME", s(&home.join(".local/state"))),
-        ("NO_COLOR", "1".into()),
-        ("COLUMNS", "100".into()),
-        ("TERM", "dumb".into()),
-        ("TZ", "UTC".into()),
-        ("LANG", "C.UTF-8".into()),
-        // No compiled caches: a fix of the same size within the same second would otherwise run
-        // the stale `.pyc` (Python compares mtime and size only).
-        ("PYTHONDONTWRITEBYTECODE", "1".into()),
-        ("KIT_FAKE_CLOCK", GOLDEN_CLOCK.into()),
-        ("GIT_AUTHOR_NAME", "Kit Learner".into()),
-        ("GIT_AUTHOR_EMAIL", "learner@example.com".into()),
-        ("GIT_COMMITTER_NAME", "Kit Learner".into()),
-        ("GIT_COMMITTER_EMAIL", "learner@example.com".into()),
-        ("GIT_AUTHOR_DATE", date.into()),
-        ("GIT_COMMITTER_DATE", date.into()),
-        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
-        ("GIT_CONFIG_NOSYSTEM", "1".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    env.extend(
+        [
+            ("NO_COLOR", "1"),
+            ("COLUMNS", "100"),
+            ("TERM", "dumb"),
+            ("TZ", "UTC"),
+            ("LANG", "C.UTF-8"),
+            // No compiled caches: a fix of the same size within the same second would otherwise
+            // run the stale `.pyc` (Python compares mtime and size only).
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+            ("KIT_FAKE_CLOCK", GOLDEN_CLOCK),
+            ("GIT_AUTHOR_DATE", date),
+            ("GIT_COMMITTER_DATE", date),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
 }
 
 /// Run `case` in a fresh sandbox under a temporary folder. `sandbox` builds the starting tree
@@ -546,57 +516,14 @@ fn run_merged(
     env: &[(String, String)],
     timeout: Duration,
 ) -> Result<(Option<i32>, String)> {
-    use std::os::unix::process::CommandExt;
-    let (mut reader, writer) = std::io::pipe().at(dir)?;
-    let writer2 = writer.try_clone().at(dir)?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer2)
-        .process_group(0)
-        .spawn()
-        .at(dir)?;
-    // The reader keeps what it has read in `buf`, so a process that holds the pipe open after
-    // the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses nothing already printed.
-    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let shared = buf.clone();
-    std::thread::spawn(move || {
-        let mut chunk = [0u8; 8192];
-        loop {
-            match reader.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => shared.lock().unwrap_or_else(|e| e.into_inner()).extend(&chunk[..n]),
-            }
-        }
-        let _ = done_tx.send(());
-    });
-    let start = Instant::now();
-    let code = loop {
-        if let Some(st) = child.try_wait().at(dir)? {
-            break st.code();
-        }
-        if start.elapsed() > timeout {
-            let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    if done_rx.recv_timeout(EOF_GRACE).is_err() {
-        // Something in the process group still holds the pipe: end the group, keep the output.
-        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = done_rx.recv_timeout(Duration::from_secs(1));
-    }
-    let buf = buf.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok((code, String::from_utf8_lossy(&buf).into_owned()))
+    // Its own process group, so the timeout ends what it started; a process that holds the
+    // pipe open after the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses
+    // nothing already printed.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    let how = crate::proc::Spawn { merge: true, own_group: true, input: None };
+    let done = crate::proc::spawn(&mut cmd, how).at(dir)?.wait(timeout, Some(EOF_GRACE)).at(dir)?;
+    Ok((done.code, String::from_utf8_lossy(&done.stdout).into_owned()))
 }
 
 #[cfg(test)]
@@ -691,7 +618,7 @@ mod tests {
     #[test]
     fn background_job_holding_the_pipe_does_not_hang() {
         let env = golden_env(Path::new("/tmp/x"), &bins());
-        let start = Instant::now();
+        let start = std::time::Instant::now();
         let (code, out) =
             run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))
                 .unwrap();

@@ -3,6 +3,25 @@
 //!
 //! The library owns every concept; `src/main.rs` is glue. Terminal output goes through
 //! [`term`]; the clock through [`clock`], so goldens can pin exact text.
+//!
+//! # Layers
+//!
+//! Each top-level module imports only from its own layer or the layers before it in this list,
+//! and no two top-level modules import each other, directly or round a circle. The unit test in
+//! `src/layering.rs` reads the `use crate::…` paths of every file and fails on a circle, on an
+//! import from a later layer, and on a module missing from the list.
+//!
+//! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
+//!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
+//!    (per-user keys, HMAC), `sandbox` (a sandbox's marker and environment), `embedded`,
+//!    `matcher`, `testing` (unit tests only)
+//! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
+//! 3. reading agents' transcripts: `transcript`
+//! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
+//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent)
+//! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
+//! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
+//! 8. the command line: `cli`, `run`
 
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
@@ -11,27 +30,38 @@ pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod course;
+pub mod digest;
 pub mod doctor;
 pub mod duration;
 pub mod embedded;
 pub mod error;
+pub mod fake_agent;
 pub mod frozen;
 pub mod git;
 pub mod goal;
 pub mod golden;
 pub mod handoff;
 pub mod hook;
+pub mod keys;
 pub mod longrun;
 pub mod looprun;
 pub mod matcher;
 pub mod measure;
 pub mod prices;
+pub mod proc;
 pub mod recall;
 pub mod rehearse;
 pub mod run;
+pub mod sandbox;
 pub mod status;
 pub mod term;
+#[cfg(test)]
+mod testing;
 pub mod transcript;
+pub mod units;
 pub mod verify;
+
+#[cfg(test)]
+mod layering;
 
 pub use error::{Error, Result};

@@ -10,8 +10,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-#[path = "../fake-agent/src/main.rs"]
-mod fake_agent;
+use kit::fake_agent;
 
 fn main() -> ExitCode {
     let argv0 = std::env::args_os().next().unwrap_or_default();

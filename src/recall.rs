@@ -489,7 +489,7 @@ pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u
             writeln!(out, "{} matches, the newest {shown} shown (--limit N for more)", found.total)
                 .map_err(io)?;
         } else {
-            writeln!(out, "{}", crate::measure::plural(found.total, "match")).map_err(io)?;
+            writeln!(out, "{}", crate::units::plural(found.total, "match")).map_err(io)?;
         }
         crate::measure::write_damage(theme, &found.damage, out).map_err(io)?;
     }

@@ -224,7 +224,7 @@ fn cache_options(ctx: &Ctx, a: CacheArgs) -> Result<crate::cache::CacheOptions> 
     let ttl = a.ttl.as_deref().map(Ttl::parse).transpose()?;
     let transcript = match (a.transcript, a.session) {
         (Some(p), _) => Some(p),
-        (None, Some(id)) => Some(crate::hook::tail::find_session(&id)?),
+        (None, Some(id)) => Some(crate::transcript::discover::find_session(&id)?),
         (None, None) => None,
     };
     let source = match transcript {

@@ -25,9 +25,9 @@ use serde_json::{json, Value};
 use crate::duration::format_duration;
 use crate::error::{IoContext, Result};
 use crate::longrun::config::Config;
+use crate::longrun::history::{event_name, CriterionView, History};
+use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
-use crate::looprun::history::{event_name, CriterionView, History};
-use crate::looprun::lock::{self, Holder};
 use crate::term::Theme;
 
 /// `kit status` options.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::course::exercise::Exercise;
 use crate::course::lesson::Lesson;
-use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::error::{Error, Result, EXIT_INTERNAL, EXIT_OK};
 use crate::golden::{self, Binaries, Outcome};
 use crate::term::Theme;
 
@@ -35,24 +35,7 @@ pub struct Options {
     pub timings: bool,
 }
 
-/// The binaries to test: this executable and the `fake-agent` beside it, else a `fake-agent`
-/// link to this executable (which is also the fake agent) in a temporary folder, returned so it
-/// lives as long as the run. So the `kit` binary alone verifies the whole catalogue.
-pub fn this_binaries() -> Result<(Binaries, Option<tempfile::TempDir>)> {
-    let kit = std::env::current_exe()
-        .map_err(|e| Error::internal(format!("cannot locate the kit binary: {e}")))?;
-    let beside = kit.with_file_name(crate::rehearse::FAKE_AGENT);
-    if beside.is_file() {
-        return Ok((Binaries { kit, fake_agent: Some(beside) }, None));
-    }
-    let dir = tempfile::Builder::new()
-        .prefix("kit-verify-bin-")
-        .tempdir()
-        .map_err(|e| Error::io("a temporary folder", e))?;
-    let link = dir.path().join(crate::rehearse::FAKE_AGENT);
-    std::os::unix::fs::symlink(&kit, &link).at(&link)?;
-    Ok((Binaries { kit, fake_agent: Some(link) }, Some(dir)))
-}
+pub use crate::golden::this_binaries; // moved: crate::golden::this_binaries (issue 11)
 
 /// One case `kit verify` runs.
 pub enum Job {

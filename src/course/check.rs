@@ -40,7 +40,7 @@ pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
     if kind == "transcripts" {
         crate::embedded::write_transcript_fixtures(&to.join(".home"))?;
     }
-    let key = Path::new(".home/.local/state/kit").join(crate::handoff::key::FILE);
+    let key = Path::new(".home/.local/state/kit").join(crate::keys::HANDOFF_FILE);
     if from.join(&key).is_file() {
         crate::atomic::create_dir_all(&to.join(".home/.local/state/kit"))?;
         std::fs::copy(from.join(&key), to.join(&key)).at(&from.join(&key))?;
@@ -49,7 +49,7 @@ pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
 }
 
 fn is_sandbox(dir: &Path) -> bool {
-    [super::marker::IN_GIT, super::marker::IN_HOME].iter().any(|m| dir.join(m).is_file())
+    [crate::sandbox::IN_GIT, crate::sandbox::IN_HOME].iter().any(|m| dir.join(m).is_file())
 }
 
 /// Run `ex`'s golden on its start state with the solution laid over it (must pass).

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use super::exercise::{self, Exercise};
 use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
-use super::marker::{self, Found};
 use super::stamp;
 use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::sandbox::{self as marker, Found};
 use crate::term::Theme;
 
 fn w(e: std::io::Error) -> Error {
@@ -91,7 +91,7 @@ pub fn start(
 /// Lay `ex` out in `folder` and record it as started (not passed: a pass earned before stays
 /// as `earned`, which keeps the solution unlocked).
 fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
-    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let key = stamp::key()?;
     std::fs::create_dir_all(folder).at(folder)?;
     let env = crate::golden::golden_env(folder, &bins);
@@ -209,7 +209,7 @@ pub fn check(
         .with_hint(format!("kit exercise start {id}")));
     }
     own_sandbox(ex, &folder, &key, &lab)?;
-    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let digest = stamp::edited_digest(&folder, &ex.meta.edit)?;
     let outcome = super::check::check_copy(ex, &folder, &bins)?;
     let passed = outcome.failure.is_none();
@@ -663,7 +663,7 @@ pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
             folder.display()
         )));
     }
-    let (bins, _bin_dir) = crate::verify::this_binaries()?;
+    let (bins, _bin_dir) = crate::golden::this_binaries()?;
     crate::atomic::create_dir_all(&folder)?;
     let env = crate::golden::golden_env(&folder, &bins);
     crate::golden::build_sandbox(&l.meta.sandbox, &folder, &env)?;

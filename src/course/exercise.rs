@@ -193,7 +193,7 @@ pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
 
 /// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
 /// init` where the kind has none, `start/`, `setup` commands, commit `start`, the sandbox's
-/// marker ([`super::marker`], stamped under `marker_key`) and, when `with_solution`,
+/// marker ([`crate::sandbox`], stamped under `marker_key`) and, when `with_solution`,
 /// `solution/` laid over it without a commit.
 ///
 /// Errors: a setup command failing ([`Error::Input`] naming `exercise.toml`), git or I/O errors.
@@ -207,7 +207,7 @@ pub fn build_sandbox(
     std::fs::create_dir_all(dir.join(".home")).at(dir)?;
     golden::build_sandbox(&ex.meta.sandbox, dir, env)?;
     if ex.meta.git && !dir.join(".git").exists() {
-        golden::git_init(dir, env)?;
+        crate::git::init_sandbox(dir, env)?;
     }
     crate::embedded::write_files(dir, &ex.start)?;
     for cmd in &ex.meta.setup {
@@ -235,7 +235,7 @@ pub fn build_sandbox(
             )));
         }
     }
-    super::marker::write(dir, ex, marker_key)?;
+    crate::sandbox::write(dir, ex.meta.id, &ex.slug, marker_key)?;
     if with_solution {
         crate::embedded::write_files(dir, &ex.solution)?;
     }
@@ -249,8 +249,8 @@ pub fn build_sandbox(
 /// Errors: `env` has no absolute state folder, or the key cannot be made.
 pub fn env_course_key(env: &[(String, String)]) -> Result<Vec<u8>> {
     let var = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let dir = crate::handoff::key::state_dir(var)?;
-    crate::handoff::key::load_or_create(&dir.join("kit").join(super::stamp::FILE))
+    let dir = crate::keys::state_dir(var)?;
+    crate::keys::load_or_create(&dir.join("kit").join(crate::keys::COURSE_FILE))
 }
 
 fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::Output> {

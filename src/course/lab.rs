@@ -112,7 +112,7 @@ pub fn locate(cwd: &Path) -> (PathBuf, Origin) {
 /// `<state dir>/kit/last-lab`: the lab kit last wrote progress to, so that a learner back after
 /// a pause, in another folder, is told where the lab is.
 fn last_lab_file() -> Option<PathBuf> {
-    crate::handoff::key::state_dir(|k| std::env::var(k).ok()).ok().map(|d| d.join("kit/last-lab"))
+    crate::keys::state_dir(|k| std::env::var(k).ok()).ok().map(|d| d.join("kit/last-lab"))
 }
 
 /// The lab kit last wrote progress to, if it still holds a progress file.

@@ -8,7 +8,7 @@ pub mod commands;
 pub mod exercise;
 pub mod lab;
 pub mod lesson;
-pub mod marker;
+pub use crate::sandbox as marker; // moved: crate::sandbox (issue 11)
 pub mod stamp;
 
 use std::path::Path;

@@ -53,7 +53,7 @@ pub enum FreezeAction {
 pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     if !matches!(action, FreezeAction::Check) {
-        if let Some(holder) = crate::looprun::running_loop(&project) {
+        if let Some(holder) = crate::longrun::lock::running_loop(&project) {
             return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
         }
     }
@@ -61,7 +61,7 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
     // what the resumed run will protect. Re-freezing now would let whoever killed the loop (an
     // agent can) make its weakened test the frozen version. Restoring is always safe.
     if let FreezeAction::Freeze(_) = action {
-        let history = crate::looprun::history::History::read(&project.journal())?;
+        let history = crate::longrun::history::History::read(&project.journal())?;
         if let Some(open) = history.open_run {
             return Err(Error::usage(format!(
                 "the loop started at {} (pid {}) was interrupted and its run is still open in \
@@ -391,12 +391,9 @@ fn read_found(root: &Path, rel: String) -> Result<Found> {
 
 /// HEAD's commit id, or "" before the first commit.
 fn head_commit(root: &Path) -> String {
-    crate::git::command_in(root)
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    crate::git::lines_in(root, &["rev-parse", "--verify", "-q", "HEAD"])
+        .and_then(|l| l.into_iter().next())
+        .map(|l| l.trim().to_string())
         .unwrap_or_default()
 }
 

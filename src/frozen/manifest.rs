@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// The manifest format this kit reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -155,20 +155,7 @@ pub fn is_under(rel: &str, dir: &str) -> bool {
     rel.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// The sha256 of `bytes` as 64 lowercase hex digits.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// The sha256 of the file at `path`, read as a stream.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut f = std::fs::File::open(path).at(path)?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h).at(path)?;
-    Ok(hex::encode(h.finalize()))
-}
+pub use crate::digest::{sha256_file, sha256_hex}; // moved: crate::digest (issue 11)
 
 fn check_rel(p: &str) -> std::result::Result<(), String> {
     if p.is_empty() || p.starts_with('/') {

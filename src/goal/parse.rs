@@ -895,14 +895,11 @@ mod tests {
             "1. ",
             "x: ",
         ];
-        let mut seed = 0x2545F4914F6CDD1Du64;
+        let mut rng = crate::testing::Rng(0x2545F4914F6CDD1D);
         for _ in 0..4000 {
             let mut s = String::new();
-            for _ in 0..(seed % 24) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                s.push_str(pieces[(seed % pieces.len() as u64) as usize]);
+            for _ in 0..rng.below(24) {
+                s.push_str(pieces[rng.below(pieces.len())]);
             }
             let _ = p(&s);
         }

@@ -31,12 +31,7 @@ pub fn resolve(configured: u64, var: impl Fn(&str) -> Option<String>) -> Compact
             source: "config.toml [context] compaction_point".into(),
         };
     }
-    let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
-    let o = CompactionOverrides {
-        auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
-        pct_override: num("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").filter(|p| (1..=100).contains(p)),
-        max_output_tokens: num("CLAUDE_CODE_MAX_OUTPUT_TOKENS"),
-    };
+    let o = CompactionOverrides::from_vars(var);
     let tokens = compaction_point(DEFAULT_WINDOW, &o);
     let source = if o == CompactionOverrides::default() {
         "default 200k − 20k − 13k".to_string()

@@ -46,7 +46,7 @@ pub struct InstallOptions {
 /// is set (never a path relative to `cwd`).
 pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     if user {
-        let roots = crate::hook::tail::claude_roots().map_err(|e| {
+        let roots = crate::transcript::discover::claude_roots().map_err(|e| {
             let msg = e.to_string();
             Error::usage(msg).with_hint(
                 "set HOME (or CLAUDE_CONFIG_DIR) and run kit hook install --user again, or run kit hook install without --user for this project's .claude/settings.json",
@@ -518,22 +518,11 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
     }
     if !opts.uninstall {
         w(out, "events: UserPromptSubmit, PostToolUse, Stop, PreCompact (manual|auto), SessionStart (compact|resume)")?;
-        if !on_path("kit") {
+        if crate::proc::find_on_path("kit").is_none() {
             w(out, NOT_ON_PATH)?;
         }
     }
     Ok(0)
-}
-
-/// True when an executable file `name` is in a folder of `$PATH`.
-fn on_path(name: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| {
-            std::fs::metadata(d.join(name))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
 }
 
 const NOT_ON_PATH: &str = "warning: `kit` is not on PATH, so Claude Code cannot run `kit hook claude`; install it (cargo install --path .) or put it on PATH";

@@ -25,7 +25,7 @@ pub mod compaction;
 pub mod install;
 pub mod rehearse;
 pub mod state;
-pub mod tail;
+pub use crate::transcript::tail; // moved: crate::transcript::tail (issue 11)
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -229,20 +229,7 @@ fn note(msg: String) -> Outcome {
     Outcome { note: Some(msg), ..Outcome::default() }
 }
 
-/// The `longrun/` folder that governs `start`: the nearest ancestor holding one, not looking
-/// above the first git repository root met on the way. No git process: the hook must be quick.
-pub fn find_longrun(start: &Path) -> Option<PathBuf> {
-    for dir in start.ancestors() {
-        let candidate = dir.join(crate::longrun::DIR);
-        if candidate.is_dir() {
-            return Some(candidate);
-        }
-        if dir.join(".git").exists() {
-            return None;
-        }
-    }
-    None
-}
+pub use crate::longrun::find_longrun; // moved: crate::longrun::find_longrun (issue 11)
 
 struct Run<'a> {
     input: &'a HookInput,
@@ -308,9 +295,9 @@ impl Run<'_> {
         let Some(longrun) = self.project else {
             self.outcome.note = Some(format!(
                 "context {} tokens, {:.1}% of the compaction point ({}); no longrun/ folder, so only measured",
-                crate::measure::thousands(m.context),
+                crate::units::thousands(m.context),
                 m.pct,
-                crate::measure::thousands(m.point)
+                crate::units::thousands(m.point)
             ));
             return;
         };
@@ -418,8 +405,8 @@ impl Run<'_> {
                 format!(
                     "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
                     m.pct,
-                    crate::measure::thousands(m.context),
-                    crate::measure::thousands(m.point)
+                    crate::units::thousands(m.context),
+                    crate::units::thousands(m.point)
                 ),
                 "no `kit handoff save` with the current stamp in this session".to_string(),
             )
@@ -428,8 +415,8 @@ impl Run<'_> {
                 format!(
                     "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and the handoff saved in this session is out of date ({}). Run `kit handoff save` again. {STOP_REASON}",
                     m.pct,
-                    crate::measure::thousands(m.context),
-                    crate::measure::thousands(m.point),
+                    crate::units::thousands(m.context),
+                    crate::units::thousands(m.point),
                     stale.join("; ")
                 ),
                 format!("the handoff saved in this session is out of date: {}", stale.join("; ")),
@@ -524,28 +511,28 @@ impl Run<'_> {
             Lookup::Priced(price) => {
                 let c = cache::compare(price, m.context, ttl, cache::DEFAULT_HANDOFF_TOKENS, idle);
                 let resends = if price.cache_writes {
-                    format!("re-writes {} tokens of context", crate::measure::thousands(m.context))
+                    format!("re-writes {} tokens of context", crate::units::thousands(m.context))
                 } else {
                     format!(
                         "sends {} tokens of context again as uncached input",
-                        crate::measure::thousands(m.context)
+                        crate::units::thousands(m.context)
                     )
                 };
                 format!(
                     "kit: idle {idle_s}, longer than the {} cache TTL: this message {resends} ({} on {}); a clean start from the handoff (~{} tokens) would cost {}.",
                     ttl.label(),
-                    cache::fmt_usd(c.resend_usd),
+                    crate::units::usd4(c.resend_usd),
                     call.model,
-                    crate::measure::thousands(c.handoff_tokens),
-                    cache::fmt_usd(c.clean_usd)
+                    crate::units::thousands(c.handoff_tokens),
+                    crate::units::usd4(c.clean_usd)
                 )
             }
             _ => format!(
                 "kit: idle {idle_s}, longer than the {} cache TTL: this message re-writes {} tokens of context (model {} is unpriced); a clean start from the handoff re-writes ~{} tokens.",
                 ttl.label(),
-                crate::measure::thousands(m.context),
+                crate::units::thousands(m.context),
                 call.model,
-                crate::measure::thousands(cache::DEFAULT_HANDOFF_TOKENS)
+                crate::units::thousands(cache::DEFAULT_HANDOFF_TOKENS)
             ),
         };
         self.fire(Action::IdleWarning, None, format!("idle {idle_s} > {} TTL", ttl.label()), m);
@@ -644,8 +631,8 @@ fn band_message(bands: &[u8], band: u8, m: &Measured) -> (Action, String) {
     let head = format!(
         "kit: the context is at {:.0}% of the compaction point ({} of {} tokens).",
         m.pct,
-        crate::measure::thousands(m.context),
-        crate::measure::thousands(m.point)
+        crate::units::thousands(m.context),
+        crate::units::thousands(m.point)
     );
     let body = match action {
         Action::Checkpoint => CHECKPOINT,
@@ -685,10 +672,11 @@ mod tests {
         )
         .unwrap();
         let t = d.path().join("t.jsonl");
-        std::fs::copy(tail::tests::samples().join("spotter_tool_heavy.jsonl"), &t).unwrap();
+        std::fs::copy(crate::testing::samples("claude-code").join("spotter_tool_heavy.jsonl"), &t)
+            .unwrap();
         let no_vars = |_: &str| None;
         let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: d.path().to_path_buf() };
-        let mut rng = tail::tests::Rng(7);
+        let mut rng = crate::testing::Rng(7);
         let mut blocks = 0;
         let alphabet = b"{}[]\":,0a \\";
         for i in 0..600 {

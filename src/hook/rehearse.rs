@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{handle, Action, HookEnv, Outcome};
 use crate::error::{Error, IoContext, Result};
-use crate::measure::thousands;
+use crate::units::thousands;
 
 const SESSION: &str = "00000000-0000-4000-8000-rehearsal000";
 

@@ -10,10 +10,17 @@
 //! | `decisions.md` | the agent (kit appends marked entries) |
 //! | `handoff.md` | `kit handoff save` |
 //! | `journal.jsonl` | kit only |
+//!
+//! Beside the folder itself: how its runtime files read back, for every command that asks who
+//! owns the project now — the journal as the loop's checkpoint ([`history`]) and the loop's
+//! flock on `longrun/.lock` ([`lock`], [`lock::running_loop`]). The loop writes both; `kit
+//! freeze` and `kit status` only read them, so they live here, below the loop.
 
 pub mod config;
+pub mod history;
 pub mod init;
 pub mod journal;
+pub mod lock;
 
 use std::path::{Path, PathBuf};
 
@@ -112,6 +119,21 @@ impl Project {
     pub fn runs(&self) -> PathBuf {
         self.dir.join(".runs")
     }
+}
+
+/// The `longrun/` folder that governs `start`: the nearest ancestor holding one, not looking
+/// above the first git repository root met on the way. No git process: the hook must be quick.
+pub fn find_longrun(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(DIR);
+        if candidate.is_dir() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
 }
 
 /// The repository root containing `start`.

@@ -148,7 +148,7 @@ impl AgentSpec {
         let found = if program.components().count() > 1 {
             root.join(program).is_file()
         } else {
-            crate::doctor::find_on_path(&name).is_some()
+            crate::proc::find_on_path(&name).is_some()
         };
         if found {
             return Ok(());

@@ -64,10 +64,10 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
-pub mod history;
-pub mod lock;
+pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
+pub use crate::longrun::lock; // moved: crate::longrun::lock (issue 11)
 pub mod memcap;
-pub mod procs;
+pub use crate::proc as procs; // moved: crate::proc (issue 11)
 pub mod prompt;
 pub mod signals;
 
@@ -537,16 +537,7 @@ fn user_drift(project: &Project) -> Result<()> {
     )))
 }
 
-/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
-/// (see [`lock::live_holder`]; never takes the lock), or else the journal's last run not ended
-/// when its process is still alive here (the lock file may have been deleted under it a moment
-/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
-/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
-pub fn running_loop(project: &Project) -> Option<lock::Holder> {
-    lock::live_holder(&project.lock()).or_else(|| {
-        History::read(&project.journal()).ok()?.open_run.filter(lock::Holder::is_alive_here)
-    })
-}
+pub use crate::longrun::lock::running_loop; // moved: crate::longrun::lock::running_loop (issue 11)
 
 /// The state of one run while it goes.
 struct RunCtx<'a> {

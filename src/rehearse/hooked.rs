@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::scenarios::{Plan, Verdict};
+use super::plan::{Plan, Verdict};
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
 use crate::error::Result;
 
@@ -29,20 +29,11 @@ pub(crate) fn rehearse(
 ) -> Result<Verdict> {
     let sb = Sandbox::new(exe, root)?;
 
-    n.step(
-        1,
+    sb.sample_step(
+        n,
         STEPS,
-        "The sample project",
         "A real Python 3 project in a git repository: what the fake agent will read.",
     )?;
-    let files = sample::write_sample_files(&sb.project)?;
-    let commit = sample::commit_sample_project(&sb.project, &sb.env)?;
-    n.note(&format!(
-        "wrote {} files in {} and committed them ({})",
-        files.len(),
-        sb.project.display(),
-        &commit[..commit.len().min(7)]
-    ))?;
 
     n.step(
         2,

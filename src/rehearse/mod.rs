@@ -13,20 +13,19 @@
 //! and `/proc`; it exits 1 if any differs.
 
 mod hooked;
+mod plan;
 pub mod sample;
 mod scenarios;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, IoContext, Result};
 use crate::term::Theme;
 
-pub use scenarios::SCENARIOS;
+pub use plan::SCENARIOS;
 
 /// The fake agent's program name. `kit loop` looks for it beside `kit`, else on `PATH`; the
 /// `kit` binary itself acts as the fake agent when started under this name.
@@ -55,14 +54,14 @@ pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let code = if opts.all {
         run_all(&exe, &root, &mut n)?
     } else {
-        let plan = scenarios::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
+        let plan = plan::plan(&opts.scenario).ok_or_else(|| unknown(&opts.scenario))?;
         n.line(&format!(
             "kit rehearse: {} on a sample project, with the fake agent `{}`",
             if plan.hook { "the context-band hook" } else { "a real loop" },
             plan.name
         ))?;
         n.line(&format!("sandbox: {}", root.display()))?;
-        let verdict = scenarios::rehearse(&exe, &root, &plan, &mut n)?;
+        let verdict = rehearse_one(&exe, &root, &plan, &mut n)?;
         n.blank()?;
         let mark =
             if verdict.ok { n.theme.ok("as expected") } else { n.theme.bad("NOT as expected") };
@@ -80,17 +79,32 @@ pub fn run(opts: &Options, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     Ok(code)
 }
 
+/// Rehearse `plan` in a new sandbox under `root`: a hook scenario through [`hooked`], a loop
+/// scenario through [`scenarios`].
+fn rehearse_one(
+    exe: &Path,
+    root: &Path,
+    plan: &plan::Plan,
+    n: &mut Narrator<'_>,
+) -> Result<plan::Verdict> {
+    if plan.hook {
+        hooked::rehearse(exe, root, plan, n)
+    } else {
+        scenarios::rehearse(exe, root, plan, n)
+    }
+}
+
 fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
     n.line("kit rehearse --all: every fake-agent scenario in its own sandbox")?;
     n.line(&format!("sandboxes: {}", root.display()))?;
     n.blank()?;
     let mut rows = Vec::new();
     for name in SCENARIOS {
-        let plan = scenarios::plan(name).ok_or_else(|| unknown(name))?;
+        let plan = plan::plan(name).ok_or_else(|| unknown(name))?;
         let dir = root.join(name);
         crate::atomic::create_dir_all(&dir)?;
         let started = Instant::now();
-        let verdict = scenarios::rehearse(exe, &dir, &plan, n)?;
+        let verdict = rehearse_one(exe, &dir, &plan, n)?;
         let mark = if verdict.ok { n.theme.ok("ok") } else { n.theme.bad("DIFFERS") };
         n.line(&format!(
             "{name:<7} {mark} ({})",
@@ -261,24 +275,13 @@ impl Sandbox {
             .map_or_else(|| PathBuf::from(FAKE_AGENT), |d| d.join(FAKE_AGENT));
         let mut path_dirs: Vec<PathBuf> = link_dir.into_iter().collect();
         path_dirs.extend(exe.parent().map(Path::to_path_buf));
-        path_dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
-        let path =
-            std::env::join_paths(path_dirs).map_or_else(|_| String::new(), |p| s(Path::new(&p)));
-        let mut env: Vec<(String, String)> = vec![
-            ("PATH".into(), path),
-            ("HOME".into(), s(&home)),
-            ("CLAUDE_CONFIG_DIR".into(), s(&home.join(".claude"))),
-            ("CODEX_HOME".into(), s(&home.join(".codex"))),
-            // kit's handoff key (crate::handoff::key) stays in the sandbox too.
-            ("XDG_STATE_HOME".into(), s(&home.join(".local/state"))),
-            ("KIT_REHEARSAL_SANDBOX".into(), s(root)),
-            ("GIT_AUTHOR_NAME".into(), "Kit Rehearsal".into()),
-            ("GIT_AUTHOR_EMAIL".into(), "rehearsal@kit.invalid".into()),
-            ("GIT_COMMITTER_NAME".into(), "Kit Rehearsal".into()),
-            ("GIT_COMMITTER_EMAIL".into(), "rehearsal@kit.invalid".into()),
-            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
-            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-        ];
+        // kit's handoff key (crate::handoff::key) stays in the sandbox too.
+        let mut env = crate::sandbox::environment(
+            &home,
+            path_dirs,
+            ("Kit Rehearsal", "rehearsal@kit.invalid"),
+        );
+        env.push(("KIT_REHEARSAL_SANDBOX".into(), s(root)));
         if let Some(base) = crate::clock::fake_base() {
             // Under a fake clock the commits (and so their ids) are the same on every machine.
             let date = crate::clock::format_ts(base);
@@ -288,23 +291,39 @@ impl Sandbox {
         Ok(Sandbox { project, home, env, exe: exe.to_path_buf(), fake_agent })
     }
 
+    /// Step 1 of every rehearsal, numbered out of `total`: lay out the sample project and
+    /// commit it, saying what it `proves`.
+    pub(crate) fn sample_step(
+        &self,
+        n: &mut Narrator<'_>,
+        total: usize,
+        proves: &str,
+    ) -> Result<()> {
+        n.step(1, total, "The sample project", proves)?;
+        let files = sample::write_sample_files(&self.project)?;
+        let commit = sample::commit_sample_project(&self.project, &self.env)?;
+        n.note(&format!(
+            "wrote {} files in {} and committed them ({})",
+            files.len(),
+            self.project.display(),
+            &commit[..commit.len().min(7)]
+        ))
+    }
+
     /// A `kit ARGS` command in the project with the sandbox environment.
     pub(crate) fn kit_command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.exe);
-        c.args(args)
-            .current_dir(&self.project)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env_remove("KIT_FAKE_SCENARIO")
-            .env_remove("KIT_ITERATION")
-            .env_remove("KIT_FAKE_INVOCATION")
-            .stdin(Stdio::null());
-        c
+        self.command(&self.exe, args)
     }
 
     /// A `fake-agent ARGS` command in the project with the sandbox environment (its invocation
     /// number from its own counter, not from a loop).
     pub(crate) fn fake_agent_command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.fake_agent);
+        self.command(&self.fake_agent, args)
+    }
+
+    /// `program ARGS` in the project with the sandbox environment, without a loop's variables.
+    fn command(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.args(args)
             .current_dir(&self.project)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -357,12 +376,8 @@ fn fake_agent_link(exe: &Path, root: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(bin))
 }
 
-/// A kit command running in the background, its merged output collected by a thread.
-pub(crate) struct Running {
-    child: Child,
-    output: Arc<Mutex<Vec<u8>>>,
-    eof: Arc<AtomicBool>,
-}
+/// A kit command running in the background, its merged output collected ([`crate::proc`]).
+pub(crate) struct Running(crate::proc::Running);
 
 /// How long the output may stay open after the command ended (a leftover process holding the
 /// pipe must not stall the rehearsal; the checks report such leftovers).
@@ -371,55 +386,18 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(5);
 impl Running {
     /// Start `cmd` with stdout and stderr on one pipe.
     pub(crate) fn start(mut cmd: Command) -> Result<Running> {
-        let here = Path::new("kit");
-        let (mut r, w) = std::io::pipe().at(here)?;
-        let w2 = w.try_clone().at(here)?;
-        let child = cmd.stdout(w).stderr(w2).spawn().at(here)?;
-        // `cmd` holds our copies of the write end; dropping it closes them.
-        drop(cmd);
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let eof = Arc::new(AtomicBool::new(false));
-        let (out2, eof2) = (Arc::clone(&output), Arc::clone(&eof));
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = r.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut o) = out2.lock() {
-                    o.extend_from_slice(&chunk[..n]);
-                }
-            }
-            eof2.store(true, Ordering::SeqCst);
-        });
-        Ok(Running { child, output, eof })
+        let how = crate::proc::Spawn { merge: true, ..Default::default() };
+        crate::proc::spawn(&mut cmd, how).at(Path::new("kit")).map(Running)
     }
 
     /// The process id.
     pub(crate) fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.id()
     }
 
     /// Wait for the end (killing it after `limit`) and collect the output.
-    pub(crate) fn wait(mut self, limit: Duration) -> Result<Ran> {
-        let started = Instant::now();
-        let here = Path::new("kit");
-        let code = loop {
-            if let Some(st) = self.child.try_wait().at(here)? {
-                break st.code();
-            }
-            if started.elapsed() > limit {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let ended = Instant::now();
-        while !self.eof.load(Ordering::SeqCst) && ended.elapsed() < DRAIN_LIMIT {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let buf = self.output.lock().map(|o| o.clone()).unwrap_or_default();
-        Ok(Ran { code, output: String::from_utf8_lossy(&buf).into_owned() })
+    pub(crate) fn wait(self, limit: Duration) -> Result<Ran> {
+        let f = self.0.wait(limit, Some(DRAIN_LIMIT)).at(Path::new("kit"))?;
+        Ok(Ran { code: f.code, output: String::from_utf8_lossy(&f.stdout).into_owned() })
     }
 }

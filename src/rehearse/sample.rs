@@ -4,9 +4,8 @@
 //! `kit rehearse` both start from [`write_sample_project`] and [`commit_sample_project`].
 
 use std::path::Path;
-use std::process::Stdio;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 
 /// Where the project lives inside the embedded `kit/` folder.
 const PROJECT: &str = "rehearsal/project";
@@ -42,36 +41,21 @@ pub fn write_sample_files(dir: &Path) -> Result<Vec<String>> {
     crate::embedded::write_tree(root, dir)
 }
 
-/// Make `dir` a git repository whose history is [`crate::golden::git_init`]'s empty commit and
+/// Make `dir` a git repository whose history is [`crate::git::init_sandbox`]'s empty commit and
 /// one commit of everything in the tree, with the identities and dates in `env` (so the commit
 /// ids are the same on every machine when `env` pins them). Returns the commit id.
 ///
 /// Errors: [`Error::Internal`] when a git command fails, with its stderr.
 pub fn commit_sample_project(dir: &Path, env: &[(String, String)]) -> Result<String> {
-    crate::golden::git_init(dir, env)?;
+    crate::git::init_sandbox(dir, env)?;
     git(dir, env, &["add", "-A"])?;
     git(dir, env, &["commit", "-q", "-m", "confload: the sample project, parse_duration missing"])?;
     git(dir, env, &["rev-parse", "HEAD"]).map(|s| s.trim().to_string())
 }
 
-/// Run `git ARGS` in `dir` and return its stdout.
+/// Run `git ARGS` in `dir` and return its stdout ([`crate::git::output_in`]).
 pub(crate) fn git(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<String> {
-    let out = crate::git::command()
-        .args(args)
-        .current_dir(dir)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .output()
-        .at(dir)?;
-    if !out.status.success() {
-        return Err(Error::internal(format!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::git::output_in(dir, env, args)
 }
 
 #[cfg(test)]

@@ -1,156 +1,29 @@
-//! The rehearsal of one fake-agent scenario: the steps of the tour, the `kit loop` options each
-//! scenario needs, and the judge that compares what happened with what issue 2 expects.
+//! The rehearsal of one fake-agent loop scenario: the steps of the tour and the judge that
+//! compares what happened with what issue 2 expects (the plans are [`super::plan`]'s).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::plan::{Plan, Verdict, STEPS};
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
 use crate::error::Result;
 
-/// Every scenario `kit rehearse --all` runs, in order: the loop scenarios, then the two that
-/// drive the context-band hook (`bands`, `forged`; see [`super::hooked`]).
-pub const SCENARIOS: [&str; 9] =
-    ["finish", "cheat", "race", "hang", "hog", "lie", "stall", "bands", "forged"];
-
-/// Number of narrated steps in one rehearsal.
-const STEPS: usize = 7;
-
-/// How one scenario is rehearsed.
-pub(crate) struct Plan {
-    /// Scenario name (`fake:NAME`).
-    pub name: &'static str,
-    /// The expected outcome, as the `--all` table prints it.
-    pub expected: &'static str,
-    /// Extra `kit loop` options.
-    loop_args: &'static [&'static str],
-    /// `config.toml` values to set before the loop: (key, TOML value).
-    config: &'static [(&'static str, &'static str)],
-    /// What the loop step (the agent step, for a hook scenario) proves, for the narration.
-    pub proves: &'static str,
-    /// True for a scenario that drives the hook (`kit hook claude`) rather than `kit loop`.
-    pub hook: bool,
-}
-
-/// What actually happened, and whether it is what was expected.
-pub(crate) struct Verdict {
-    /// True when the outcome is the expected one.
-    pub ok: bool,
-    /// The actual outcome in a few words.
-    pub actual: String,
-}
-
-/// The plan for `name`, or `None` when there is no such scenario.
-pub(crate) fn plan(name: &str) -> Option<Plan> {
-    let p = |name, expected, loop_args, config, proves| Plan {
-        name,
-        expected,
-        loop_args,
-        config,
-        proves,
-        hook: false,
-    };
-    Some(match name {
-        "finish" => p(
-            "finish",
-            "done at iteration 1",
-            &[],
-            &[],
-            "The loop runs the criteria itself: done only when every one passes on a verified tree.",
-        ),
-        "cheat" => p(
-            "cheat",
-            "frozen test restored byte for byte, a cheat journaled, done at iteration 2",
-            &[],
-            &[],
-            "An agent that weakens a frozen test is reverted and the cheat journaled; only real work ends the loop.",
-        ),
-        "race" => p(
-            "race",
-            "a second loop exits 4 naming the holder's pid",
-            &[],
-            &[],
-            "One loop per longrun/: a second loop meets the flock, names the holder and exits 4.",
-        ),
-        "hang" => p(
-            "hang",
-            "iteration killed at the timeout, no process of its group left",
-            &["--timeout", "3s", "--max-iterations", "1"],
-            &[("grace", "\"1s\"")],
-            "An agent that ignores SIGTERM is killed with its whole process group at the timeout.",
-        ),
-        "hog" => p(
-            "hog",
-            "killed by the memory cap, the enforcer named",
-            &["--memory-max", "200M", "--timeout", "60s", "--max-iterations", "1"],
-            &[("grace", "\"1s\"")],
-            "An agent that eats memory is killed at the cap, by systemd-run or the watchdog.",
-        ),
-        "lie" => p(
-            "lie",
-            "never done, the iteration cap reached (exit 3)",
-            &["--max-iterations", "2"],
-            &[],
-            "Saying \"done\" counts for nothing: the criteria fail, and the iteration cap ends it.",
-        ),
-        "stall" => p(
-            "stall",
-            "stopped by the no-progress cap (exit 3)",
-            &[],
-            &[("max_no_progress", "3")],
-            "Busy but going nowhere: consecutive iterations without progress stop the loop.",
-        ),
-        "bands" => Plan {
-            hook: true,
-            ..p(
-                "bands",
-                "checkpoint 50 %, handoff 70 %, wrap-up 85 % once each; Stop let through (handoff saved with `kit handoff save`); handoff verifies",
-                &[],
-                &[],
-                "At each band the agent's PostToolUse runs the real `kit hook claude`; the agent does what it asks, saving the handoff with `kit handoff save`, so its Stop is let through.",
-            )
-        },
-        "forged" => Plan {
-            hook: true,
-            ..p(
-                "forged",
-                "checkpoint 50 %, handoff 70 % once each; handoff.md typed by hand: Stop blocked once, then let through (stop_hook_active); verify rejects it",
-                &[],
-                &[],
-                "The agent types longrun/handoff.md itself instead of running `kit handoff save`: the hook blocks its Stop once, and verify rejects the forged stamp.",
-            )
-        },
-        _ => return None,
-    })
-}
-
-/// Rehearse `plan` in a new sandbox under `root`, narrating to `n`.
+/// Rehearse the loop scenario `plan` in a new sandbox under `root`, narrating to `n`.
 pub(crate) fn rehearse(
     exe: &Path,
     root: &Path,
     plan: &Plan,
     n: &mut Narrator<'_>,
 ) -> Result<Verdict> {
-    if plan.hook {
-        return super::hooked::rehearse(exe, root, plan, n);
-    }
     let sb = Sandbox::new(exe, root)?;
 
-    n.step(
-        1,
+    sb.sample_step(
+        n,
         STEPS,
-        "The sample project",
         "A real Python 3 project: 14 unittest tests, and `parse_duration` missing.",
     )?;
-    let files = sample::write_sample_files(&sb.project)?;
-    let commit = sample::commit_sample_project(&sb.project, &sb.env)?;
-    n.note(&format!(
-        "wrote {} files in {} and committed them ({})",
-        files.len(),
-        sb.project.display(),
-        &commit[..commit.len().min(7)]
-    ))?;
 
     n.step(2, STEPS, "kit init", "longrun/ holds the seven state files, each with one writer.")?;
     let init = sb.kit(&["init"])?;
@@ -293,9 +166,7 @@ fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Resul
     // The group, while its leader is still the agent that was journaled (same start time).
     let agent_group = started
         .and_then(|e| Some((i32::try_from(e["pgid"].as_i64()?).ok()?, e["starttime"].as_u64()?)))
-        .filter(|&(g, start)| {
-            g > 1 && crate::looprun::procs::get(g).is_some_and(|p| p.starttime == start)
-        })
+        .filter(|&(g, start)| g > 1 && crate::proc::get(g).is_some_and(|p| p.starttime == start))
         .map(|(g, _)| nix::unistd::Pid::from_raw(g));
     if let Some(g) = agent_group {
         let _ = killpg(g, Signal::SIGSTOP);
@@ -350,8 +221,8 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             let timed_out = agent_end.is_some_and(|e| e["timed_out"] == true);
             let pgid =
                 events.iter().find(|e| event(e) == "agent_start").and_then(|e| e["pgid"].as_u64());
-            let mut left = pgid.map(|g| procs::in_group(g as i32)).unwrap_or_default();
-            left.extend(procs::marked(
+            let mut left = pgid.map(|g| crate::proc::in_group(g as i32)).unwrap_or_default();
+            left.extend(crate::proc::with_env(
                 "KIT_REHEARSAL_SANDBOX",
                 &sb.env_value("KIT_REHEARSAL_SANDBOX"),
             ));
@@ -504,68 +375,9 @@ fn set_config(path: &Path, edits: &[(&str, &str)]) -> Result<()> {
     crate::atomic::write_atomic(path, text.as_bytes())
 }
 
-/// Finding processes that should no longer exist, in `/proc`.
-mod procs {
-    /// Live (not zombie) processes whose process group is `pgid`.
-    pub(super) fn in_group(pgid: i32) -> Vec<u32> {
-        pids()
-            .into_iter()
-            .filter(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                // Fields after the command name (which may hold spaces) start after the last ')':
-                // state, ppid, pgrp, …
-                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                f.len() > 2 && f[0] != "Z" && f[2].parse::<i32>().ok() == Some(pgid)
-            })
-            .collect()
-    }
-
-    /// Live processes whose environment holds `key=value` (the sandbox's descendants).
-    pub(super) fn marked(key: &str, value: &str) -> Vec<u32> {
-        if value.is_empty() {
-            return Vec::new();
-        }
-        let needle = format!("{key}={value}");
-        let me = std::process::id();
-        pids()
-            .into_iter()
-            .filter(|pid| *pid != me)
-            .filter(|pid| {
-                let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
-            })
-            .filter(|pid| {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                stat.rsplit_once(')').is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
-            })
-            .collect()
-    }
-
-    fn pids() -> Vec<u32> {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_scenario_has_a_plan() {
-        for s in SCENARIOS {
-            let p = plan(s).unwrap();
-            assert_eq!(p.name, s);
-            assert!(!p.expected.is_empty());
-            assert_eq!(p.hook, ["bands", "forged"].contains(&s), "{s}");
-        }
-        assert!(plan("nope").is_none());
-    }
 
     #[test]
     fn set_config_keeps_comments_and_appends_missing_keys() {
@@ -580,11 +392,5 @@ mod tests {
         set_config(&p, &[("max_no_progress", "2")]).unwrap();
         let t = std::fs::read_to_string(&p).unwrap();
         assert_eq!(t, "[caps]\nmax_no_progress = 2\nmax_iterations = 3\n");
-    }
-
-    #[test]
-    fn our_own_process_group_is_found_in_proc() {
-        let me = nix::unistd::getpgrp().as_raw();
-        assert!(procs::in_group(me).contains(&std::process::id()));
     }
 }

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
@@ -31,49 +31,7 @@ use super::{
 use crate::error::Result;
 use crate::prices::Usage;
 
-/// The files of one Claude Code session.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SessionFiles {
-    /// Session id (the main file's stem).
-    pub session_id: String,
-    /// The project folder's name (the encoded working directory).
-    pub project_dir: String,
-    /// The main transcript, if present (a subagent folder may outlive it).
-    pub main: Option<PathBuf>,
-    /// Subagent transcripts, sorted.
-    pub subagents: Vec<PathBuf>,
-}
-
-impl SessionFiles {
-    /// The session of one main transcript file, with the subagent files beside it
-    /// (`<dir>/<stem>/subagents/*.jsonl`).
-    pub fn of_main(path: &Path) -> SessionFiles {
-        let stem = super::discover::stem(path);
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut subagents = vec![];
-        if let Ok(rd) = std::fs::read_dir(dir.join(&stem).join("subagents")) {
-            subagents = rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| super::discover::is_transcript_name(p))
-                .collect();
-            subagents.sort();
-        }
-        SessionFiles {
-            session_id: stem,
-            project_dir: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            main: Some(path.to_path_buf()),
-            subagents,
-        }
-    }
-
-    /// All files, main first.
-    pub fn all(&self) -> impl Iterator<Item = &PathBuf> {
-        self.main.iter().chain(self.subagents.iter())
-    }
-}
+pub use super::discover::SessionFiles; // moved: crate::transcript::discover::SessionFiles (issue 11)
 
 /// A session read whole: its summary and the main conversation's API calls in order.
 #[derive(Debug)]
@@ -646,8 +604,8 @@ mod skim_tests {
     use super::*;
 
     /// The Claude Code samples copied into the repository (`tests/fixtures/samples`).
-    fn samples() -> Option<PathBuf> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/claude-code");
+    fn samples() -> Option<std::path::PathBuf> {
+        let p = crate::testing::samples("claude-code");
         p.is_dir().then_some(p)
     }
 

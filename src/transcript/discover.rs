@@ -3,7 +3,10 @@
 //! `/archived_sessions`. A PATH given by the user may be such a root, a project folder, any
 //! folder holding transcripts, or one file. Files are `.jsonl` or `.jsonl.zst` (the plain file
 //! wins when both exist). Claude subagent files (`<session>/subagents/*.jsonl`) are grouped
-//! with their parent session.
+//! with their parent session. The Claude roots come from one function, [`claude_roots`], for
+//! every command (`kit measure`, `kit recall`, `kit hook install --user`, `kit cache
+//! --session`, `kit handoff verify --session`): when they would come from `HOME` and it is
+//! unset or relative, each refuses rather than read the current folder's `.claude/`.
 //!
 //! Each real folder is walked once and each real file read once, whatever the symlinks: a
 //! folder already walked (same device and inode) is passed over, which ends symlink loops
@@ -11,11 +14,11 @@
 //! counting sessions twice. A folder that cannot be read is noted in the damage report.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::claude::SessionFiles;
 use super::{Damage, Source};
 use crate::error::{Error, Result};
 
@@ -46,36 +49,160 @@ impl Job {
     }
 }
 
+/// The files of one Claude Code session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionFiles {
+    /// Session id (the main file's stem).
+    pub session_id: String,
+    /// The project folder's name (the encoded working directory).
+    pub project_dir: String,
+    /// The main transcript, if present (a subagent folder may outlive it).
+    pub main: Option<PathBuf>,
+    /// Subagent transcripts, sorted.
+    pub subagents: Vec<PathBuf>,
+}
+
+impl SessionFiles {
+    /// The session of one main transcript file, with the subagent files beside it
+    /// (`<dir>/<stem>/subagents/*.jsonl`).
+    pub fn of_main(path: &Path) -> SessionFiles {
+        let stem = stem(path);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut subagents = vec![];
+        if let Ok(rd) = std::fs::read_dir(dir.join(&stem).join("subagents")) {
+            subagents = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_transcript_name(p))
+                .collect();
+            subagents.sort();
+        }
+        SessionFiles {
+            session_id: stem,
+            project_dir: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            main: Some(path.to_path_buf()),
+            subagents,
+        }
+    }
+
+    /// All files, main first.
+    pub fn all(&self) -> impl Iterator<Item = &PathBuf> {
+        self.main.iter().chain(self.subagents.iter())
+    }
+}
+
 /// The default roots from the environment: (Claude `projects` folders, Codex session folders).
+/// The Claude roots are [`claude_roots`]'; the Codex root is `$CODEX_HOME`, else `$HOME/.codex`.
 ///
 /// Errors: [`Error::Usage`] when a root would come from `HOME` (no `CLAUDE_CONFIG_DIR` or
 /// `CODEX_HOME`) and `HOME` is unset or not absolute: kit would read relative to the current
 /// folder instead, as `kit hook install --user` refuses to.
 pub fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
-    let home_var = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if home_var.is_none() && !(set("CLAUDE_CONFIG_DIR") && set("CODEX_HOME")) {
+    default_roots_in(&|k| std::env::var_os(k))
+}
+
+/// [`default_roots`] with the environment as a function (tests give their own).
+pub fn default_roots_in(
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let home = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
+    let codex_home = var("CODEX_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let claude_dirs = config_dirs(var);
+    let (Some(codex_home), Some(claude_dirs)) = (
+        codex_home.or_else(|| Some(home.as_ref()?.join(".codex"))),
+        claude_dirs.or_else(|| Some(vec![home.as_ref()?.join(".claude")])),
+    ) else {
         return Err(Error::usage(
             "HOME is not set to an absolute folder, so ~/.claude and ~/.codex cannot be found",
         )
         .with_hint("set HOME (or CLAUDE_CONFIG_DIR and CODEX_HOME), or name the folders: kit measure ~/.claude ~/.codex"));
-    }
-    let home = home_var.unwrap_or_default();
-    let claude_dirs: Vec<PathBuf> = match std::env::var("CLAUDE_CONFIG_DIR") {
-        Ok(v) if !v.trim().is_empty() => {
-            v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
-        }
-        _ => vec![home.join(".claude")],
-    };
-    let codex_home = match std::env::var_os("CODEX_HOME") {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => home.join(".codex"),
     };
     Ok((
         claude_dirs.into_iter().map(|d| d.join("projects")).collect(),
         vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
     ))
 }
+
+/// The folders `$CLAUDE_CONFIG_DIR` names (a comma list, blanks ignored); `None` when it names
+/// none.
+fn config_dirs(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Vec<PathBuf>> {
+    let v = var("CLAUDE_CONFIG_DIR")?;
+    let dirs: Vec<PathBuf> = v
+        .to_string_lossy()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    (!dirs.is_empty()).then_some(dirs)
+}
+
+/// Find the transcript of session `id` (a full id or a unique prefix) under the Claude Code
+/// roots: each entry of `$CLAUDE_CONFIG_DIR` (a comma list; default `~/.claude`) `/projects/*/`.
+///
+/// Errors: [`Error::Usage`] when no transcript or more than one matches, or when the
+/// roots are unknown ([`claude_roots`]).
+pub fn find_session(id: &str) -> Result<PathBuf> {
+    let mut found = Vec::new();
+    for root in claude_roots()? {
+        let projects = root.join("projects");
+        let Ok(dirs) = std::fs::read_dir(&projects) else { continue };
+        for d in dirs.flatten() {
+            let Ok(files) = std::fs::read_dir(d.path()) else { continue };
+            for f in files.flatten() {
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with(id) && name.ends_with(".jsonl") {
+                    found.push(f.path());
+                }
+            }
+        }
+    }
+    found.sort();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(Error::usage(format!(
+            "no transcript of session `{id}` under the Claude Code roots"
+        ))
+        .with_hint("kit measure (lists the sessions), or pass --transcript PATH")),
+        n => Err(Error::usage(format!("session prefix `{id}` matches {n} transcripts"))
+            .with_hint("give more of the session id")),
+    }
+}
+
+/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `$HOME/.claude`
+/// (where Claude Code keeps `settings.json` and `projects/`).
+///
+/// Errors: [`Error::Usage`] ("HOME is not set", with the next step) when neither
+/// variable names a folder, or `HOME` is not an absolute path: kit never falls back to a path
+/// relative to the current folder, which would read or write the project's `.claude/` instead.
+pub fn claude_roots() -> Result<Vec<PathBuf>> {
+    claude_roots_in(&|k| std::env::var_os(k))
+}
+
+/// [`claude_roots`] with the environment as a function (tests give their own).
+pub fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
+    if let Some(dirs) = config_dirs(var) {
+        return Ok(dirs);
+    }
+    match var("HOME").map(PathBuf::from) {
+        Some(home) if home.is_absolute() => Ok(vec![home.join(".claude")]),
+        Some(home) if !home.as_os_str().is_empty() => Err(Error::usage(format!(
+            "HOME ({}) is not an absolute path, so kit cannot find ~/.claude",
+            home.display()
+        ))
+        .with_hint(HOME_HINT)),
+        _ => {
+            Err(Error::usage("HOME is not set, so kit cannot find ~/.claude").with_hint(HOME_HINT))
+        }
+    }
+}
+
+/// The next step when `HOME` cannot be used.
+const HOME_HINT: &str =
+    "set HOME to your home folder (or CLAUDE_CONFIG_DIR to Claude Code's folder), then run the command again";
 
 /// The jobs under `paths`, or under the default roots when `paths` is empty (missing default
 /// roots are simply empty). Sorted by path, so output order does not depend on the file system.
@@ -298,6 +425,50 @@ pub fn sniff_codex(p: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_roots_never_fall_back_to_a_relative_path() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
+        };
+        let roots = |pairs| claude_roots_in(&env(pairs));
+        assert_eq!(roots(&[("HOME", "/home/u")]).unwrap(), [PathBuf::from("/home/u/.claude")]);
+        assert_eq!(
+            roots(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/a, /b")]).unwrap(),
+            [PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(roots(&[("CLAUDE_CONFIG_DIR", "/a")]).unwrap(), [PathBuf::from("/a")]);
+        for (pairs, want) in [
+            (&[][..], "HOME is not set"),
+            (&[("HOME", ""), ("CLAUDE_CONFIG_DIR", " , ")][..], "HOME is not set"),
+            (&[("HOME", "u")][..], "HOME (u) is not an absolute path"),
+        ] {
+            let e = roots(pairs).unwrap_err();
+            assert!(e.to_string().starts_with(want), "{pairs:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.hint().unwrap().starts_with("set HOME"), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn measure_takes_its_claude_roots_from_the_same_function_as_the_hook() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
+        };
+        let roots = |pairs| default_roots_in(&env(pairs));
+        let (c, x) = roots(&[("HOME", "/h"), ("CLAUDE_CONFIG_DIR", " , ")]).unwrap();
+        assert_eq!(c, [PathBuf::from("/h/.claude/projects")]);
+        assert_eq!(x[0], PathBuf::from("/h/.codex/sessions"));
+        let (c, x) = roots(&[("CLAUDE_CONFIG_DIR", "/a,/b"), ("CODEX_HOME", "/x")]).unwrap();
+        assert_eq!(c, [PathBuf::from("/a/projects"), PathBuf::from("/b/projects")]);
+        assert_eq!(x[1], PathBuf::from("/x/archived_sessions"));
+        // A blank CLAUDE_CONFIG_DIR without HOME once read `.claude/` of the current folder.
+        for pairs in [&[("CLAUDE_CONFIG_DIR", " "), ("CODEX_HOME", "/x")][..], &[("HOME", "h")]] {
+            let e = roots(pairs).unwrap_err();
+            assert!(e.to_string().starts_with("HOME is not set to an absolute folder"), "{e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+    }
 
     #[test]
     fn subagent_files_join_their_session_and_plain_beats_zst() {

@@ -5,7 +5,9 @@
 //! prompt cache expired with their premium over a warm cache.
 //!
 //! `kit measure`, `kit recall`, the context-band hook and `kit cache` all stand on it. Files are
-//! streamed line by line ([`lines`]); only one session's calls are held at a time.
+//! streamed line by line ([`lines`]); only one session's calls are held at a time. The hook,
+//! which runs on every tool call, reads only the end of the live transcript ([`tail`]); where
+//! the transcripts are, and Claude Code's configuration roots, is [`discover`]'s.
 //!
 //! Facts used here come from the format reference `formats/claude-code.md` (§4.2 dedup, §4.3 context,
 //! §4.5 compaction point) and the format reference `formats/codex.md` (§5.1, §10 token accounting).
@@ -15,6 +17,7 @@ pub mod codex;
 pub mod discover;
 pub mod lines;
 pub mod skim;
+pub mod tail;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -135,7 +138,14 @@ pub struct CompactionOverrides {
 impl CompactionOverrides {
     /// Read the three variables from this process's environment (unparsable values ignored).
     pub fn from_env() -> Self {
-        let num = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// Read the three variables through `var` (the hook's own environment, a rehearsal's
+    /// none); unparsable values and a percentage outside 1–100 are ignored, as Claude Code
+    /// ignores them.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+        let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
         CompactionOverrides {
             auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
             pct_override: num("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE").filter(|p| (1..=100).contains(p)),

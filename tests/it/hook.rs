@@ -13,10 +13,7 @@ use crate::util::{git_repo, kit};
 /// The compaction point the tests run at (the default: 200k − 20k − 13k).
 const POINT: u64 = 167_000;
 
-/// The Claude Code samples copied into the repository (see `crate::measure::samples`).
-pub fn samples() -> PathBuf {
-    crate::measure::samples().join("claude-code")
-}
+pub use crate::util::claude_samples as samples;
 
 /// What one hook run printed.
 pub struct Reply {

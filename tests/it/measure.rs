@@ -8,19 +8,7 @@ use serde_json::Value;
 
 use crate::util::kit;
 
-/// The samples folder: `$KIT_SAMPLES` (a folder laid out the same way, for extra data), else
-/// the copies in the repository, `tests/fixtures/samples/{claude-code,codex}` (each with its
-/// `SOURCES.md`), so a fresh clone tests on its own.
-pub fn samples() -> PathBuf {
-    if let Some(p) = std::env::var_os("KIT_SAMPLES") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples")
-}
-
-pub fn sample(rel: &str) -> PathBuf {
-    samples().join(rel)
-}
+pub use crate::util::{sample, samples};
 
 /// A Claude config tree holding `files` as sessions of project `proj`; returns (tempdir, root).
 pub fn claude_tree(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {

@@ -28,6 +28,25 @@ pub fn kit(dir: &Path) -> Command {
 pub fn git_repo() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    kit::golden::git_init(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
+    kit::git::init_sandbox(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
     d
+}
+
+/// The samples folder: `$KIT_SAMPLES` (a folder laid out the same way, for extra data), else
+/// the copies in the repository, `tests/fixtures/samples/{claude-code,codex}` (each with its
+/// `SOURCES.md`), so a fresh clone tests on its own.
+pub fn samples() -> PathBuf {
+    if let Some(p) = std::env::var_os("KIT_SAMPLES") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples")
+}
+
+pub fn sample(rel: &str) -> PathBuf {
+    samples().join(rel)
+}
+
+/// The Claude Code samples of [`samples`].
+pub fn claude_samples() -> PathBuf {
+    samples().join("claude-code")
 }

@@ -9,7 +9,7 @@
 //! stream-json `system/init` … `result` sequence of §7.
 //!
 //! Determinism: every id is derived from sha256 of the seed (`scenario:invocation:place`) and a
-//! counter; times come from `kit::clock`. Under `KIT_FAKE_CLOCK` the session starts at the fake
+//! counter; times come from `crate::clock`. Under `KIT_FAKE_CLOCK` the session starts at the fake
 //! time plus one minute per earlier invocation, and modelled durations (API latency, tool time,
 //! sleeps) advance the virtual clock, so two runs print the same bytes.
 
@@ -21,9 +21,9 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use kit::clock;
-use kit::error::{IoContext, Result};
-use kit::prices::{Lookup, PriceTable, Usage};
+use crate::clock;
+use crate::error::{IoContext, Result};
+use crate::prices::{Lookup, PriceTable, Usage};
 
 /// The Claude Code version the fake claims.
 pub const CLAUDE_CODE_VERSION: &str = "2.1.39";
@@ -142,7 +142,7 @@ impl Session {
         s.spec.transcript = transcript_for(&s.session_id);
         if let Some(t) = &s.spec.transcript {
             if let Some(dir) = t.parent() {
-                kit::atomic::create_dir_all(dir)?;
+                crate::atomic::create_dir_all(dir)?;
             }
             if t.exists() {
                 std::fs::remove_file(t).at(t)?;
@@ -434,7 +434,7 @@ impl Session {
     fn record(&mut self, line: Map<String, Value>) -> Result<()> {
         match &self.spec.transcript {
             Some(path) => {
-                kit::atomic::append_line(path, &Value::Object(line).to_string()).map(|_| ())
+                crate::atomic::append_line(path, &Value::Object(line).to_string()).map(|_| ())
             }
             None => Ok(()),
         }
@@ -450,7 +450,7 @@ impl Session {
 
     fn print(&mut self, line: &str) -> Result<()> {
         let mut out = self.out.lock();
-        writeln!(out, "{line}").and_then(|_| out.flush()).map_err(|e| kit::Error::io("stdout", e))
+        writeln!(out, "{line}").and_then(|_| out.flush()).map_err(|e| crate::Error::io("stdout", e))
     }
 
     fn digest(&mut self, kind: &str) -> [u8; 32] {

@@ -1,3 +1,11 @@
+//! A course sandbox as the rest of kit sees it: the marker that ties it to its exercise, and
+//! the state folder a sandbox whose marker verifies keeps ([`own_state_dir`]; the handoff key
+//! reads it, so it sits below both the course and the handoff).
+//!
+//! Also the one environment every sandbox's commands run with ([`environment`]: its own HOME,
+//! Claude and Codex folders, kit state and git identity), which the golden runner
+//! (`golden::golden_env`) and `kit rehearse` extend.
+//!
 //! The marker that ties a sandbox to its exercise. `kit exercise start` (and `kit verify`, which
 //! builds sandboxes the same way) writes it where neither the learner's `ls` and `git status`
 //! nor a golden sees it: `.git/kit-exercise` in a sandbox that is a git repository, else
@@ -20,9 +28,45 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::exercise::Exercise;
-use super::stamp;
 use crate::error::{Error, Result};
+use crate::keys;
+
+/// The git identity of a course sandbox (and of golden cases): name, email.
+pub const LEARNER: (&str, &str) = ("Kit Learner", "learner@example.com");
+
+/// The environment a sandbox's commands run with, whose user folders all live in `home`:
+/// `PATH` (`bin_dirs`, then this process's `PATH`, for `sh`, `git` and coreutils), `HOME`,
+/// `CLAUDE_CONFIG_DIR` (`home/.claude`, where the fake agent writes its transcripts),
+/// `CODEX_HOME`, `XDG_STATE_HOME` (so kit's handoff and course keys stay in the sandbox), the
+/// git author and committer `identity` (name, email), and no global or system git config.
+pub fn environment(
+    home: &Path,
+    bin_dirs: Vec<PathBuf>,
+    identity: (&str, &str),
+) -> Vec<(String, String)> {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    let mut dirs = bin_dirs;
+    dirs.extend(std::env::split_paths(&old));
+    let path = std::env::join_paths(dirs).unwrap_or(old);
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let (name, email) = identity;
+    [
+        ("PATH", s(Path::new(&path))),
+        ("HOME", s(home)),
+        ("CLAUDE_CONFIG_DIR", s(&home.join(".claude"))),
+        ("CODEX_HOME", s(&home.join(".codex"))),
+        ("XDG_STATE_HOME", s(&home.join(".local/state"))),
+        ("GIT_AUTHOR_NAME", name.into()),
+        ("GIT_AUTHOR_EMAIL", email.into()),
+        ("GIT_COMMITTER_NAME", name.into()),
+        ("GIT_COMMITTER_EMAIL", email.into()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null".into()),
+        ("GIT_CONFIG_NOSYSTEM", "1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
 
 /// The marker's schema id.
 pub const SCHEMA: &str = "kit.sandbox/1";
@@ -41,7 +85,7 @@ pub struct Marker {
     pub exercise: u32,
     /// The exercise's folder name, `NN-slug`.
     pub slug: String,
-    /// [`stamp::sign`] of schema, exercise, slug and the sandbox's canonical path.
+    /// [`keys::sign`] of schema, exercise, slug and the sandbox's canonical path.
     pub stamp: String,
 }
 
@@ -69,18 +113,13 @@ fn fields(m: &Marker, sandbox: &Path) -> [String; 4] {
     [m.schema.clone(), m.exercise.to_string(), m.slug.clone(), dir]
 }
 
-/// Write `ex`'s marker into `sandbox` under `key`.
+/// Write the marker of exercise `id` (folder `slug`, `NN-slug`) into `sandbox` under `key`.
 ///
 /// Errors: the file cannot be written.
-pub fn write(sandbox: &Path, ex: &Exercise, key: &[u8]) -> Result<()> {
-    let mut m = Marker {
-        schema: SCHEMA.into(),
-        exercise: ex.meta.id,
-        slug: ex.slug.clone(),
-        stamp: "".into(),
-    };
+pub fn write(sandbox: &Path, id: u32, slug: &str, key: &[u8]) -> Result<()> {
+    let mut m = Marker { schema: SCHEMA.into(), exercise: id, slug: slug.into(), stamp: "".into() };
     let f = fields(&m, sandbox);
-    m.stamp = stamp::sign(key, &f.each_ref().map(String::as_str));
+    m.stamp = keys::sign(key, &f.each_ref().map(String::as_str));
     let rel = if sandbox.join(".git").is_dir() { IN_GIT } else { IN_HOME };
     let path = sandbox.join(rel);
     if let Some(parent) = path.parent() {
@@ -89,7 +128,7 @@ pub fn write(sandbox: &Path, ex: &Exercise, key: &[u8]) -> Result<()> {
     let body = toml::to_string(&m).map_err(|e| Error::internal(format!("marker TOML: {e}")))?;
     let text = format!(
         "# written by kit exercise start: ties this folder to exercise {} (do not edit)\n{body}",
-        ex.meta.id
+        id
     );
     crate::atomic::write_atomic(&path, text.as_bytes())
 }
@@ -104,7 +143,7 @@ pub fn read(sandbox: &Path, key: Option<&[u8]>) -> Found {
     };
     let f = fields(&m, sandbox);
     let genuine = m.schema == SCHEMA
-        && key.is_some_and(|k| stamp::verify(k, &f.each_ref().map(String::as_str), &m.stamp));
+        && key.is_some_and(|k| keys::verify(k, &f.each_ref().map(String::as_str), &m.stamp));
     Found::Of { id: m.exercise, genuine }
 }
 
@@ -122,7 +161,7 @@ pub fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> {
 /// `$XDG_STATE_HOME`). A marker cannot be made without the course key, so no repository can
 /// redirect where kit keeps its handoff key by writing files.
 pub fn own_state_dir(root: &Path) -> Option<PathBuf> {
-    let key = stamp::load_key().ok().flatten()?;
+    let key = keys::load_course_key().ok().flatten()?;
     match read(root, Some(&key)) {
         Found::Of { genuine: true, .. } => Some(root.join(".home/.local/state")),
         _ => None,

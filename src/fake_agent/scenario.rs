@@ -1,12 +1,12 @@
 //! Scenario scripts (DESIGN §7): what the fake agent does on each invocation. The files live in
-//! `fake-agent/scenarios/*.toml`, embedded in the binary (`kit::embedded::SCENARIOS`); the format
+//! `fake-agent/scenarios/*.toml`, embedded in the binary (`crate::embedded::SCENARIOS`); the format
 //! is documented field by field in `fake-agent/scenarios/README.md` and on the types below.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use kit::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 
 /// The scenario format this build reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -170,10 +170,11 @@ impl Scenario {
             let stem = path.file_stem().map_or(name.into(), |s| s.to_string_lossy().into());
             return Ok((Self::parse(name, &text)?, stem));
         }
-        let file = kit::embedded::SCENARIOS.get_file(format!("{name}.toml")).ok_or_else(|| {
-            Error::usage(format!("no scenario `{name}`; embedded: {}", names().join(", ")))
-                .with_hint("fake-agent --scenario finish")
-        })?;
+        let file =
+            crate::embedded::SCENARIOS.get_file(format!("{name}.toml")).ok_or_else(|| {
+                Error::usage(format!("no scenario `{name}`; embedded: {}", names().join(", ")))
+                    .with_hint("fake-agent --scenario finish")
+            })?;
         let text = file.contents_utf8().unwrap_or_default();
         Ok((Self::parse(&format!("fake-agent/scenarios/{name}.toml"), text)?, name.to_string()))
     }
@@ -181,7 +182,7 @@ impl Scenario {
     /// Parse a scenario's text; `origin` names it in errors.
     pub fn parse(origin: &str, text: &str) -> Result<Scenario> {
         let s: Scenario = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| kit::longrun::config::line_of(text, s.start));
+            let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start));
             Error::input(origin, line, e.message().to_string())
         })?;
         if s.format_version > FORMAT_VERSION {
@@ -234,7 +235,7 @@ fn parse_when(when: &str) -> Option<(u64, u64)> {
 
 /// Names of the embedded scenarios, sorted.
 pub fn names() -> Vec<String> {
-    kit::embedded::scenario_names()
+    crate::embedded::scenario_names()
 }
 
 #[cfg(test)]

@@ -12,10 +12,9 @@
 //! means the context was compacted since; the context is then `postTokens` where the boundary
 //! carries it, else unknown until the next API call.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -254,114 +253,20 @@ struct CompactMetadata {
     post_tokens: Option<u64>,
 }
 
-/// Find the transcript of session `id` (a full id or a unique prefix) under the Claude Code
-/// roots: each entry of `$CLAUDE_CONFIG_DIR` (a comma list; default `~/.claude`) `/projects/*/`.
-///
-/// Errors: [`crate::Error::Usage`] when no transcript or more than one matches, or when the
-/// roots are unknown ([`claude_roots`]).
-pub fn find_session(id: &str) -> Result<PathBuf> {
-    let mut found = Vec::new();
-    for root in claude_roots()? {
-        let projects = root.join("projects");
-        let Ok(dirs) = std::fs::read_dir(&projects) else { continue };
-        for d in dirs.flatten() {
-            let Ok(files) = std::fs::read_dir(d.path()) else { continue };
-            for f in files.flatten() {
-                let name = f.file_name();
-                let name = name.to_string_lossy();
-                if name.starts_with(id) && name.ends_with(".jsonl") {
-                    found.push(f.path());
-                }
-            }
-        }
-    }
-    found.sort();
-    match found.len() {
-        1 => Ok(found.remove(0)),
-        0 => Err(crate::Error::usage(format!(
-            "no transcript of session `{id}` under the Claude Code roots"
-        ))
-        .with_hint("kit measure (lists the sessions), or pass --transcript PATH")),
-        n => Err(crate::Error::usage(format!("session prefix `{id}` matches {n} transcripts"))
-            .with_hint("give more of the session id")),
-    }
-}
-
-/// The Claude Code configuration roots: `$CLAUDE_CONFIG_DIR` split on commas, else `$HOME/.claude`
-/// (where Claude Code keeps `settings.json` and `projects/`).
-///
-/// Errors: [`crate::Error::Usage`] ("HOME is not set", with the next step) when neither
-/// variable names a folder, or `HOME` is not an absolute path: kit never falls back to a path
-/// relative to the current folder, which would read or write the project's `.claude/` instead.
-pub fn claude_roots() -> Result<Vec<PathBuf>> {
-    claude_roots_in(&|k| std::env::var_os(k))
-}
-
-/// [`claude_roots`] with the environment as a function (tests give their own).
-pub fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
-    if let Some(v) = var("CLAUDE_CONFIG_DIR") {
-        let dirs: Vec<PathBuf> = v
-            .to_string_lossy()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect();
-        if !dirs.is_empty() {
-            return Ok(dirs);
-        }
-    }
-    match var("HOME").map(PathBuf::from) {
-        Some(home) if home.is_absolute() => Ok(vec![home.join(".claude")]),
-        Some(home) if !home.as_os_str().is_empty() => Err(crate::Error::usage(format!(
-            "HOME ({}) is not an absolute path, so kit cannot find ~/.claude",
-            home.display()
-        ))
-        .with_hint(HOME_HINT)),
-        _ => Err(crate::Error::usage("HOME is not set, so kit cannot find ~/.claude")
-            .with_hint(HOME_HINT)),
-    }
-}
-
-/// The next step when `HOME` cannot be used.
-const HOME_HINT: &str =
-    "set HOME to your home folder (or CLAUDE_CONFIG_DIR to Claude Code's folder), then run the command again";
+pub use super::discover::{claude_roots, claude_roots_in, find_session}; // moved: crate::transcript::discover (issue 11)
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
-    /// The Claude Code samples copied into the repository (`tests/fixtures/samples`).
-    pub(crate) fn samples() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples/claude-code")
+    use crate::testing::Rng;
+
+    fn samples() -> std::path::PathBuf {
+        crate::testing::samples("claude-code")
     }
 
     fn sample(name: &str) -> Tail {
         read_tail(&samples().join(name)).unwrap()
-    }
-
-    #[test]
-    fn claude_roots_never_fall_back_to_a_relative_path() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
-        };
-        let roots = |pairs| claude_roots_in(&env(pairs));
-        assert_eq!(roots(&[("HOME", "/home/u")]).unwrap(), [PathBuf::from("/home/u/.claude")]);
-        assert_eq!(
-            roots(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/a, /b")]).unwrap(),
-            [PathBuf::from("/a"), PathBuf::from("/b")]
-        );
-        assert_eq!(roots(&[("CLAUDE_CONFIG_DIR", "/a")]).unwrap(), [PathBuf::from("/a")]);
-        for (pairs, want) in [
-            (&[][..], "HOME is not set"),
-            (&[("HOME", ""), ("CLAUDE_CONFIG_DIR", " , ")][..], "HOME is not set"),
-            (&[("HOME", "u")][..], "HOME (u) is not an absolute path"),
-        ] {
-            let e = roots(pairs).unwrap_err();
-            assert!(e.to_string().starts_with(want), "{pairs:?}: {e}");
-            assert_eq!(e.exit_code(), 2);
-            assert!(e.hint().unwrap().starts_with("set HOME"), "{e:?}");
-        }
     }
 
     #[test]
@@ -465,21 +370,6 @@ pub(crate) mod tests {
         let t = read_tail(&p).unwrap();
         assert_eq!(t.context(), Some(15));
         assert!(t.bytes_read <= BLOCK as u64, "read {} bytes", t.bytes_read);
-    }
-
-    /// A small deterministic generator for the fuzz tests (xorshift64*).
-    pub(crate) struct Rng(pub u64);
-
-    impl Rng {
-        pub(crate) fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        pub(crate) fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
     }
 
     #[test]

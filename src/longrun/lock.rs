@@ -79,7 +79,7 @@ impl Holder {
             return false;
         }
         let pid = self.pid as i32;
-        if !super::procs::is_alive(pid) {
+        if !crate::proc::is_alive(pid) {
             return false;
         }
         match std::fs::read(format!("/proc/{pid}/cmdline")) {
@@ -364,6 +364,20 @@ fn holder_text(file: &mut File) -> String {
         Some(h) => h.describe(),
         None => "a loop whose holder record is not readable yet".into(),
     }
+}
+
+/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
+/// (see [`live_holder`]; never takes the lock), or else the journal's last run not ended
+/// when its process is still alive here (the lock file may have been deleted under it a moment
+/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
+/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
+pub fn running_loop(project: &super::Project) -> Option<Holder> {
+    live_holder(&project.lock()).or_else(|| {
+        super::history::History::read(&project.journal())
+            .ok()?
+            .open_run
+            .filter(Holder::is_alive_here)
+    })
 }
 
 /// This machine's host name.

@@ -23,10 +23,9 @@
 //! context for `UserPromptSubmit` and `SessionStart` only; exit 2 blocks with the JSON `reason`,
 //! else stderr; any other status is a non-blocking error.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -220,52 +219,17 @@ struct Ran {
     stderr: String,
 }
 
-/// Run `cmd` with `input` on stdin, collecting stdout and stderr, killed after `limit`.
+/// Run `cmd` with `input` on stdin, collecting stdout and stderr, killed after `limit` with
+/// its own process group (whatever it started holds the pipes too).
 fn run_one(mut cmd: Command, input: &[u8], limit: Duration) -> std::io::Result<Ran> {
-    use std::os::unix::process::CommandExt;
-    // Its own process group, so that a timeout ends whatever it started too (they hold the pipes).
-    let mut child = cmd
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let reader = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let out = reader(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let err = reader(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    if let Some(mut stdin) = child.stdin.take() {
-        // A handler that does not read its stdin must not make us fail.
-        let _ = stdin.write_all(input);
-    }
-    let started = Instant::now();
-    let code = loop {
-        if let Some(status) = child.try_wait()? {
-            break status.code();
-        }
-        if started.elapsed() > limit {
-            let group = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    let how = crate::proc::Spawn { input: Some(input), merge: false, own_group: true };
+    let done = crate::proc::spawn(&mut cmd, how)?.wait(limit, None)?;
     // A timed-out handler's output is discarded (formats §5.4).
-    if code.is_none() {
-        return Ok(Ran { code, stdout: String::new(), stderr: String::new() });
+    if done.timed_out {
+        return Ok(Ran { code: None, stdout: String::new(), stderr: String::new() });
     }
-    Ok(Ran { code, stdout, stderr })
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    Ok(Ran { code: done.code, stdout: text(&done.stdout), stderr: text(&done.stderr) })
 }
 
 /// The git top level holding `cwd` (a folder with `.git`), without running git.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use kit::error::{Error, Result};
+use crate::error::{Error, Result};
 
 use super::hooks;
 use super::scenario::Step;

@@ -1,0 +1,223 @@
+//! `fake-agent`: a scripted stand-in for `claude -p --output-format stream-json --verbose`
+//! (DESIGN §7), so that the loop, `kit measure`, the hook and the course can be rehearsed without
+//! spending a token. It takes the prompt (`-p` or stdin), acts on the working tree as its scenario
+//! says for this invocation, prints stream-json events ending in a `result` with usage and cost,
+//! and writes a Claude Code transcript. Same seed and fake clock, same bytes.
+//!
+//! It is compiled once, here in the library; two thin mains start it: the `fake-agent` binary
+//! (`fake-agent/src/main.rs`) and the `kit` binary itself, as `kit fake-agent …` or when started
+//! under the name `fake-agent` (see `src/main.rs`). Its scenarios are `fake-agent/scenarios/`.
+
+mod args;
+mod hooks;
+mod scenario;
+mod session;
+mod steps;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::error::{Error, ErrorReport, IoContext, Result};
+
+use args::Args;
+use scenario::Scenario;
+use session::{OutputFormat, Session, SessionSpec};
+
+/// The fake agent on this process's arguments: the whole `fake-agent` program.
+pub fn main() -> ExitCode {
+    main_with_args(std::env::args_os().skip(1))
+}
+
+/// The fake agent on `args` (without the program name): how `kit fake-agent …` runs it.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let args = match Args::parse(args) {
+        Ok(a) => a,
+        Err(msg) => return fail(&Error::usage(msg).with_hint("fake-agent --help")),
+    };
+    if args.help {
+        let _ = writeln!(std::io::stdout(), "{}", args::HELP);
+        return ExitCode::SUCCESS;
+    }
+    if args.list {
+        return match list() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(&e),
+        };
+    }
+    match run(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    let text = ErrorReport(e).to_string().replacen("kit: error:", "fake-agent: error:", 1);
+    let _ = writeln!(std::io::stderr(), "{text}");
+    ExitCode::from(e.exit_code())
+}
+
+fn run(args: &Args) -> Result<u8> {
+    let output = match args.output_format.as_deref() {
+        None => OutputFormat::Text,
+        Some(f) => OutputFormat::parse(f).ok_or_else(|| {
+            Error::usage(format!("--output-format {f}: expected text, json or stream-json"))
+        })?,
+    };
+    if output == OutputFormat::StreamJson && !args.verbose {
+        // What Claude Code answers (formats/claude-code.md §7).
+        return Err(Error::usage(
+            "When using --print, --output-format=stream-json requires --verbose",
+        )
+        .with_hint("fake-agent --scenario NAME -p --output-format stream-json --verbose"));
+    }
+    let name = args.scenario.as_deref().ok_or_else(|| {
+        Error::usage("no scenario: pass --scenario NAME or set KIT_FAKE_SCENARIO").with_hint(
+            format!("fake-agent --scenario finish (embedded: {})", scenario::names().join(", ")),
+        )
+    })?;
+    let (scenario, short) = Scenario::load(name)?;
+    let cwd = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
+    let git_dir = find_git_dir(&cwd);
+    let counter = counter_file(&short, git_dir.as_deref(), &cwd);
+    let invocation = invocation_number(&counter)?;
+    let prompt = match &args.prompt {
+        Some(p) => p.clone(),
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::io("stdin", e))?;
+            s
+        }
+    };
+    // The place joins the seed so that fake sessions in two projects (or two rehearsals) never
+    // share an id, while a golden, whose paths all sit under its sandbox, still gets the same.
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let seed = format!("{short}:{invocation}:{}", place_of(&cwd, &home));
+    let spec = SessionSpec {
+        output,
+        seed,
+        invocation,
+        transcript: None,
+        model: args.model.clone().unwrap_or_else(|| scenario.model.clone()),
+        cache_ttl: scenario.cache_ttl.clone(),
+        permission_mode: args.permission_mode.clone().unwrap_or_else(|| "default".into()),
+        git_branch: git_dir.as_deref().map(branch_of).unwrap_or_default(),
+        cwd: cwd.clone(),
+    };
+    let persist = !args.no_persistence;
+    let mut session = Session::start_with(spec, &prompt, |id| {
+        persist.then(|| session::transcript_path(&cwd, id))
+    })?;
+    if persist && std::env::var("CLAUDE_CONFIG_DIR").map_or(true, |v| v.trim().is_empty()) {
+        // Where Claude Code would write it, so the lessons' `kit measure` and hooks see it; but a
+        // fake session must not pass unnoticed among the user's real ones.
+        if let Some(t) = session.transcript() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "fake-agent: note: this fake session's transcript is {} (the real ~/.claude): kit measure counts it among your sessions; set CLAUDE_CONFIG_DIR to a folder of its own to keep them apart",
+                t.display()
+            );
+        }
+    }
+    let steps = scenario.steps_for(invocation).unwrap_or(&[]);
+    let ending =
+        steps::Runner::new(&mut session, &cwd, invocation).run(steps, &scenario.otherwise)?;
+    session.finish(&ending.text, ending.code)?;
+    // Counted once finished: an invocation interrupted (Ctrl-C, a pause, a timeout) is done again
+    // by the next one, so a resumed `kit loop --agent fake:finish` still does the work.
+    crate::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;
+    Ok(ending.code)
+}
+
+/// `--list`: each embedded scenario and its description.
+fn list() -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for name in scenario::names() {
+        let (s, _) = Scenario::load(&name)?;
+        writeln!(out, "{name:<8} {}", s.description).map_err(|e| Error::io("stdout", e))?;
+    }
+    Ok(())
+}
+
+/// Where the number of finished invocations of `scenario` is kept: `<git dir>/fake-agent-<scenario>.count`
+/// (`<cwd>/.fake-agent-<scenario>.count` outside a repository).
+fn counter_file(scenario: &str, git_dir: Option<&Path>, cwd: &Path) -> PathBuf {
+    match git_dir {
+        Some(g) => g.join(format!("fake-agent-{scenario}.count")),
+        None => cwd.join(format!(".fake-agent-{scenario}.count")),
+    }
+}
+
+/// This invocation's number: `KIT_FAKE_INVOCATION` if set (tests), else one more than the
+/// invocations of this scenario that finished here. Never `KIT_ITERATION`: a loop resumed after
+/// a pause starts at iteration 2 although the agent never finished its first call.
+fn invocation_number(counter: &Path) -> Result<u64> {
+    if let Ok(v) = std::env::var("KIT_FAKE_INVOCATION") {
+        return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+            Error::usage(format!("KIT_FAKE_INVOCATION={v:?} is not an invocation number (1, 2, …)"))
+        });
+    }
+    let last = match std::fs::read_to_string(counter) {
+        Ok(t) => t.trim().parse::<u64>().unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(Error::io(counter, e)),
+    };
+    Ok(last + 1)
+}
+
+/// `cwd` relative to `$HOME` (`../x` when beside it), else `cwd` itself: stable for a golden
+/// (its HOME and its project share the sandbox), distinct for every project of a user.
+fn place_of(cwd: &Path, home: &Path) -> String {
+    let (mut h, mut c) = (home.components().peekable(), cwd.components().peekable());
+    if home.as_os_str().is_empty() || h.peek() != c.peek() {
+        return cwd.to_string_lossy().into_owned();
+    }
+    while h.peek().is_some() && h.peek() == c.peek() {
+        h.next();
+        c.next();
+    }
+    let mut rel = PathBuf::new();
+    for _ in h {
+        rel.push("..");
+    }
+    rel.extend(c);
+    rel.to_string_lossy().into_owned()
+}
+
+/// The `.git` folder of the repository holding `cwd` (following a worktree's `gitdir:` file).
+fn find_git_dir(cwd: &Path) -> Option<PathBuf> {
+    for dir in cwd.ancestors() {
+        let dot = dir.join(".git");
+        if dot.is_dir() {
+            return Some(dot);
+        }
+        if dot.is_file() {
+            let text = std::fs::read_to_string(&dot).at(&dot).ok()?;
+            let target = text.trim().strip_prefix("gitdir:")?.trim();
+            return Some(dir.join(target));
+        }
+    }
+    None
+}
+
+/// The current branch from `HEAD` (`""` when detached or unreadable).
+fn branch_of(git_dir: &Path) -> String {
+    std::fs::read_to_string(git_dir.join("HEAD"))
+        .ok()
+        .and_then(|h| h.trim().strip_prefix("ref: refs/heads/").map(str::to_string))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_is_the_folder_relative_to_home() {
+        let home = Path::new("/s/.home");
+        assert_eq!(place_of(Path::new("/s/.home/p/q"), home), "p/q");
+        assert_eq!(place_of(Path::new("/s/project"), home), "../project");
+        assert_eq!(place_of(Path::new("/other/x"), Path::new("")), "/other/x");
+        assert_ne!(place_of(Path::new("/s/a"), home), place_of(Path::new("/s/b"), home));
+    }
+}

@@ -1,0 +1,182 @@
+//! Numbers and units as kit prints them in tables and messages: token counts (`12.3k`,
+//! `1,234,567`), US dollars (`$0.04`, `$0.9375`), counted nouns (`3 calls`), durations for
+//! table columns (`4m05s`, `2d03h`), and text cut or padded to a terminal width.
+//!
+//! Widths are display widths (the `console` crate's `measure_text_width`: a CJK character
+//! takes two columns, an ANSI colour code none), not characters or bytes. Durations have two
+//! printers, both here: [`format_duration`] for messages, with milliseconds and tenths (`850ms`,
+//! `12.3s`), and [`secs`], whole units for table columns (a column must not widen with tenths).
+
+use std::time::Duration;
+
+use console::Alignment;
+
+/// `1 call`, `2 calls`, `3 matches`.
+pub fn plural(n: u64, word: &str) -> String {
+    match (n, word.ends_with("ch")) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        _ => format!("{n} {word}s"),
+    }
+}
+
+/// The columns `s` takes on a terminal.
+pub fn width(s: &str) -> usize {
+    console::measure_text_width(s)
+}
+
+/// Cut `s` to `n` columns, marking a cut with `…` (which takes the last column). Not
+/// `console::truncate_str`, which cuts a text that fits exactly and panics when `n` is 0.
+pub fn clip(s: &str, n: usize) -> String {
+    if width(s) <= n {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w > n.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// `s` padded with spaces to `w` columns, on the right (`right` false) or the left; never cut.
+pub fn pad(s: &str, w: usize, right: bool) -> String {
+    let align = if right { Alignment::Right } else { Alignment::Left };
+    console::pad_str(s, w, align, None).into_owned()
+}
+
+/// Tokens compactly: `950`, `12.3k`, `4.5M`.
+pub fn tokens(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else if n < 1_000_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else if n < 1_000_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else {
+        format!("{:.1}G", n as f64 / 1e9)
+    }
+}
+
+/// Dollars: `$0.04`, `$12.30`, `$0.0012` for sub-cent amounts.
+pub fn usd(x: f64) -> String {
+    if x != 0.0 && x.abs() < 0.01 {
+        format!("${x:.4}")
+    } else {
+        format!("${x:.2}")
+    }
+}
+
+/// Dollars to four decimals, halves rounded up: `$0.9375`, `$0.1563` (`kit cache`'s
+/// comparisons, where cents would hide the difference).
+pub fn usd4(x: f64) -> String {
+    format!("${:.4}", (x * 10_000.0).round() / 10_000.0)
+}
+
+/// `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Print a duration compactly: `850ms`, `12.3s`, `4m05s`, `2h10m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        let s = d.as_secs();
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        let m = d.as_secs() / 60;
+        format!("{}h{:02}m", m / 60, m % 60)
+    }
+}
+
+/// An idle time as the cache messages print it: [`format_duration`] below 48 hours, whole days
+/// and hours from 48 hours on (`3d 4h`, minutes dropped), so that a week away reads as `7d 0h`
+/// rather than `168h00m`.
+pub fn format_idle(d: Duration) -> String {
+    const HOUR: u64 = 3600;
+    let s = d.as_secs();
+    if s < 48 * HOUR {
+        return format_duration(d);
+    }
+    format!("{}d {}h", s / (24 * HOUR), s % (24 * HOUR) / HOUR)
+}
+
+/// Seconds in whole units for a table column: `0s`, `59s`, `4m05s`, `2h10m`, from 100 hours on
+/// `4d02h`.
+pub fn secs(s: f64) -> String {
+    if s <= 0.0 {
+        return "0s".into();
+    }
+    let secs = s.round() as u64;
+    if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else if secs < 100 * 3600 {
+        format!("{}h{:02}m", secs / 3600, secs % 3600 / 60)
+    } else {
+        format!("{}d{:02}h", secs / 86_400, secs % 86_400 / 3600)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_as_the_tables_show_them() {
+        let cases: [(String, &str); 14] = [
+            (thousands(0), "0"),
+            (thousands(1_234_567), "1,234,567"),
+            (tokens(950), "950"),
+            (tokens(12_345), "12.3k"),
+            (tokens(4_500_000), "4.5M"),
+            (usd(0.0), "$0.00"),
+            (usd(0.0012), "$0.0012"),
+            (usd(12.3), "$12.30"),
+            (usd4(0.15625), "$0.1563"),
+            (plural(1, "call"), "1 call"),
+            (plural(3, "match"), "3 matches"),
+            (secs(245.0), "4m05s"),
+            (secs(7800.0), "2h10m"),
+            (secs(100.0 * 3600.0 + 7200.0), "4d06h"),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn widths_are_display_columns() {
+        assert_eq!(width("abc"), 3);
+        assert_eq!(width("日本"), 4);
+        assert_eq!(width("\u{1b}[1mab\u{1b}[0m"), 2);
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+        assert_eq!(clip("↳a2898e3", 8), "↳a2898e3");
+        assert_eq!(clip("abc", 0), "…");
+        assert_eq!(clip("日本語の名前", 5), "日本…");
+        assert_eq!(pad("日本", 6, false), "日本  ");
+        assert_eq!(pad("ab", 4, true), "  ab");
+        assert_eq!(pad("abcdef", 4, true), "abcdef");
+    }
+}
