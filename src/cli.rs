@@ -205,6 +205,10 @@ pub struct LoopArgs {
     /// Cap on the loop's wall time, e.g. 4h.
     #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_wall: Option<String>,
+    /// Start a new run with a fresh budget, even when the last run is finished (done, or a cap
+    /// reached) or unfinished (killed, paused, stopped: plain kit loop continues it).
+    #[arg(long)]
+    pub new_run: bool,
 }
 
 /// `kit rehearse …`

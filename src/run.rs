@@ -151,6 +151,7 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         timeout: dur("timeout", a.timeout)?,
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
+        new_run: a.new_run,
     })
 }
 

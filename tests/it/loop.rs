@@ -517,7 +517,8 @@ fn two_loops_started_at_the_same_instant_exactly_one_runs() {
     gated_agent(d.path(), "slow.sh", "go");
     for round in 0..20 {
         let _ = std::fs::remove_file(d.path().join("go"));
-        let args = ["--agent", "sh slow.sh", "--max-iterations", "1"];
+        // Each round is a run of its own: the last one reached its cap, so it is finished.
+        let args = ["--agent", "sh slow.sh", "--max-iterations", "1", "--new-run"];
         let mut a = spawn_loop(d.path(), &args);
         let mut b = spawn_loop(d.path(), &args);
         wait_for("one of the two loops to exit", Duration::from_secs(60), || {
@@ -1287,4 +1288,65 @@ fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2(
     assert!(events(d.path(), "agent_start").is_empty(), "the agent never started");
     let end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("refused"), Some(2)));
+}
+
+#[test]
+fn a_loop_killed_mid_run_continues_its_run_with_the_spent_budget() {
+    let d = project(false);
+    write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 10\n"));
+    // Iterations 1 and 2 change nothing; iteration 3 waits to be killed with kit.
+    write(d.path(), "agent.sh", "case $KIT_ITERATION in 3) touch at3; exec sleep 1000;; esac\n");
+    let args = ["--agent", "sh ./agent.sh", "--max-iterations", "4"];
+    let mut first = spawn_loop(d.path(), &args);
+    wait_for("iteration 3", Duration::from_secs(120), || d.path().join("at3").exists());
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let o = kit_loop(d.path(), &args);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let out = text(&o);
+    let line = out.lines().find(|l| l.starts_with("loop: continuing run 1")).unwrap_or_default();
+    assert!(line.contains("last: killed): 3 iterations, "), "{out}");
+    let numbers: Vec<u64> = events(d.path(), "iteration_start")
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3, 4], "numbering goes on; the cap counts the 3 spent");
+    let starts = events(d.path(), "loop_start");
+    assert_eq!((starts[1]["run"].as_u64(), starts[1]["resumed"].as_bool()), (Some(1), Some(true)));
+    assert_eq!(starts[1]["spent"]["iterations"], 3);
+    assert_eq!(starts[1]["run_started"], starts[0]["run_started"]);
+    let cap = events(d.path(), "cap").pop().unwrap();
+    assert_eq!((cap["which"].as_str(), cap["used"].as_f64()), (Some("iterations"), Some(4.0)));
+    assert!(last_line(&o).contains("iterations cap reached (4 of 4 iterations used)"), "{out}");
+
+    // Under --max-iterations 4 the run is finished: kit loop refuses it, naming the flag.
+    let before = journal(d.path());
+    let o = kit_loop(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("run 1 reached its iterations cap (4 of 4 iterations used)"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("kit loop --new-run starts run 2"), "{}", text(&o));
+    assert_eq!(journal(d.path()), before, "a refusal journals nothing");
+    let s = kit(d.path()).arg("status").output().unwrap();
+    let s = text(&s);
+    assert!(s.contains("run: 1 (started "), "{s}");
+    assert!(s.contains("2 loop processes, last: cap); spent 4 iterations"), "{s}");
+    assert!(s.contains("caps: iterations 4 of 4 (flag)"), "{s}");
+    // A plain kit loop has goal.md's budget of 6 iterations: 2 are left, and it would continue.
+    assert!(s.contains("next loop: continues run 1 with what it spent (4 iterations, "), "{s}");
+
+    // A new run has the whole budget again; raising the cap would have continued run 1.
+    let o = kit_loop(d.path(), &["--agent", "true", "--max-iterations", "1", "--new-run"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("loop: starting run 2 (--new-run); run 1 (cap) had spent 4 iterations"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(events(d.path(), "loop_start").pop().unwrap()["run"], 2);
+    assert_eq!(events(d.path(), "iteration_start").pop().unwrap()["iteration"], 5);
 }
