@@ -29,6 +29,7 @@ pub mod prices;
 pub mod recall;
 pub mod rehearse;
 pub mod run;
+pub mod schedule;
 pub mod status;
 pub mod term;
 pub mod transcript;

@@ -15,7 +15,8 @@
 //! JSON (`--json`), schema `kit.status/1`:
 //! `{schema, goal: {title, level, error}, owner: {pid, host, started, command} | null,
 //! run: {id, started, loops, spent: {iterations, wall_s, cost_usd, no_progress}, last_outcome}
-//! | null, next_loop: {action (start/continue/refuse/locked), text},
+//! | null, paused: {since, user, host, pid, reason, now} | {by_hand: true} | null (see
+//! `looprun::pause`), next_loop: {action (start/continue/refuse/locked/paused), text},
 //! iteration, criteria: {iteration, commit, dirty, verified, passed, total, results: [{line,
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
@@ -111,6 +112,8 @@ pub struct Status {
     pub owner: Option<Holder>,
     /// The journal's last run.
     pub run: Option<RunStatus>,
+    /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
+    pub paused: Option<Value>,
     /// What a plain `kit loop` would do now.
     pub next_loop: NextLoop,
     /// The last iteration number started (0: none).
@@ -152,7 +155,8 @@ pub struct RunStatus {
 /// What a plain `kit loop` would do now.
 #[derive(Clone, Debug, Serialize)]
 pub struct NextLoop {
-    /// `start`, `continue`, `refuse` (a finished run: exit 2), `locked` (a loop runs: exit 4).
+    /// `start`, `continue`, `refuse` (a finished run: exit 2), `locked` (a loop runs: exit 4),
+    /// `paused` (exit 5 until `kit resume`).
     pub action: &'static str,
     /// In words, with the flag or command that changes it.
     pub text: String,
@@ -248,7 +252,24 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         caps.cost_usd.used = spent.cost_usd;
         caps.no_progress.used = f64::from(spent.no_progress);
     }
-    let next_loop = next_loop(&h, owner.as_ref(), config.as_ref(), parsed_goal.as_ref());
+    let pause = crate::looprun::pause::read(&project);
+    // A loop that journaled its loop_end is on its way out: what comes next is the plan.
+    let running = owner.as_ref().filter(|_| live);
+    let mut next_loop = next_loop(&h, running, config.as_ref(), parsed_goal.as_ref());
+    if let Some(p) = pause.as_ref().filter(|_| owner.is_none()) {
+        next_loop = NextLoop {
+            action: "paused",
+            text: format!(
+                "exits 5: paused {}; after kit resume, kit loop {}",
+                p.describe(),
+                next_loop.text
+            ),
+        };
+    }
+    let paused = pause.map(|p| match p {
+        crate::looprun::pause::Paused::Record(r) => json!(r),
+        crate::looprun::pause::Paused::ByHand => json!({ "by_hand": true }),
+    });
     let run_status = last.map(|r| RunStatus {
         id: r.id,
         started: r.started.clone(),
@@ -260,6 +281,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         schema: "kit.status/1",
         goal,
         run: run_status,
+        paused,
         next_loop,
         interrupted: started.is_some() && ended.is_none() && owner.is_none(),
         owner,
@@ -499,6 +521,15 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             r.spent.describe()
         )?,
         None => writeln!(out, "{} none yet", theme.bold("run:"))?,
+    }
+    if let Some(p) = &s.paused {
+        let text = match serde_json::from_value::<crate::looprun::pause::PauseRecord>(p.clone()) {
+            Ok(r) if p.get("by_hand").is_none() => {
+                crate::looprun::pause::Paused::Record(r).describe()
+            }
+            _ => crate::looprun::pause::Paused::ByHand.describe(),
+        };
+        writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
     }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;

@@ -51,14 +51,14 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
-//! | `paused` | `iteration` (the last one run) |
+//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //!
 //! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
@@ -68,9 +68,11 @@
 
 pub mod agent;
 pub mod durable;
+pub mod ensure;
 pub mod history;
 pub mod lock;
 pub mod memcap;
+pub mod pause;
 pub mod procs;
 pub mod prompt;
 pub mod signals;
@@ -489,17 +491,24 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
 /// Errors: [`Error::Usage`] (exit 2) when the last run is finished and `--new-run` was not
 /// given, naming why and the flag; the errors of loading config.toml and goal.md.
 fn plan_run(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
-    let cfg = Config::load(&project.config())?;
-    let goal = crate::goal::load(project)?;
-    let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
-    let history = History::read(&project.journal())?;
-    match durable::plan(&history, &settings.limits(), opts.new_run) {
+    match plan_for(project, opts)? {
         durable::Plan::Finished { reason, next, .. } => {
             Err(Error::usage(format!("{reason}; kit loop does not restart a finished run"))
                 .with_hint(next))
         }
         plan => Ok(plan),
     }
+}
+
+/// [`durable::plan`] for `project` under the caps `opts`, config.toml and goal.md give.
+///
+/// Errors: loading config.toml or goal.md (exit 2); reading the journal.
+fn plan_for(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
+    let cfg = Config::load(&project.config())?;
+    let goal = crate::goal::load(project)?;
+    let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+    let history = History::read(&project.journal())?;
+    Ok(durable::plan(&history, &settings.limits(), opts.new_run))
 }
 
 /// What [`RunCtx::prepare`] checks before anything is written, run before the lock: the config,
@@ -893,22 +902,46 @@ impl RunCtx<'_> {
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
-        if self.project.pause().exists() {
-            self.journal("paused", json!({ "iteration": self.last_iteration }))?;
-            return Ok(Some(Outcome {
-                name: "paused",
-                code: EXIT_PAUSED,
-                reason: format!(
-                    "longrun/PAUSE exists; remove it and run kit loop to go on from iteration {}",
-                    self.last_iteration + 1
-                ),
-            }));
+        if let Some(paused) = pause::read(&self.project) {
+            return self.paused(&paused, false).map(Some);
         }
         let caps = self.caps(p, tally);
         let Some((which, used, limit, words)) = caps.into_iter().find(|c| c.1 >= c.2) else {
             return Ok(None);
         };
         self.cap_reached(which, used, limit, &words, tally).map(Some)
+    }
+
+    /// Journal `paused` and say how the run stops: before an iteration, or (`at_once`) after
+    /// `kit pause --now` stopped the agent of the last one.
+    fn paused(&mut self, paused: &pause::Paused, at_once: bool) -> Result<Outcome> {
+        let by = match paused {
+            pause::Paused::Record(r) => json!(r),
+            pause::Paused::ByHand => Value::Null,
+        };
+        self.journal(
+            "paused",
+            json!({ "iteration": self.last_iteration, "now": at_once, "by": by }),
+        )?;
+        let how = if at_once {
+            format!(
+                "; the agent of iteration {} was stopped at once and its criteria not run",
+                self.last_iteration
+            )
+        } else {
+            String::new()
+        };
+        Ok(Outcome {
+            name: "paused",
+            code: EXIT_PAUSED,
+            reason: format!(
+                "longrun/PAUSE exists (paused {}){how}; kit resume (or rm longrun/PAUSE), then \
+                 kit loop goes on with run {} from iteration {}",
+                paused.describe(),
+                self.run_id(),
+                self.last_iteration + 1
+            ),
+        })
     }
 
     /// Each cap as (`which`, used, limit, words), in the order they are checked.
@@ -1006,6 +1039,10 @@ impl RunCtx<'_> {
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
+        if run.ended.paused {
+            let paused = pause::read(&self.project).unwrap_or(pause::Paused::ByHand);
+            return self.paused(&paused, true).map(Some);
+        }
         if run.wall_cut {
             // The wall cap ended the agent; the criteria would only run past it.
             let [_, (which, used, limit, words), ..] = self.caps(p, tally);
@@ -1094,6 +1131,7 @@ impl RunCtx<'_> {
         let s = &p.settings;
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
+        let pause_path = self.project.pause();
         let launch = Launch {
             spec: &s.spec,
             root: &self.project.root,
@@ -1105,6 +1143,7 @@ impl RunCtx<'_> {
             memory_max: s.memory_max,
             enforcer: p.enforcer,
             stop: Some(self.stop),
+            pause_file: Some(&pause_path),
         };
         let journal = self.journal.clone();
         let log_rel = rel(&self.project, &log);
@@ -1177,6 +1216,7 @@ impl RunCtx<'_> {
                 "timed_out": ended.timed_out && !wall_cut,
                 "wall_cut": wall_cut,
                 "interrupted": ended.interrupted,
+                "paused": ended.paused,
                 "memory_killed": ended.memory_killed,
                 "enforcer": p.enforcer.name(),
                 "peak_rss_bytes": ended.peak_rss_bytes,
@@ -1457,6 +1497,8 @@ fn list_reverts(rs: &[Revert]) -> String {
 fn describe_end(e: &agent::Ended, wall_cut: bool, enforcer: Enforcer) -> String {
     if e.interrupted {
         "stopped by hand".into()
+    } else if e.paused {
+        "stopped at once by kit pause --now".into()
     } else if e.memory_killed {
         format!("killed at the memory cap by the {}", enforcer.name())
     } else if wall_cut {

@@ -1350,3 +1350,189 @@ fn a_loop_killed_mid_run_continues_its_run_with_the_spent_budget() {
     assert_eq!(events(d.path(), "loop_start").pop().unwrap()["run"], 2);
     assert_eq!(events(d.path(), "iteration_start").pop().unwrap()["iteration"], 5);
 }
+
+#[test]
+fn pause_stops_after_the_iteration_pause_now_at_once_and_resume_continues_the_run() {
+    let d = project(false);
+    gated_agent(d.path(), "slow.sh", "go");
+    let args = ["--agent", "sh slow.sh"];
+    let first = spawn_loop(d.path(), &args);
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let o = kit(d.path()).args(["pause", "--reason", "lunch"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).starts_with(&format!(
+            "paused: the loop (pid {}) stops after its current iteration",
+            first.id()
+        )),
+        "{}",
+        text(&o)
+    );
+    let s = text(&kit(d.path()).arg("status").output().unwrap());
+    assert!(s.contains("paused: since 2026-10-01T09:00:00Z by "), "{s}");
+    assert!(s.contains("(kit pause, pid ") && s.contains("): lunch; kit resume to go on"), "{s}");
+    write(d.path(), "go", "");
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        last_line(&o).starts_with("paused: longrun/PAUSE exists (paused since "),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(events(d.path(), "criteria").len(), 1, "the iteration ended with its criteria");
+    let p = events(d.path(), "paused").pop().unwrap();
+    assert_eq!((p["now"].as_bool(), p["by"]["reason"].as_str()), (Some(false), Some("lunch")));
+
+    let o = kit(d.path()).arg("resume").output().unwrap();
+    assert!(text(&o).starts_with("resumed: removed longrun/PAUSE (paused since "), "{}", text(&o));
+    assert!(!d.path().join("longrun/PAUSE").exists());
+
+    // --now: the agent of the next iteration is stopped at once, its criteria are not run.
+    std::fs::remove_file(d.path().join("go")).unwrap();
+    let second = spawn_loop(d.path(), &args);
+    wait_for("the second agent", Duration::from_secs(60), || {
+        events(d.path(), "agent_start").len() == 2
+    });
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    let o = kit(d.path()).args(["pause", "--now"]).output().unwrap();
+    assert!(text(&o).contains("stops its agent now"), "{}", text(&o));
+    let o = second.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        text(&o).contains("iteration 2: agent stopped at once by kit pause --now"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("the agent of iteration 2 was stopped at once and its criteria not run"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("loop: kit pause --now: stopping the agent"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    assert_eq!(events(d.path(), "agent_end").pop().unwrap()["paused"], true);
+    assert_eq!(events(d.path(), "criteria").len(), 1, "no criteria after a pause --now");
+    let s = text(&kit(d.path()).arg("status").output().unwrap());
+    assert!(s.contains("next loop: exits 5: paused since "), "{s}");
+
+    kit_ok(d.path(), &["resume"]);
+    write(d.path(), "fix.sh", "sed -i 's/a - b/a + b/' calc.py\n");
+    let o = kit_loop(d.path(), &["--agent", "sh fix.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("loop: continuing run 1 (started "), "{}", text(&o));
+    assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 3");
+    assert!(events(d.path(), "loop_start").iter().all(|e| e["run"] == 1));
+}
+
+/// Start `kit loop --ensure-alive ARGS` `n` times at once; their (exit status, output) pairs.
+fn ensure_alive_at_once(root: &Path, n: usize, args: &[&str]) -> Vec<(Option<i32>, String)> {
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            kit(root)
+                .args(["loop", "--ensure-alive"])
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (o.status.code(), text(&o))
+        })
+        .collect()
+}
+
+/// The pid in the one `ensure-alive: started a loop (pid N, …` line among `results`, asserting
+/// every other call found it alive.
+fn the_one_started(results: &[(Option<i32>, String)]) -> i32 {
+    let mut started = Vec::new();
+    for (code, out) in results {
+        assert_eq!(*code, Some(0), "{out}");
+        assert_eq!(out.lines().count(), 1, "one status line: {out}");
+        if let Some(rest) = out.strip_prefix("ensure-alive: started a loop (pid ") {
+            started.push(rest.split(',').next().unwrap().parse::<i32>().unwrap());
+        } else {
+            assert!(out.starts_with("ensure-alive: a loop is alive (pid "), "{out}");
+        }
+    }
+    assert_eq!(started.len(), 1, "exactly one loop started: {results:?}");
+    started[0]
+}
+
+#[test]
+fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
+    let d = project(false);
+    gated_agent(d.path(), "slow.sh", "go");
+    let args = ["--agent", "sh slow.sh", "--max-iterations", "3"];
+    let pid = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
+    wait_for("the loop_start", Duration::from_secs(60), || {
+        !events(d.path(), "loop_start").is_empty()
+    });
+    assert_eq!(events(d.path(), "loop_start").len(), 1);
+    let holder = kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
+    assert_eq!(holder.pid as i32, pid, "the lock was taken before ensure-alive returned");
+    // Detached: its own session, stdin from /dev/null, output under longrun/.runs/.
+    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let sid: i32 =
+        sid.rsplit(')').next().unwrap().split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(sid, pid, "the loop leads its own session");
+    let stdin = std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap();
+    assert_eq!(stdin, Path::new("/dev/null"));
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let logs: Vec<_> = std::fs::read_dir(d.path().join("longrun/.runs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop-"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(logs[0].path()).unwrap();
+    assert!(log.starts_with(&format!("loop: took longrun/.lock (pid {pid})")), "{log}");
+
+    // SIGKILL leaves a dead holder's record in the lock: 20 calls take it over exactly once.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    wait_for("the loop to die", Duration::from_secs(30), || !kit::looprun::procs::is_alive(pid));
+    let second = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
+    assert_ne!(second, pid);
+    // It returned once the loop held the lock; the loop journals its start just after.
+    wait_for("the second loop_start", Duration::from_secs(60), || {
+        events(d.path(), "loop_start").len() == 2
+    });
+    assert_eq!(events(d.path(), "lock_takeover").len(), 1);
+    assert_eq!(events(d.path(), "recovered").len(), 1, "the killed loop's agent group was ended");
+    let starts = events(d.path(), "loop_start");
+    assert_eq!(starts.len(), 2);
+    assert_eq!((starts[1]["run"].as_u64(), starts[1]["resumed"].as_bool()), (Some(1), Some(true)));
+
+    // The run goes to its cap; then there is nothing to start.
+    write(d.path(), "go", "");
+    wait_for("the run's end", Duration::from_secs(120), || {
+        !events(d.path(), "loop_end").is_empty()
+    });
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("cap"), Some(3)));
+    wait_for("the lock's release", Duration::from_secs(30), || {
+        kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
+    });
+    let o = kit(d.path()).args(["loop", "--ensure-alive"]).args(args).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).starts_with("ensure-alive: run 1 reached its iterations cap (3 of 3 iterations used); nothing to start"),
+        "{}",
+        text(&o)
+    );
+    // Paused: nothing starts, exit 5.
+    kit_ok(d.path(), &["pause"]);
+    let o = kit(d.path()).args(["loop", "--ensure-alive", "--agent", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(text(&o).starts_with("ensure-alive: paused since "), "{}", text(&o));
+    assert_eq!(events(d.path(), "loop_start").len(), 2);
+}
