@@ -106,7 +106,7 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         ),
         crate::schedule::Linger::Unknown(user) => writeln!(
             out,
-            "{} unknown for {user} (no loginctl, no /var/lib/systemd/linger) — without it a user timer stops at logout",
+            "{} unknown for {user} (loginctl does not answer, no /var/lib/systemd/linger) — without lingering a user timer stops at logout",
             theme.bold("lingering:")
         ),
     }

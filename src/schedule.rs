@@ -230,7 +230,7 @@ impl Calendar {
     /// hours from midnight").
     fn of(every: Duration) -> Result<Calendar> {
         let secs = every.as_secs();
-        let words = crate::duration::format_duration(every);
+        let words = humantime::format_duration(every).to_string();
         let uneven = || {
             Error::usage(format!(
                 "--every {words}: a schedule must repeat evenly within the hour or the day: give \
@@ -327,30 +327,78 @@ pub fn cron_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''")).replace('%', "\\%")
 }
 
-/// The service and timer files' text.
+/// The service and timer files' text, from `kit/schedule/kit-loop.{service,timer}`.
 fn units(t: &Target, cal: &Calendar) -> (String, String) {
-    let head = format!(
-        "{MARKER} {}: {}\n# Written by kit schedule install; kit schedule remove deletes it. Change longrun/config.toml, then install again.\n",
-        t.id, t.root
-    );
-    let service = format!(
-        "{head}[Unit]\nDescription=kit loop --ensure-alive in {desc}\n\n[Service]\nType=forking\nWorkingDirectory={wd}\nExecStart={kit} -C {root} loop --ensure-alive\nEnvironment={path}\nSuccessExitStatus=5\nTimeoutStartSec=5min\nMemoryMax={mem}\nMemorySwapMax=0\n",
-        desc = systemd_plain(&t.root),
-        wd = systemd_plain(&t.root),
-        kit = systemd_quote(&t.kit),
-        root = systemd_quote(&t.root),
-        path = systemd_quote(&format!("PATH={}", t.path_env)),
-        mem = crate::duration::format_size(t.memory_max),
-    );
-    let timer = format!(
-        "{head}[Unit]\nDescription=kit loop --ensure-alive in {desc} every {every}\n\n[Timer]\nOnCalendar={cal}\nPersistent=true\nUnit={service}\n\n[Install]\nWantedBy=timers.target\n",
-        desc = systemd_plain(&t.root),
-        every = cal.words,
-        cal = cal.systemd,
-        service = t.service(),
-    );
-    (service, timer)
+    let root_quoted = systemd_quote(&t.root);
+    let kit = systemd_quote(&t.kit);
+    let path = systemd_quote(&format!("PATH={}", t.path_env));
+    let plain = systemd_plain(&t.root);
+    let memory_max = crate::duration::format_size(t.memory_max);
+    let fields = [
+        ("id", t.id.as_str()),
+        ("root", t.root.as_str()),
+        ("root_quoted", root_quoted.as_str()),
+        ("kit", kit.as_str()),
+        ("path", path.as_str()),
+        ("working_directory", plain.as_str()),
+        ("description", plain.as_str()),
+        ("memory_max", memory_max.as_str()),
+        ("calendar", cal.systemd.as_str()),
+        ("every", cal.words.as_str()),
+    ];
+    (fill(SERVICE_TEMPLATE, &fields), fill(TIMER_TEMPLATE, &fields))
 }
+
+/// The crontab block, from `kit/schedule/crontab.txt`.
+fn cron_block(t: &Target, cal: &Calendar) -> String {
+    let runs = format!("{}/longrun/.runs", t.root);
+    let (root_quoted, kit, path) =
+        (cron_quote(&t.root), cron_quote(&t.kit), cron_quote(&t.path_env));
+    let (lock, log) =
+        (cron_quote(&format!("{runs}/cron.lock")), cron_quote(&format!("{runs}/cron.log")));
+    let fields = [
+        ("id", t.id.as_str()),
+        ("root", t.root.as_str()),
+        ("root_quoted", root_quoted.as_str()),
+        ("kit", kit.as_str()),
+        ("path", path.as_str()),
+        ("calendar", cal.cron.as_str()),
+        ("lock", lock.as_str()),
+        ("log", log.as_str()),
+    ];
+    fill(CRON_TEMPLATE, &fields)
+}
+
+/// `template` with each `{name}` of `fields` replaced by its value, in one pass (a value that
+/// holds braces is not read again); an unknown `{…}` stays as it is.
+fn fill(template: &str, fields: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name = after.find('}').map(|close| &after[..close]);
+        match name.and_then(|n| fields.iter().find(|(k, _)| *k == n)) {
+            Some((k, v)) => {
+                out.push_str(v);
+                rest = &after[k.len() + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `kit/schedule/kit-loop.service`.
+const SERVICE_TEMPLATE: &str = include_str!("../kit/schedule/kit-loop.service");
+/// `kit/schedule/kit-loop.timer`.
+const TIMER_TEMPLATE: &str = include_str!("../kit/schedule/kit-loop.timer");
+/// `kit/schedule/crontab.txt`.
+const CRON_TEMPLATE: &str = include_str!("../kit/schedule/crontab.txt");
 
 fn install_systemd(
     project: &Project,
@@ -435,18 +483,7 @@ fn install_cron(
     out: &mut dyn Write,
 ) -> Result<u8> {
     let o = Path::new("stdout");
-    let runs = format!("{}/longrun/.runs", t.root);
-    let line = format!(
-        "{} cd {} && PATH={} flock -n {} {} -C {} loop --ensure-alive >> {} 2>&1",
-        cal.cron,
-        cron_quote(&t.root),
-        cron_quote(&t.path_env),
-        cron_quote(&format!("{runs}/cron.lock")),
-        cron_quote(&t.kit),
-        cron_quote(&t.root),
-        cron_quote(&format!("{runs}/cron.log")),
-    );
-    let block = format!("{MARKER} {}: {}\n{line}\n", t.id, t.root);
+    let block = cron_block(t, cal);
     let current = crontab_list()?;
     let (mut kept, _) = without_block(&current, &t.id);
     if !kept.is_empty() && !kept.ends_with('\n') {
@@ -627,6 +664,14 @@ mod tests {
             assert_eq!(cron_quote(word), cron, "{word}");
         }
         assert_eq!(systemd_plain("/srv/50% off"), "/srv/50%% off");
+    }
+
+    #[test]
+    fn templates_are_filled_in_one_pass() {
+        assert_eq!(fill("a {x} {y} {z}", &[("x", "{y}"), ("y", "2")]), "a {y} 2 {z}");
+        assert_eq!(fill("{", &[]), "{");
+        assert!(!SERVICE_TEMPLATE.is_empty() && SERVICE_TEMPLATE.starts_with(MARKER));
+        assert!(TIMER_TEMPLATE.starts_with(MARKER) && CRON_TEMPLATE.starts_with(MARKER));
     }
 
     #[test]

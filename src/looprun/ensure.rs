@@ -195,16 +195,17 @@ fn stamp() -> String {
     crate::clock::now().strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
-/// The last line of `path` that says something, for the one status line.
+/// What the started loop's log says last, for the one status line: its last `kit: error:`
+/// line when it failed with one, else its last line that says something.
 fn last_line(path: &PathBuf) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    lines
+        .iter()
         .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("(no output)")
-        .trim()
-        .to_string()
+        .find(|l| l.starts_with("kit: error:"))
+        .or(lines.last())
+        .map_or_else(|| "(no output)".to_string(), |l| l.to_string())
 }
 
 #[cfg(test)]
