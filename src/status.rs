@@ -647,6 +647,8 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         theme.bold("next action:"),
         s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)")
     )?;
+    // Before the outcome, which stays the last line (`kit status | tail -n 1`).
+    writeln!(out, "{} {}", theme.bold("next loop:"), s.next_loop.text)?;
     match &s.outcome {
         Some(o) => writeln!(
             out,
@@ -663,7 +665,6 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         None if s.owner.is_some() => writeln!(out, "{} running", theme.bold("outcome:"))?,
         None => writeln!(out, "{} no loop has run yet; next: kit loop", theme.bold("outcome:"))?,
     }
-    writeln!(out, "{} {}", theme.bold("next loop:"), s.next_loop.text)?;
     for p in &s.problems {
         writeln!(
             out,

@@ -1536,3 +1536,76 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
     assert!(text(&o).starts_with("ensure-alive: paused since "), "{}", text(&o));
     assert_eq!(events(d.path(), "loop_start").len(), 2);
 }
+
+/// A small seeded generator (xorshift64*): the kill instants are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+#[test]
+fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
+    let d = project(false);
+    let root = d.path();
+    // No budget in the goal and caps far away: only the kills stop the loop, until the last
+    // loop, whose agent is allowed to fix the code.
+    write(root, "longrun/goal.md", &GOAL.replace("\n## Budget\n- iterations: 6\n", ""));
+    write(root, "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 1000\n"));
+    write(
+        root,
+        "agent.sh",
+        "echo \"$KIT_ITERATION\" >> agent-ran.txt\n[ -e fix-now ] && sed -i 's/a - b/a + b/' calc.py\nsleep 0.05\n",
+    );
+    let args = ["--agent", "sh ./agent.sh", "--max-iterations", "1000"];
+    let mut rng = Rng(0x5eed_1e55_c0ff_ee00);
+    let started = Instant::now();
+    let trials = 30;
+    for trial in 0..trials {
+        let mut child = spawn_loop(root, &args);
+        // A random instant in the loop's life: start-up, lock, baseline, agent, criteria.
+        std::thread::sleep(Duration::from_millis(rng.below(700)));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        assert!(
+            status.code().is_none_or(|c| c == 130),
+            "trial {trial}: the loop ended by itself ({status:?}) before it was killed"
+        );
+    }
+    write(root, "fix-now", "");
+    let o = kit_loop(root, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(last_line(&o).starts_with("done: every criterion passes (2 of 2)"), "{}", text(&o));
+
+    // The journal has no torn line (journal() panics on one) and every iteration exactly once.
+    let numbers: Vec<u64> =
+        events(root, "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = (1..=numbers.len() as u64).collect();
+    assert_eq!(numbers, want, "each iteration started once, in order");
+    for name in ["agent_end", "criteria"] {
+        let mut seen: Vec<u64> =
+            events(root, name).iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+        let n = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "{name} journaled twice for an iteration: {seen:?}");
+    }
+    // One run throughout: every loop continued it.
+    let starts = events(root, "loop_start");
+    assert!(starts.iter().all(|e| e["run"] == 1), "{starts:?}");
+    assert!(starts.len() > 1, "some kills landed after the loop started");
+    // Every state file parses; the tree matches the manifest; the lock is released.
+    for args in [&["goal", "check"][..], &["freeze", "--check"], &["status"]] {
+        let o = kit(root).args(args).output().unwrap();
+        assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+        assert!(!text(&o).contains("problem:"), "kit {args:?}: {}", text(&o));
+    }
+    kit::longrun::config::Config::load(&root.join("longrun/config.toml")).unwrap();
+    assert_eq!(read(root, "longrun/.lock"), "");
+    assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
+    assert!(started.elapsed() < Duration::from_secs(90), "took {:?}", started.elapsed());
+}
