@@ -1567,9 +1567,17 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
     let started = Instant::now();
     let trials = 30;
     for trial in 0..trials {
+        // A random instant in the loop's life: a phase (start-up, after its start, after the
+        // baseline, while the agent runs, after it, after its criteria), reached by waiting on
+        // the journal, then a random few milliseconds more.
+        let phases = ["", "loop_start", "baseline", "agent_start", "agent_end", "criteria"];
+        let phase = phases[rng.below(phases.len() as u64) as usize];
+        let before = events(root, phase).len();
         let mut child = spawn_loop(root, &args);
-        // A random instant in the loop's life: start-up, lock, baseline, agent, criteria.
-        std::thread::sleep(Duration::from_millis(rng.below(700)));
+        if !phase.is_empty() {
+            wait_for(phase, Duration::from_secs(60), || events(root, phase).len() > before);
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
         let _ = child.kill();
         let status = child.wait().unwrap();
         assert!(
@@ -1594,6 +1602,18 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
         seen.dedup();
         assert_eq!(seen.len(), n, "{name} journaled twice for an iteration: {seen:?}");
     }
+    // Kills landed in every phase: before a loop started, during an agent (its group ended
+    // by the next loop), and around the criteria.
+    let (takeovers, recovered) =
+        (events(root, "lock_takeover").len(), events(root, "recovered").len());
+    eprintln!(
+        "kill fuzz: {trials} kills, {} loop starts, {takeovers} lock takeovers, {recovered} agent \
+         groups recovered, {} iterations, {:?}",
+        events(root, "loop_start").len(),
+        numbers.len(),
+        started.elapsed()
+    );
+    assert!(takeovers > 0 && recovered > 0, "{takeovers} takeovers, {recovered} recovered");
     // One run throughout: every loop continued it.
     let starts = events(root, "loop_start");
     assert!(starts.iter().all(|e| e["run"] == 1), "{starts:?}");
