@@ -176,8 +176,8 @@ pub fn resume(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     }
     let next = match super::running_loop(&project) {
         Some(h) => format!("the loop (pid {}) goes on if it has not stopped yet", h.pid),
-        None => "next: kit loop continues the run (or let the schedule's kit loop \
-                 --ensure-alive start it)"
+        None => "next: kit loop goes on with the run (or the schedule's kit loop \
+                 --ensure-alive starts it)"
             .to_string(),
     };
     writeln!(out, "resumed: removed longrun/PAUSE (paused {}); {next}", was.describe()).at(o)?;
