@@ -195,3 +195,31 @@ fn the_cron_line_runs_ensure_alive_in_the_repository() {
     assert!(log.contains("exited 2: kit: error: "), "{log}");
     assert!(log.contains("goal.md rates level 0"), "the error is named: {log}");
 }
+
+#[test]
+fn systemd_reads_the_units_as_written_where_systemd_analyze_is_installed() {
+    // systemd's own parser is the judge of the quoting (a path with a space and a `%`); on a
+    // machine without it there is nothing to ask, and the golden cases pin the text.
+    let Some(analyze) = kit::doctor::find_on_path("systemd-analyze") else { return };
+    let dir = git_repo();
+    let repo = dir.path().join("my 100% repo");
+    std::fs::create_dir(&repo).unwrap();
+    let init = Command::new("git").args(["init", "-q"]).current_dir(&repo).status().unwrap();
+    assert!(init.success());
+    assert!(kit(&repo).arg("init").output().unwrap().status.success());
+    let units = dir.path().join("units");
+    let o = kit(&repo)
+        .args(["schedule", "install", "--systemd"])
+        .env("KIT_SYSTEMD_USER_DIR", &units)
+        .env("KIT_SYSTEMCTL", "true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let files: Vec<std::path::PathBuf> = listing(&units).iter().map(|n| units.join(n)).collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let o = Command::new(analyze).arg("verify").args(&files).current_dir(&units).output().unwrap();
+    // Complaints about a file come as `FILE:LINE: …`.
+    let t = text(&o);
+    assert!(o.status.success(), "systemd-analyze verify: {t}");
+    assert!(!t.contains(".service:") && !t.contains(".timer:"), "systemd-analyze verify: {t}");
+}
