@@ -1627,5 +1627,4 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
     kit::longrun::config::Config::load(&root.join("longrun/config.toml")).unwrap();
     assert_eq!(read(root, "longrun/.lock"), "");
     assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
-    assert!(started.elapsed() < Duration::from_secs(90), "took {:?}", started.elapsed());
 }
