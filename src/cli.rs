@@ -50,6 +50,24 @@ pub enum Command {
     },
     /// Run the agent in a headless loop until the goal's criteria pass or a cap is reached.
     Loop(LoopArgs),
+    /// Stop the loop cleanly after its current iteration (or its agent at once with --now).
+    ///
+    /// Writes longrun/PAUSE with who paused and when; while it exists kit loop starts no
+    /// iteration and exits 5. The run stays unfinished: after kit resume, kit loop continues it.
+    Pause {
+        /// Stop the running agent at once, as at a timeout (SIGTERM, grace period, SIGKILL),
+        /// without running that iteration's criteria.
+        #[arg(long)]
+        now: bool,
+        /// Why, shown by kit status.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+    },
+    /// Remove longrun/PAUSE so that kit loop goes on with the run.
+    Resume,
+    /// A timer that keeps a loop alive here: kit loop --ensure-alive from systemd or cron.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
     /// Show the loop's state from the journal.
     Status {
         /// Print JSON instead of text.
@@ -113,6 +131,39 @@ pub enum Command {
         /// Print each case's wall time to stderr, slowest first.
         #[arg(long, hide = true)]
         timings: bool,
+    },
+}
+
+/// `kit schedule …`
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Install a user systemd service and timer (or a crontab line) that runs kit loop
+    /// --ensure-alive for this repository; installing again changes nothing.
+    Install {
+        /// A user systemd service and timer (default where systemctl --user answers).
+        #[arg(long, conflicts_with = "cron")]
+        systemd: bool,
+        /// A crontab line with flock (default where there is no user systemd).
+        #[arg(long)]
+        cron: bool,
+        /// How often: minutes that divide 60 or hours that divide 24.
+        #[arg(long, value_name = "DUR", default_value = "10m")]
+        every: String,
+        /// Print exactly what would be written; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove this repository's units or crontab line (only kit's own).
+    Remove {
+        /// The user systemd units.
+        #[arg(long, conflicts_with = "cron")]
+        systemd: bool,
+        /// The crontab line.
+        #[arg(long)]
+        cron: bool,
+        /// Print what would be removed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -205,6 +256,18 @@ pub struct LoopArgs {
     /// Cap on the loop's wall time, e.g. 4h.
     #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
     pub max_wall: Option<String>,
+    /// Start a new run with a fresh budget, even when the last run is finished (done, or a cap
+    /// reached) or unfinished (killed, paused, stopped: plain kit loop continues it).
+    #[arg(long)]
+    pub new_run: bool,
+    /// The guard a timer calls: start this loop detached (its output in longrun/.runs/) only
+    /// when no loop is alive and the run is not finished; one status line; exit 0 when a loop
+    /// is (now) alive or the run is finished, 5 when paused.
+    #[arg(long, conflicts_with = "new_run")]
+    pub ensure_alive: bool,
+    /// Set on the loop --ensure-alive starts: lead a new session first.
+    #[arg(long, hide = true, conflicts_with = "ensure_alive")]
+    pub detached: bool,
 }
 
 /// `kit rehearse …`

@@ -83,6 +83,26 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         )
         .at(o)?,
     }
+    // A user timer (kit schedule install) only outlives the login session with lingering on.
+    match crate::schedule::lingering() {
+        crate::schedule::Linger::On(user) => writeln!(
+            out,
+            "{} on for {user} — a user timer (kit schedule install) keeps running after logout",
+            theme.bold("lingering:")
+        ),
+        crate::schedule::Linger::Off(user) => writeln!(
+            out,
+            "{} {} for {user} — a user timer stops at logout; loginctl enable-linger {user} (or kit schedule install --cron)",
+            theme.bold("lingering:"),
+            theme.warn("off")
+        ),
+        crate::schedule::Linger::Unknown(user) => writeln!(
+            out,
+            "{} unknown for {user} (loginctl does not answer, no /var/lib/systemd/linger) — without lingering a user timer stops at logout",
+            theme.bold("lingering:")
+        ),
+    }
+    .at(o)?;
     writeln!(out, "{}", theme.bold("programs:")).at(o)?;
     let mut ok = true;
     for t in &TOOLS {

@@ -139,4 +139,4 @@ pub struct ErrorReport<'a>(pub &'a Error);
 
 /// The next step when another loop owns `longrun/`: a live holder is never displaced.
 const LOCKED_HINT: &str = "kit status shows what that loop is doing; wait for it to end, or \
-     stop it with touch longrun/PAUSE (or Ctrl-C in its terminal)";
+     stop it with kit pause (kit pause --now stops its agent at once; or Ctrl-C in its terminal)";

@@ -53,6 +53,7 @@ pub mod recall;
 pub mod rehearse;
 pub mod run;
 pub mod sandbox;
+pub mod schedule;
 pub mod status;
 pub mod term;
 #[cfg(test)]

@@ -79,10 +79,28 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             };
             crate::frozen::freeze::run(&ctx.cwd, &action, &ctx.theme, out)
         }
-        Command::Loop(args) => crate::looprun::run(&ctx.cwd, &loop_options(args)?, out),
+        Command::Loop(args) => {
+            let (ensure_alive, detached) = (args.ensure_alive, args.detached);
+            let opts = loop_options(args)?;
+            if ensure_alive {
+                crate::looprun::ensure::ensure_alive(&ctx.cwd, &opts, out)
+            } else {
+                if detached {
+                    crate::looprun::ensure::detach_session();
+                }
+                crate::looprun::run(&ctx.cwd, &opts, out)
+            }
+        }
         Command::Status { json } => {
             crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
         }
+        Command::Pause { now, reason } => crate::looprun::pause::pause(
+            &ctx.cwd,
+            &crate::looprun::pause::PauseOptions { now, reason },
+            out,
+        ),
+        Command::Resume => crate::looprun::pause::resume(&ctx.cwd, out),
+        Command::Schedule(cmd) => schedule(ctx, cmd, out),
         Command::Doctor => crate::doctor::run(&ctx.cwd, &ctx.theme, out),
         Command::Rehearse(a) => {
             let opts = crate::rehearse::Options {
@@ -151,7 +169,34 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         timeout: dur("timeout", a.timeout)?,
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
+        new_run: a.new_run,
     })
+}
+
+fn schedule(ctx: &Ctx, cmd: crate::cli::ScheduleCommand, out: &mut dyn Write) -> Result<u8> {
+    use crate::schedule::{Backend, ScheduleOptions};
+    let backend = |systemd: bool, cron: bool| match (systemd, cron) {
+        (true, _) => Some(Backend::Systemd),
+        (_, true) => Some(Backend::Cron),
+        _ => None,
+    };
+    match cmd {
+        crate::cli::ScheduleCommand::Install { systemd, cron, every, dry_run } => {
+            let every = crate::duration::parse_duration(&every).map_err(|m| {
+                Error::usage(format!("--every: {m}")).with_hint("kit schedule install --every 10m")
+            })?;
+            let opts = ScheduleOptions { backend: backend(systemd, cron), every, dry_run };
+            crate::schedule::install(&ctx.cwd, &opts, out)
+        }
+        crate::cli::ScheduleCommand::Remove { systemd, cron, dry_run } => {
+            let opts = ScheduleOptions {
+                backend: backend(systemd, cron),
+                every: crate::schedule::DEFAULT_EVERY,
+                dry_run,
+            };
+            crate::schedule::remove(&ctx.cwd, &opts, out)
+        }
+    }
 }
 
 fn recall_options(a: crate::cli::RecallArgs) -> Result<crate::recall::RecallOptions> {

@@ -7,8 +7,16 @@
 //! ran on; the reverts (cheats) so far; the caps of the current run, used versus set; the next
 //! action from `progress.md`; and the outcome when the last run has ended.
 //!
+//! The run (see `looprun::durable`): its number, when it started, how many loop processes took
+//! part and what it spent; the caps count the whole run. `next loop` says what a plain
+//! `kit loop` would do now: start a run, continue this one, or refuse a finished one (and the
+//! flag that starts a new one).
+//!
 //! JSON (`--json`), schema `kit.status/1`:
 //! `{schema, goal: {title, level, error}, owner: {pid, host, started, command} | null,
+//! run: {id, started, loops, spent: {iterations, wall_s, cost_usd, no_progress}, last_outcome}
+//! | null, paused: {since, user, host, pid, reason, now} | {by_hand: true} | null (see
+//! `looprun::pause`), next_loop: {action (start/continue/refuse/locked/paused), text},
 //! iteration, criteria: {iteration, commit, dirty, verified, passed, total, results: [{line,
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
@@ -28,6 +36,7 @@ use crate::longrun::config::Config;
 use crate::longrun::history::{event_name, CriterionView, History};
 use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
+use crate::looprun::durable::{self, RunView};
 use crate::term::Theme;
 
 /// `kit status` options.
@@ -108,6 +117,12 @@ pub struct Status {
     pub goal: Value,
     /// The live lock holder.
     pub owner: Option<Holder>,
+    /// The journal's last run.
+    pub run: Option<RunStatus>,
+    /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
+    pub paused: Option<Value>,
+    /// What a plain `kit loop` would do now.
+    pub next_loop: NextLoop,
     /// The last iteration number started (0: none).
     pub iteration: u64,
     /// The last criteria results (baseline or iteration).
@@ -127,6 +142,31 @@ pub struct Status {
     /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
     /// each `{file, error}`: status shows them instead of silently showing defaults.
     pub problems: Vec<Value>,
+}
+
+/// The journal's last run, as status shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunStatus {
+    /// Its number.
+    pub id: u64,
+    /// When its first loop process started, RFC 3339.
+    pub started: String,
+    /// Loop processes that took part.
+    pub loops: u64,
+    /// What it spent (wall time until now while its loop runs).
+    pub spent: durable::Spent,
+    /// Its last loop process's outcome (`killed` when it never wrote one).
+    pub last_outcome: String,
+}
+
+/// What a plain `kit loop` would do now.
+#[derive(Clone, Debug, Serialize)]
+pub struct NextLoop {
+    /// `start`, `continue`, `refuse` (a finished run: exit 2), `locked` (a loop runs: exit 4),
+    /// `paused` (exit 5 until `kit resume`).
+    pub action: &'static str,
+    /// In words, with the flag or command that changes it.
+    pub text: String,
 }
 
 /// Gather the status of the project containing `cwd`.
@@ -212,10 +252,51 @@ pub fn gather(cwd: &Path) -> Result<Status> {
             }
         }
     }
-    let caps = caps_of(config.as_ref(), parsed_goal.as_ref(), started, run, ended.as_ref());
+    let last = durable::last_run(&h);
+    let live = owner.is_some() && ended.is_none();
+    let mut caps = caps_of(config.as_ref(), parsed_goal.as_ref(), started, run, ended.as_ref());
+    let mut spent = last.as_ref().map(|r| r.spent).unwrap_or_default();
+    if let Some(r) = last.as_ref().filter(|_| live) {
+        // A loop runs now: its own wall time counts until now, not until its last line.
+        spent.wall_s = wall_before(r, &h) + caps.wall_s.used.max(0.0);
+    }
+    if last.is_some() {
+        caps.iterations.used = spent.iterations as f64;
+        caps.wall_s.used = spent.wall_s;
+        caps.cost_usd.used = spent.cost_usd;
+        caps.no_progress.used = f64::from(spent.no_progress);
+    }
+    let pause = crate::looprun::pause::read(&project);
+    // A loop that journaled its loop_end is on its way out: what comes next is the plan.
+    let running = owner.as_ref().filter(|_| live);
+    let mut next_loop = next_loop(&h, running, config.as_ref(), parsed_goal.as_ref());
+    if let Some(p) = pause.as_ref().filter(|_| owner.is_none()) {
+        next_loop = NextLoop {
+            action: "paused",
+            text: format!(
+                "exits 5: paused {}; after kit resume, kit loop {}",
+                p.describe(),
+                next_loop.text
+            ),
+        };
+    }
+    let paused = pause.map(|p| match p {
+        crate::looprun::pause::Paused::Record(r) => json!(r),
+        crate::looprun::pause::Paused::ByHand => json!({ "by_hand": true }),
+    });
+    let run_status = last.map(|r| RunStatus {
+        id: r.id,
+        started: r.started.clone(),
+        loops: r.loops,
+        spent,
+        last_outcome: if live { "running".into() } else { r.last_outcome().to_string() },
+    });
     Ok(Status {
         schema: "kit.status/1",
         goal,
+        run: run_status,
+        paused,
+        next_loop,
         interrupted: started.is_some() && ended.is_none() && owner.is_none(),
         owner,
         iteration: h.last_iteration,
@@ -227,6 +308,54 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         skipped_lines: h.skipped.clone(),
         problems,
     })
+}
+
+/// The wall time `run` spent in the loop processes before its last one (from the last
+/// `loop_start`'s `spent`, which that process journaled; 0 for an old journal's run).
+fn wall_before(run: &RunView, h: &History) -> f64 {
+    run.events(h)
+        .iter()
+        .rev()
+        .find(|e| event_name(e) == "loop_start")
+        .and_then(|e| e["spent"]["wall_s"].as_f64())
+        .unwrap_or(0.0)
+}
+
+/// What a plain `kit loop` would do now, from the journal and the caps it would run with.
+fn next_loop(
+    h: &History,
+    owner: Option<&Holder>,
+    config: Option<&Config>,
+    goal: Option<&crate::goal::Goal>,
+) -> NextLoop {
+    if let Some(o) = owner {
+        return NextLoop {
+            action: "locked",
+            text: format!("exits 4: the loop of pid {} holds the lock", o.pid),
+        };
+    }
+    let cfg = config.cloned().unwrap_or_default();
+    let budget = goal.map(|g| g.budget.clone()).unwrap_or_default();
+    let limits = match crate::looprun::planned_caps(&cfg, &budget) {
+        Ok(p) => p.limits(),
+        Err(e) => return NextLoop { action: "refuse", text: format!("exits 2: {e}") },
+    };
+    match durable::plan(h, &limits, false) {
+        durable::Plan::New { id, .. } => {
+            NextLoop { action: "start", text: format!("starts run {id}") }
+        }
+        durable::Plan::Continue(r) => NextLoop {
+            action: "continue",
+            text: format!(
+                "continues run {} with what it spent ({}); kit loop --new-run starts afresh",
+                r.id,
+                r.spent.describe()
+            ),
+        },
+        durable::Plan::Finished { reason, next, .. } => {
+            NextLoop { action: "refuse", text: format!("exits 2: {reason}; {next}") }
+        }
+    }
 }
 
 /// The caps of the current run from its `loop_start`; before any run, those of `config` (the
@@ -393,6 +522,29 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         Some(h) => writeln!(out, "{} {}", theme.bold("owner:"), h.describe())?,
         None => writeln!(out, "{} none", theme.bold("owner:"))?,
     }
+    match &s.run {
+        Some(r) => writeln!(
+            out,
+            "{} {} (started {}, {} loop process{}, last: {}); spent {}",
+            theme.bold("run:"),
+            r.id,
+            r.started,
+            r.loops,
+            if r.loops == 1 { "" } else { "es" },
+            r.last_outcome,
+            r.spent.describe()
+        )?,
+        None => writeln!(out, "{} none yet", theme.bold("run:"))?,
+    }
+    if let Some(p) = &s.paused {
+        let text = match serde_json::from_value::<crate::looprun::pause::PauseRecord>(p.clone()) {
+            Ok(r) if p.get("by_hand").is_none() => {
+                crate::looprun::pause::Paused::Record(r).describe()
+            }
+            _ => crate::looprun::pause::Paused::ByHand.describe(),
+        };
+        writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
+    }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;
     } else {
@@ -544,6 +696,8 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         theme.bold("next action:"),
         s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)")
     )?;
+    // Before the outcome, which stays the last line (`kit status | tail -n 1`).
+    writeln!(out, "{} {}", theme.bold("next loop:"), s.next_loop.text)?;
     match &s.outcome {
         Some(o) => writeln!(
             out,

@@ -5,7 +5,9 @@
 //!   than the highest `iteration_start` ever journaled;
 //! - an `agent_start` with no `agent_end` for the same iteration names a process group that a
 //!   killed loop left behind;
-//! - the *current run* is everything from the last `loop_start` on; caps are counted per run.
+//! - [`History::current_run`] is everything from the last `loop_start` on: the last loop
+//!   process. A *run* in the budget's sense may span several of them (a killed or paused loop
+//!   continued by the next one); [`super::durable`] reads those from the same events.
 //!
 //! Criterion results are read from the JSON kit wrote (`criteria.results`), leniently, so that a
 //! journal written by an older kit still reads.

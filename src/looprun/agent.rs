@@ -243,7 +243,13 @@ pub struct Launch<'a> {
     pub enforcer: Enforcer,
     /// Asked to stop by hand (SIGINT/SIGTERM/SIGHUP to kit): ended like a timeout.
     pub stop: Option<&'a super::signals::Stop>,
+    /// `longrun/PAUSE`, read every [`PAUSE_POLL`] while the agent runs: a `kit pause --now`
+    /// record there stops the agent at once (ended like a timeout).
+    pub pause_file: Option<&'a Path>,
 }
+
+/// How often a running agent's loop looks for `kit pause --now`.
+pub const PAUSE_POLL: Duration = Duration::from_millis(200);
 
 /// The process just started: journaled before kit waits on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -269,6 +275,8 @@ pub struct Ended {
     pub timed_out: bool,
     /// Ended because kit was asked to stop (SIGINT, SIGTERM, SIGHUP).
     pub interrupted: bool,
+    /// Ended because `kit pause --now` asked for it.
+    pub paused: bool,
     /// Ended by the memory cap (the watchdog fired, or SIGKILL under a systemd scope that kit
     /// did not send).
     pub memory_killed: bool,
@@ -338,6 +346,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         (l.enforcer == Enforcer::Watchdog).then(|| Watchdog::new(me, pid, l.memory_max));
     let mut term_at: Option<Instant> = None;
     let mut kill_sent = false;
+    let mut pause_checked = Instant::now();
     let status = loop {
         if let Some(st) =
             child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))?
@@ -366,6 +375,23 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                 notify(&format!("loop: {sig} again: killing the agent's process group {pid} now"));
                 procs::signal_tree(me, pid, Signal::SIGKILL);
                 kill_sent = true;
+            }
+        }
+        if let Some(pause_file) = l.pause_file.filter(|_| !ended.paused) {
+            if pause_checked.elapsed() >= PAUSE_POLL {
+                pause_checked = Instant::now();
+                if super::pause::read_at(pause_file).is_some_and(|p| p.now()) {
+                    ended.paused = true;
+                    notify(&format!(
+                        "loop: kit pause --now: stopping the agent (process group {pid}): SIGTERM \
+                         now, SIGKILL in {} unless it exits",
+                        crate::duration::format_duration(l.grace)
+                    ));
+                    if term_at.is_none() {
+                        procs::signal_tree(me, pid, Signal::SIGTERM);
+                        term_at = Some(Instant::now());
+                    }
+                }
             }
         }
         let elapsed = started_at.elapsed();

@@ -28,8 +28,11 @@
 //!
 //! Caps, all on: iterations, wall time, cost (USD) and consecutive iterations without progress.
 //! Each is the stricter of `config.toml` (or the `kit loop` flag that overrides it) and goal.md's
-//! budget when it sets one. Caps count per run: a resumed loop starts them afresh, while
-//! iteration numbers keep counting across runs. **Progress** in an iteration means the criteria
+//! budget when it sets one. Caps count per *run*, which may span several loop processes (see
+//! [`durable`]): a `kit loop` on an unfinished run (killed, interrupted, paused) continues it with
+//! the iterations, wall time and cost it spent, and says so; a finished run (done, or a cap
+//! reached under the caps it would run with) is refused (exit 2) unless `--new-run` starts a new
+//! one. Iteration numbers keep counting across runs. **Progress** in an iteration means the criteria
 //! got closer: more of them passing than the best so far in this run, or the failing ones
 //! failing differently than in any check of this run so far (their exit status, the expectations
 //! they miss, or their last output lines, with timings and addresses ignored; see
@@ -43,20 +46,20 @@
 //! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
+//! | `loop_start` | `run` (the run's number), `run_started`, `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
-//! | `paused` | `iteration` (the last one run) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this run), `iteration` (last number), `reason`, `exit` |
+//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
+//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //!
 //! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
 //! 126 not executable, 127 command not found) and nothing changed; the run stops at once rather
@@ -64,9 +67,12 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
+pub mod durable;
+pub mod ensure;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
 pub use crate::longrun::lock; // moved: crate::longrun::lock (issue 11)
 pub mod memcap;
+pub mod pause;
 pub use crate::proc as procs; // moved: crate::proc (issue 11)
 pub mod prompt;
 pub mod signals;
@@ -104,6 +110,8 @@ pub struct LoopOptions {
     pub memory_max: Option<u64>,
     /// Cap on this run's wall time.
     pub max_wall: Option<Duration>,
+    /// Start a new run even when the last one is unfinished, or finished (see [`durable`]).
+    pub new_run: bool,
 }
 
 impl LoopOptions {
@@ -183,6 +191,16 @@ impl Settings {
             format_size(self.memory_max),
             src("memory"),
         )
+    }
+
+    /// The caps as [`durable::plan`] weighs a run's budget against them.
+    fn limits(&self) -> durable::Limits {
+        durable::Limits {
+            iterations: u64::from(self.max_iterations),
+            wall: self.max_wall,
+            cost_usd: self.max_cost_usd,
+            no_progress: self.max_no_progress,
+        }
     }
 
     fn resolve(cfg: &Config, opts: &LoopOptions, budget: &crate::goal::Budget) -> Result<Settings> {
@@ -278,6 +296,18 @@ pub fn planned_caps(cfg: &Config, budget: &crate::goal::Budget) -> Result<Planne
     })
 }
 
+impl PlannedCaps {
+    /// The caps as [`durable::plan`] weighs a run's budget against them.
+    pub fn limits(&self) -> durable::Limits {
+        durable::Limits {
+            iterations: u64::from(self.iterations),
+            wall: self.wall,
+            cost_usd: self.cost_usd,
+            no_progress: self.no_progress,
+        }
+    }
+}
+
 /// How a run ended (other than by an error), and why in words.
 #[derive(Clone, Debug, PartialEq)]
 struct Outcome {
@@ -299,8 +329,17 @@ struct Prepared {
     enforcer: Enforcer,
     /// The environment the criteria run in (see [`crate::goal::env`]).
     env: crate::goal::env::CriteriaEnv,
-    /// Start of the run's wall time (the baseline).
+    /// Start of this loop process's wall time (the baseline).
     started: Instant,
+    /// Wall time the run spent in earlier loop processes.
+    spent_wall: Duration,
+}
+
+impl Prepared {
+    /// The run's wall time so far: earlier loop processes and this one.
+    fn wall_used(&self) -> Duration {
+        self.spent_wall + self.started.elapsed()
+    }
 }
 
 /// What the run has learnt so far: for the caps and the next prompt.
@@ -443,6 +482,9 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
             return Err(Error::Locked { path: project.lock(), holder: h.describe() });
         }
     }
+    // Under the lock, before anything is written: continue the last run, start a new one, or
+    // refuse a finished one (exit 2, the journal untouched).
+    let plan = plan_run(&project, opts)?;
     held.keep();
     let journal = Journal::new(project.journal());
     let mut ctx = RunCtx {
@@ -454,9 +496,14 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         iterations_run: 0,
         last_iteration: 0,
         start_head: None,
+        plan,
+        began: Instant::now(),
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
+    let wall_s = ctx.began.elapsed().as_secs_f64();
+    let run_id = ctx.run_id();
+    let run_iterations = ctx.spent().iterations + ctx.iterations_run;
     match result {
         Ok(o) => {
             let _ = ctx.journal.append(
@@ -467,6 +514,9 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
                     "iteration": ctx.last_iteration,
                     "reason": o.reason,
                     "exit": o.code,
+                    "run": run_id,
+                    "run_iterations": run_iterations,
+                    "wall_s": wall_s,
                 }),
             );
             ctx.say(format!("{}: {}", o.name, o.reason));
@@ -483,11 +533,40 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
                     "iteration": ctx.last_iteration,
                     "reason": e.to_string(),
                     "exit": code,
+                    "run": run_id,
+                    "run_iterations": run_iterations,
+                    "wall_s": wall_s,
                 }),
             );
             Err(e)
         }
     }
+}
+
+/// What this `kit loop` does with the journal's runs (see [`durable`]), decided under the lock
+/// with the caps it would run with.
+///
+/// Errors: [`Error::Usage`] (exit 2) when the last run is finished and `--new-run` was not
+/// given, naming why and the flag; the errors of loading config.toml and goal.md.
+fn plan_run(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
+    match plan_for(project, opts)? {
+        durable::Plan::Finished { reason, next, .. } => {
+            Err(Error::usage(format!("{reason}; kit loop does not restart a finished run"))
+                .with_hint(next))
+        }
+        plan => Ok(plan),
+    }
+}
+
+/// [`durable::plan`] for `project` under the caps `opts`, config.toml and goal.md give.
+///
+/// Errors: loading config.toml or goal.md (exit 2); reading the journal.
+fn plan_for(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
+    let cfg = Config::load(&project.config())?;
+    let goal = crate::goal::load(project)?;
+    let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+    let history = History::read(&project.journal())?;
+    Ok(durable::plan(&history, &settings.limits(), opts.new_run))
 }
 
 /// What [`RunCtx::prepare`] checks before anything is written, run before the lock: the config,
@@ -553,9 +632,54 @@ struct RunCtx<'a> {
     last_iteration: u64,
     /// HEAD when this run started (None before the first commit).
     start_head: Option<String>,
+    /// The run this loop process works on: new, or continued with what it spent.
+    plan: durable::Plan,
+    /// When this loop process took the lock (its `loop_end` `wall_s`).
+    began: Instant,
 }
 
 impl RunCtx<'_> {
+    /// The number of the run this loop process works on.
+    fn run_id(&self) -> u64 {
+        match &self.plan {
+            durable::Plan::New { id, .. } => *id,
+            durable::Plan::Continue(r) | durable::Plan::Finished { run: r, .. } => r.id,
+        }
+    }
+
+    /// What the run spent before this loop process (nothing for a new run).
+    fn spent(&self) -> durable::Spent {
+        match &self.plan {
+            durable::Plan::Continue(r) => r.spent,
+            _ => durable::Spent::default(),
+        }
+    }
+
+    /// Say which run this loop works on, when it is not simply the first: a continued run with
+    /// what it spent, or a new run after an earlier one (`--new-run`).
+    fn announce_run(&mut self) {
+        let line = match &self.plan {
+            durable::Plan::Continue(r) => format!(
+                "loop: continuing run {} (started {}, {} loop{} so far, last: {}): {} spent; \
+                 kit loop --new-run starts afresh",
+                r.id,
+                r.started,
+                r.loops,
+                if r.loops == 1 { "" } else { "s" },
+                r.last_outcome(),
+                r.spent.describe()
+            ),
+            durable::Plan::New { id, after: Some(prev) } => format!(
+                "loop: starting run {id} (--new-run); run {} ({}) had spent {}",
+                prev.id,
+                prev.last_outcome(),
+                prev.spent.describe()
+            ),
+            _ => return,
+        };
+        self.say(line);
+    }
+
     fn say(&mut self, line: impl AsRef<str>) {
         // Output is a courtesy; the journal is the record. A closed stdout must not stop a loop.
         let _ = writeln!(self.out, "{}", line.as_ref());
@@ -614,7 +738,21 @@ impl RunCtx<'_> {
         let history = History::read(&self.project.journal())?;
         self.recover(&history)?;
         self.last_iteration = history.last_iteration;
+        self.announce_run();
         let mut tally = Tally::default();
+        if let durable::Plan::Continue(r) = &self.plan {
+            // The journal is the checkpoint: the run's budget and what counts as progress go on
+            // from where its last loop process left them.
+            tally.cost_usd = r.spent.cost_usd;
+            tally.no_progress = r.spent.no_progress;
+            for e in r.events(&history) {
+                if matches!(history::event_name(e), "baseline" | "criteria") {
+                    let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));
+                    tally.best = tally.best.max(views.iter().filter(|v| v.passed).count());
+                    tally.seen_failures.insert(failure_fingerprint(&views));
+                }
+            }
+        }
         self.start_head = git_rev(&self.project.root, "HEAD");
         let git_before = git_settings(&self.project.root);
         let mut p = self.prepare(opts, &mut tally)?;
@@ -680,9 +818,18 @@ impl RunCtx<'_> {
             "memory_cap",
             json!({ "enforcer": enforcer.name(), "reason": why, "max_bytes": settings.memory_max }),
         )?;
+        let spent = self.spent();
+        let run_started = match &self.plan {
+            durable::Plan::Continue(r) => r.started.clone(),
+            _ => crate::clock::now_rfc3339(),
+        };
         self.journal(
             "loop_start",
             json!({
+                "run": self.run_id(),
+                "run_started": run_started,
+                "resumed": matches!(self.plan, durable::Plan::Continue(_)),
+                "spent": spent,
                 "pid": std::process::id(),
                 "host": self.lock.holder().host,
                 "command": self.lock.holder().command,
@@ -762,6 +909,7 @@ impl RunCtx<'_> {
             enforcer,
             env,
             started: Instant::now(),
+            spent_wall: spent.wall(),
         })
     }
 
@@ -818,16 +966,8 @@ impl RunCtx<'_> {
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
-        if self.project.pause().exists() {
-            self.journal("paused", json!({ "iteration": self.last_iteration }))?;
-            return Ok(Some(Outcome {
-                name: "paused",
-                code: EXIT_PAUSED,
-                reason: format!(
-                    "longrun/PAUSE exists; remove it and run kit loop to go on from iteration {}",
-                    self.last_iteration + 1
-                ),
-            }));
+        if let Some(paused) = pause::read(&self.project) {
+            return self.paused(&paused, false).map(Some);
         }
         let caps = self.caps(p, tally);
         let Some((which, used, limit, words)) = caps.into_iter().find(|c| c.1 >= c.2) else {
@@ -836,16 +976,49 @@ impl RunCtx<'_> {
         self.cap_reached(which, used, limit, &words, tally).map(Some)
     }
 
+    /// Journal `paused` and say how the run stops: before an iteration, or (`at_once`) after
+    /// `kit pause --now` stopped the agent of the last one.
+    fn paused(&mut self, paused: &pause::Paused, at_once: bool) -> Result<Outcome> {
+        let by = match paused {
+            pause::Paused::Record(r) => json!(r),
+            pause::Paused::ByHand => Value::Null,
+        };
+        self.journal(
+            "paused",
+            json!({ "iteration": self.last_iteration, "now": at_once, "by": by }),
+        )?;
+        let how = if at_once {
+            format!(
+                "; the agent of iteration {} was stopped at once and its criteria not run",
+                self.last_iteration
+            )
+        } else {
+            String::new()
+        };
+        Ok(Outcome {
+            name: "paused",
+            code: EXIT_PAUSED,
+            reason: format!(
+                "longrun/PAUSE exists (paused {}){how}; kit resume (or rm longrun/PAUSE), then \
+                 kit loop goes on with run {} from iteration {}",
+                paused.describe(),
+                self.run_id(),
+                self.last_iteration + 1
+            ),
+        })
+    }
+
     /// Each cap as (`which`, used, limit, words), in the order they are checked.
     fn caps(&self, p: &Prepared, tally: &Tally) -> [(&'static str, f64, f64, String); 4] {
         let s = &p.settings;
-        let elapsed = p.started.elapsed();
+        let elapsed = p.wall_used();
+        let iterations = self.spent().iterations + self.iterations_run;
         [
             (
                 "iterations",
-                self.iterations_run as f64,
+                iterations as f64,
                 f64::from(s.max_iterations),
-                format!("{} of {} iterations used", self.iterations_run, s.max_iterations),
+                format!("{iterations} of {} iterations used", s.max_iterations),
             ),
             (
                 "wall",
@@ -929,6 +1102,10 @@ impl RunCtx<'_> {
         tally.reverts.extend(run.reverts.iter().map(describe_revert));
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
+        }
+        if run.ended.paused {
+            let paused = pause::read(&self.project).unwrap_or(pause::Paused::ByHand);
+            return self.paused(&paused, true).map(Some);
         }
         if run.wall_cut {
             // The wall cap ended the agent; the criteria would only run past it.
@@ -1019,8 +1196,9 @@ impl RunCtx<'_> {
             json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
         )?;
         let s = &p.settings;
-        let remaining = s.max_wall.saturating_sub(p.started.elapsed());
+        let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
+        let pause_path = self.project.pause();
         let launch = Launch {
             spec: &s.spec,
             root: &self.project.root,
@@ -1032,6 +1210,7 @@ impl RunCtx<'_> {
             memory_max: s.memory_max,
             enforcer: p.enforcer,
             stop: Some(self.stop),
+            pause_file: Some(&pause_path),
         };
         let journal = self.journal.clone();
         let log_rel = rel(&self.project, &log);
@@ -1104,6 +1283,7 @@ impl RunCtx<'_> {
                 "timed_out": ended.timed_out && !wall_cut,
                 "wall_cut": wall_cut,
                 "interrupted": ended.interrupted,
+                "paused": ended.paused,
                 "memory_killed": ended.memory_killed,
                 "enforcer": p.enforcer.name(),
                 "peak_rss_bytes": ended.peak_rss_bytes,
@@ -1456,6 +1636,8 @@ fn list_reverts(rs: &[Revert]) -> String {
 fn describe_end(e: &agent::Ended, wall_cut: bool, enforcer: Enforcer) -> String {
     if e.interrupted {
         "stopped by hand".into()
+    } else if e.paused {
+        "stopped at once by kit pause --now".into()
     } else if e.memory_killed {
         format!("killed at the memory cap by the {}", enforcer.name())
     } else if wall_cut {
@@ -1668,6 +1850,7 @@ mod tests {
             max_wall: s(1),
             memory_max: Some(32 << 20),
             agent: Some("sh ./agent.sh".into()),
+            new_run: false,
         };
         fine.check(root).unwrap();
     }

@@ -517,7 +517,8 @@ fn two_loops_started_at_the_same_instant_exactly_one_runs() {
     gated_agent(d.path(), "slow.sh", "go");
     for round in 0..20 {
         let _ = std::fs::remove_file(d.path().join("go"));
-        let args = ["--agent", "sh slow.sh", "--max-iterations", "1"];
+        // Each round is a run of its own: the last one reached its cap, so it is finished.
+        let args = ["--agent", "sh slow.sh", "--max-iterations", "1", "--new-run"];
         let mut a = spawn_loop(d.path(), &args);
         let mut b = spawn_loop(d.path(), &args);
         wait_for("one of the two loops to exit", Duration::from_secs(60), || {
@@ -1289,4 +1290,342 @@ fn criteria_whose_program_is_missing_stop_the_loop_before_the_agent_with_exit_2(
     assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("refused"), Some(2)));
 }
 
+#[test]
+fn a_loop_killed_mid_run_continues_its_run_with_the_spent_budget() {
+    let d = project(false);
+    write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 10\n"));
+    // Iterations 1 and 2 change nothing; iteration 3 waits to be killed with kit.
+    write(d.path(), "agent.sh", "case $KIT_ITERATION in 3) touch at3; exec sleep 1000;; esac\n");
+    let args = ["--agent", "sh ./agent.sh", "--max-iterations", "4"];
+    let mut first = spawn_loop(d.path(), &args);
+    wait_for("iteration 3", Duration::from_secs(120), || d.path().join("at3").exists());
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let o = kit_loop(d.path(), &args);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let out = text(&o);
+    let line = out.lines().find(|l| l.starts_with("loop: continuing run 1")).unwrap_or_default();
+    assert!(line.contains("last: killed): 3 iterations, "), "{out}");
+    let numbers: Vec<u64> = events(d.path(), "iteration_start")
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3, 4], "numbering goes on; the cap counts the 3 spent");
+    let starts = events(d.path(), "loop_start");
+    assert_eq!((starts[1]["run"].as_u64(), starts[1]["resumed"].as_bool()), (Some(1), Some(true)));
+    assert_eq!(starts[1]["spent"]["iterations"], 3);
+    assert_eq!(starts[1]["run_started"], starts[0]["run_started"]);
+    let cap = events(d.path(), "cap").pop().unwrap();
+    assert_eq!((cap["which"].as_str(), cap["used"].as_f64()), (Some("iterations"), Some(4.0)));
+    assert!(last_line(&o).contains("iterations cap reached (4 of 4 iterations used)"), "{out}");
+
+    // Under --max-iterations 4 the run is finished: kit loop refuses it, naming the flag.
+    let before = journal(d.path());
+    let o = kit_loop(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("run 1 reached its iterations cap (4 of 4 iterations used)"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("kit loop --new-run starts run 2"), "{}", text(&o));
+    assert_eq!(journal(d.path()), before, "a refusal journals nothing");
+    let s = kit(d.path()).arg("status").output().unwrap();
+    let s = text(&s);
+    assert!(s.contains("run: 1 (started "), "{s}");
+    assert!(s.contains("2 loop processes, last: cap); spent 4 iterations"), "{s}");
+    assert!(s.contains("caps: iterations 4 of 4 (flag)"), "{s}");
+    // A plain kit loop has goal.md's budget of 6 iterations: 2 are left, and it would continue.
+    assert!(s.contains("next loop: continues run 1 with what it spent (4 iterations, "), "{s}");
+
+    // A new run has the whole budget again; raising the cap would have continued run 1.
+    let o = kit_loop(d.path(), &["--agent", "true", "--max-iterations", "1", "--new-run"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("loop: starting run 2 (--new-run); run 1 (cap) had spent 4 iterations"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(events(d.path(), "loop_start").pop().unwrap()["run"], 2);
+    assert_eq!(events(d.path(), "iteration_start").pop().unwrap()["iteration"], 5);
+}
+
+#[test]
+fn pause_stops_after_the_iteration_pause_now_at_once_and_resume_continues_the_run() {
+    let d = project(false);
+    gated_agent(d.path(), "slow.sh", "go");
+    let args = ["--agent", "sh slow.sh"];
+    let first = spawn_loop(d.path(), &args);
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let o = kit(d.path()).args(["pause", "--reason", "lunch"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).starts_with(&format!(
+            "paused: the loop (pid {}) stops after its current iteration",
+            first.id()
+        )),
+        "{}",
+        text(&o)
+    );
+    let s = text(&kit(d.path()).arg("status").output().unwrap());
+    assert!(s.contains("paused: since 2026-10-01T09:00:00Z by "), "{s}");
+    assert!(s.contains("(kit pause, pid ") && s.contains("): lunch; kit resume to go on"), "{s}");
+    write(d.path(), "go", "");
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        last_line(&o).starts_with("paused: longrun/PAUSE exists (paused since "),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(events(d.path(), "criteria").len(), 1, "the iteration ended with its criteria");
+    let p = events(d.path(), "paused").pop().unwrap();
+    assert_eq!((p["now"].as_bool(), p["by"]["reason"].as_str()), (Some(false), Some("lunch")));
+
+    let o = kit(d.path()).arg("resume").output().unwrap();
+    assert!(text(&o).starts_with("resumed: removed longrun/PAUSE (paused since "), "{}", text(&o));
+    assert!(!d.path().join("longrun/PAUSE").exists());
+
+    // --now: the agent of the next iteration is stopped at once, its criteria are not run.
+    std::fs::remove_file(d.path().join("go")).unwrap();
+    let second = spawn_loop(d.path(), &args);
+    wait_for("the second agent", Duration::from_secs(60), || {
+        events(d.path(), "agent_start").len() == 2
+    });
+    let pgid = events(d.path(), "agent_start").pop().unwrap()["pgid"].as_i64().unwrap();
+    let o = kit(d.path()).args(["pause", "--now"]).output().unwrap();
+    assert!(text(&o).contains("stops its agent now"), "{}", text(&o));
+    let o = second.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        text(&o).contains("iteration 2: agent stopped at once by kit pause --now"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("the agent of iteration 2 was stopped at once and its criteria not run"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("loop: kit pause --now: stopping the agent"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(group_alive(pgid), Vec::<i32>::new());
+    assert_eq!(events(d.path(), "agent_end").pop().unwrap()["paused"], true);
+    assert_eq!(events(d.path(), "criteria").len(), 1, "no criteria after a pause --now");
+    let s = text(&kit(d.path()).arg("status").output().unwrap());
+    assert!(s.contains("next loop: exits 5: paused since "), "{s}");
+
+    kit_ok(d.path(), &["resume"]);
+    write(d.path(), "fix.sh", "sed -i 's/a - b/a + b/' calc.py\n");
+    let o = kit_loop(d.path(), &["--agent", "sh fix.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("loop: continuing run 1 (started "), "{}", text(&o));
+    assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 3");
+    assert!(events(d.path(), "loop_start").iter().all(|e| e["run"] == 1));
+}
+
+/// Start `kit loop --ensure-alive ARGS` `n` times at once; their (exit status, output) pairs.
+fn ensure_alive_at_once(root: &Path, n: usize, args: &[&str]) -> Vec<(Option<i32>, String)> {
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            kit(root)
+                .args(["loop", "--ensure-alive"])
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (o.status.code(), text(&o))
+        })
+        .collect()
+}
+
+/// The pid in the one `ensure-alive: started a loop (pid N, …` line among `results`, asserting
+/// every other call found it alive.
+fn the_one_started(results: &[(Option<i32>, String)]) -> i32 {
+    let mut started = Vec::new();
+    for (code, out) in results {
+        assert_eq!(*code, Some(0), "{out}");
+        assert_eq!(out.lines().count(), 1, "one status line: {out}");
+        if let Some(rest) = out.strip_prefix("ensure-alive: started a loop (pid ") {
+            started.push(rest.split(',').next().unwrap().parse::<i32>().unwrap());
+        } else {
+            assert!(out.starts_with("ensure-alive: a loop is alive (pid "), "{out}");
+        }
+    }
+    assert_eq!(started.len(), 1, "exactly one loop started: {results:?}");
+    started[0]
+}
+
+#[test]
+fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
+    let d = project(false);
+    gated_agent(d.path(), "slow.sh", "go");
+    let args = ["--agent", "sh slow.sh", "--max-iterations", "3"];
+    let pid = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
+    wait_for("the loop_start", Duration::from_secs(60), || {
+        !events(d.path(), "loop_start").is_empty()
+    });
+    assert_eq!(events(d.path(), "loop_start").len(), 1);
+    let holder = kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
+    assert_eq!(holder.pid as i32, pid, "the lock was taken before ensure-alive returned");
+    // Detached: its own session, stdin from /dev/null, output under longrun/.runs/.
+    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let sid: i32 =
+        sid.rsplit(')').next().unwrap().split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(sid, pid, "the loop leads its own session");
+    let stdin = std::fs::read_link(format!("/proc/{pid}/fd/0")).unwrap();
+    assert_eq!(stdin, Path::new("/dev/null"));
+    wait_for("the agent", Duration::from_secs(60), || !events(d.path(), "agent_start").is_empty());
+    let logs: Vec<_> = std::fs::read_dir(d.path().join("longrun/.runs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop-"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = std::fs::read_to_string(logs[0].path()).unwrap();
+    assert!(log.starts_with(&format!("loop: took longrun/.lock (pid {pid})")), "{log}");
+
+    // SIGKILL leaves a dead holder's record in the lock: 20 calls take it over exactly once.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    wait_for("the loop to die", Duration::from_secs(30), || !kit::looprun::procs::is_alive(pid));
+    let second = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
+    assert_ne!(second, pid);
+    // It returned once the loop held the lock; the loop journals its start just after.
+    wait_for("the second loop_start", Duration::from_secs(60), || {
+        events(d.path(), "loop_start").len() == 2
+    });
+    assert_eq!(events(d.path(), "lock_takeover").len(), 1);
+    assert_eq!(events(d.path(), "recovered").len(), 1, "the killed loop's agent group was ended");
+    let starts = events(d.path(), "loop_start");
+    assert_eq!(starts.len(), 2);
+    assert_eq!((starts[1]["run"].as_u64(), starts[1]["resumed"].as_bool()), (Some(1), Some(true)));
+
+    // The run goes to its cap; then there is nothing to start.
+    write(d.path(), "go", "");
+    wait_for("the run's end", Duration::from_secs(120), || {
+        !events(d.path(), "loop_end").is_empty()
+    });
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("cap"), Some(3)));
+    wait_for("the lock's release", Duration::from_secs(30), || {
+        kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
+    });
+    let o = kit(d.path()).args(["loop", "--ensure-alive"]).args(args).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).starts_with("ensure-alive: run 1 reached its iterations cap (3 of 3 iterations used); nothing to start"),
+        "{}",
+        text(&o)
+    );
+    // Paused: nothing starts, exit 5.
+    kit_ok(d.path(), &["pause"]);
+    let o = kit(d.path()).args(["loop", "--ensure-alive", "--agent", "true"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(text(&o).starts_with("ensure-alive: paused since "), "{}", text(&o));
+    assert_eq!(events(d.path(), "loop_start").len(), 2);
+}
+
+/// A small seeded generator (xorshift64*): the kill instants are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+#[test]
+fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
+    let d = project(false);
+    let root = d.path();
+    // No budget in the goal and caps far away: only the kills stop the loop, until the last
+    // loop, whose agent is allowed to fix the code.
+    write(root, "longrun/goal.md", &GOAL.replace("\n## Budget\n- iterations: 6\n", ""));
+    write(root, "longrun/config.toml", &format!("{CONFIG}\n[caps]\nmax_no_progress = 1000\n"));
+    write(
+        root,
+        "agent.sh",
+        "echo \"$KIT_ITERATION\" >> agent-ran.txt\n[ -e fix-now ] && sed -i 's/a - b/a + b/' calc.py\nsleep 0.05\n",
+    );
+    let args = ["--agent", "sh ./agent.sh", "--max-iterations", "1000"];
+    let mut rng = Rng(0x5eed_1e55_c0ff_ee00);
+    let started = Instant::now();
+    let trials = 30;
+    for trial in 0..trials {
+        // A random instant in the loop's life: a phase (start-up, after its start, after the
+        // baseline, while the agent runs, after it, after its criteria), reached by waiting on
+        // the journal, then a random few milliseconds more.
+        let phases = ["", "loop_start", "baseline", "agent_start", "agent_end", "criteria"];
+        let phase = phases[rng.below(phases.len() as u64) as usize];
+        let before = events(root, phase).len();
+        let mut child = spawn_loop(root, &args);
+        if !phase.is_empty() {
+            wait_for(phase, Duration::from_secs(60), || events(root, phase).len() > before);
+        }
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        assert!(
+            status.code().is_none_or(|c| c == 130),
+            "trial {trial}: the loop ended by itself ({status:?}) before it was killed"
+        );
+    }
+    write(root, "fix-now", "");
+    let o = kit_loop(root, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(last_line(&o).starts_with("done: every criterion passes (2 of 2)"), "{}", text(&o));
+
+    // The journal has no torn line (journal() panics on one) and every iteration exactly once.
+    let numbers: Vec<u64> =
+        events(root, "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = (1..=numbers.len() as u64).collect();
+    assert_eq!(numbers, want, "each iteration started once, in order");
+    for name in ["agent_end", "criteria"] {
+        let mut seen: Vec<u64> =
+            events(root, name).iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+        let n = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "{name} journaled twice for an iteration: {seen:?}");
+    }
+    // Kills landed in every phase: before a loop started, during an agent (its group ended
+    // by the next loop), and around the criteria.
+    let (takeovers, recovered) =
+        (events(root, "lock_takeover").len(), events(root, "recovered").len());
+    eprintln!(
+        "kill fuzz: {trials} kills, {} loop starts, {takeovers} lock takeovers, {recovered} agent \
+         groups recovered, {} iterations, {:?}",
+        events(root, "loop_start").len(),
+        numbers.len(),
+        started.elapsed()
+    );
+    assert!(takeovers > 0 && recovered > 0, "{takeovers} takeovers, {recovered} recovered");
+    // One run throughout: every loop continued it.
+    let starts = events(root, "loop_start");
+    assert!(starts.iter().all(|e| e["run"] == 1), "{starts:?}");
+    assert!(starts.len() > 1, "some kills landed after the loop started");
+    // Every state file parses; the tree matches the manifest; the lock is released.
+    for args in [&["goal", "check"][..], &["freeze", "--check"], &["status"]] {
+        let o = kit(root).args(args).output().unwrap();
+        assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+        assert!(!text(&o).contains("problem:"), "kit {args:?}: {}", text(&o));
+    }
+    kit::longrun::config::Config::load(&root.join("longrun/config.toml")).unwrap();
+    assert_eq!(read(root, "longrun/.lock"), "");
+    assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
+}
 mod cheats;
