@@ -25,6 +25,7 @@ pub mod longrun;
 pub mod looprun;
 pub mod matcher;
 pub mod measure;
+pub mod mine;
 pub mod prices;
 pub mod recall;
 pub mod rehearse;

@@ -1,0 +1,601 @@
+//! What `kit mine` takes from one session's transcript files: the facts a failure pattern is
+//! made of, each with the file and 1-based line where it was logged. The transcript engine
+//! ([`crate::transcript`]) reads tokens, compactions and resumes; this pass reads what the engine
+//! skips — tool calls with their inputs and tool results with their errors — the way
+//! [`crate::recall`] walks every message.
+//!
+//! Shapes, from the format references:
+//! - Claude Code (`formats/claude-code.md` §3.1, §3.4, §5.5, §7): `tool_use` blocks
+//!   `{id, name, input}` on assistant lines; `tool_result` blocks `{tool_use_id, content,
+//!   is_error}` on user lines, a Bash failure's content starting `Exit code N`; `toolUseResult`
+//!   `{type: "create"|"update", filePath}` for Write; `system/compact_boundary`; a `result` line
+//!   (headless stream, as in `longrun/.runs/NNN.log`) with `permission_denials: [{tool_name,
+//!   tool_use_id, tool_input}]`; a Stop hook's block reason reaches the model as a user message
+//!   starting `Stop hook feedback:`, and 2.1.197 logs hook blocks as `attachment` lines of
+//!   `attachment.type: "hook_blocking_error"` (`formats/real-clis.md` §3).
+//! - Codex (`formats/codex.md` §4, §7): `function_call {name, arguments (a JSON string),
+//!   call_id}` and `local_shell_call {action.command}`, answered by `function_call_output
+//!   {call_id, output}` whose text carries `Process exited with code N` (exec_command),
+//!   `Exit code: N` (shell_command) or is a JSON object with `metadata.exit_code` (shell);
+//!   `custom_tool_call` `apply_patch` with `*** Update File:` / `*** Delete File:` lines;
+//!   `compacted`; `event_msg/token_count` (one per API call, where the engine's resumes are).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::transcript::lines::{self, Parsed};
+use crate::transcript::{parse_ts_ms, Damage, ReadLimits, Source};
+
+/// A command (Bash, exec_command) that failed: a tool result marked `is_error`, or a non-zero
+/// exit code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    /// The command as the agent wrote it.
+    pub command: String,
+    /// The error text (the result's content or output).
+    pub error: String,
+}
+
+/// One fact, where it was logged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    /// The transcript file (main or subagent).
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// Unix ms of the line, if it had a timestamp.
+    pub ts_ms: Option<i64>,
+    /// What happened.
+    pub what: What,
+}
+
+/// The kinds of fact.
+#[derive(Clone, Debug, PartialEq)]
+pub enum What {
+    /// A shell command failed.
+    Failed(Failure),
+    /// A tool call was refused by the harness (a permission or sandbox denial): the tool's name
+    /// and the first line of the refusal.
+    Denied { tool: String, detail: String },
+    /// A test file was edited, overwritten, deleted or moved: its path and how.
+    TestEdit { file: String, how: String },
+    /// A file was read (Read, or a shell `cat`/`sed -n`/`head`/`tail`/`nl`).
+    Read { file: String },
+    /// The context was compacted.
+    Compaction,
+    /// A Stop hook blocked and the agent answered without a single tool call before stopping
+    /// again (or before the next prompt).
+    IgnoredStopBlock,
+    /// The first line of an API call with this timestamp (to place the engine's resumes).
+    Call,
+}
+
+/// Strings in a tool's error that mean the harness refused the call, not that it ran and
+/// failed. Claude Code `-p`: "Claude requested permissions to use Bash, but you haven't
+/// granted it yet" / "… require approval" (`formats/real-clis.md` §2); Codex's read-only
+/// sandbox: "Read-only file system" (same section); an approval the user (or `exec` mode)
+/// turned down. Matched ignoring case.
+pub const DENIAL_MARKERS: [&str; 7] = [
+    "haven't granted",
+    "require approval",
+    "requires approval",
+    "permission to use",
+    "read-only file system",
+    "rejected by the user",
+    "was not approved",
+];
+
+/// The facts of one file, in line order. Damage is counted into `damage` (the engine counts
+/// the same damage on its own pass, so callers may discard this one).
+pub fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec<Fact> {
+    let mut st = Pass { path: path.to_path_buf(), ..Pass::default() };
+    let limits = ReadLimits::default();
+    let _ = lines::for_each_record(path, limits, damage, |no, bytes| {
+        let v: Value = serde_json::from_slice(bytes)?;
+        let ts = v["timestamp"].as_str().and_then(parse_ts_ms);
+        match source {
+            Source::Claude => st.claude(no, ts, &v),
+            Source::Codex => st.codex(no, ts, &v),
+        }
+        Ok(Parsed::Known)
+    });
+    st.close_block();
+    st.facts
+}
+
+#[derive(Default)]
+struct Pass {
+    path: PathBuf,
+    facts: Vec<Fact>,
+    /// Tool calls waiting for their result: id → (tool name, command or file path).
+    pending: HashMap<String, (String, String)>,
+    /// Tool use ids already counted as denied (a stream's `result` repeats its tool results').
+    denied: std::collections::HashSet<String>,
+    /// A Stop hook block not yet answered: (line, ts, whether a tool call followed).
+    block: Option<(usize, Option<i64>, bool)>,
+    /// Message ids of API calls already placed.
+    calls: std::collections::HashSet<String>,
+}
+
+impl Pass {
+    fn push(&mut self, line: usize, ts_ms: Option<i64>, what: What) {
+        self.facts.push(Fact { path: self.path.clone(), line, ts_ms, what });
+    }
+
+    fn close_block(&mut self) {
+        if let Some((line, ts, false)) = self.block.take() {
+            self.push(line, ts, What::IgnoredStopBlock);
+        }
+    }
+
+    fn claude(&mut self, no: usize, ts: Option<i64>, v: &Value) {
+        match v["type"].as_str() {
+            Some("assistant") => {
+                let m = &v["message"];
+                if let Some(id) = m["id"].as_str() {
+                    if self.calls.insert(id.to_string()) && m["usage"].is_object() {
+                        self.push(no, ts, What::Call);
+                    }
+                }
+                for b in m["content"].as_array().into_iter().flatten() {
+                    if b["type"] == "tool_use" {
+                        if let Some(b) = &mut self.block {
+                            b.2 = true;
+                        }
+                        self.claude_tool_use(no, ts, b);
+                    }
+                }
+            }
+            Some("user") => self.claude_user(no, ts, v),
+            Some("system") => {
+                if v["subtype"] == "compact_boundary" && v["isSidechain"] != true {
+                    self.push(no, ts, What::Compaction);
+                }
+            }
+            Some("result") => {
+                for d in v["permission_denials"].as_array().into_iter().flatten() {
+                    let tool = d["tool_name"].as_str().unwrap_or("a tool").to_string();
+                    let id = d["tool_use_id"].as_str().unwrap_or_default().to_string();
+                    if id.is_empty() || self.denied.insert(id) {
+                        let detail = d["tool_input"]["command"]
+                            .as_str()
+                            .or(d["tool_input"]["file_path"].as_str())
+                            .map(|s| format!("{tool} {s}"))
+                            .unwrap_or_else(|| format!("{tool} denied"));
+                        self.push(no, ts, What::Denied { tool, detail: first_line(&detail) });
+                    }
+                }
+            }
+            Some("attachment") => {
+                let a = &v["attachment"];
+                let event = a["hookEvent"].as_str().or(a["hookName"].as_str()).unwrap_or("Stop");
+                if a["type"] == "hook_blocking_error" && event.starts_with("Stop") {
+                    self.open_block(no, ts);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn open_block(&mut self, no: usize, ts: Option<i64>) {
+        self.close_block();
+        self.block = Some((no, ts, false));
+    }
+
+    fn claude_tool_use(&mut self, no: usize, ts: Option<i64>, b: &Value) {
+        let name = b["name"].as_str().unwrap_or_default();
+        let input = &b["input"];
+        let id = b["id"].as_str().unwrap_or_default().to_string();
+        let file = input["file_path"].as_str().or(input["notebook_path"].as_str());
+        match (name, file) {
+            ("Read", Some(f)) => self.push(no, ts, What::Read { file: f.to_string() }),
+            ("Edit" | "MultiEdit" | "NotebookEdit", Some(f)) if is_test_path(f) => {
+                self.push(no, ts, What::TestEdit { file: f.to_string(), how: name.to_lowercase() })
+            }
+            ("Write", Some(f)) if is_test_path(f) => {
+                // Only an overwrite of an existing test counts; its result says which.
+                self.pending.insert(id, ("Write".into(), f.to_string()));
+            }
+            ("Bash", _) => {
+                let cmd = input["command"].as_str().unwrap_or_default();
+                self.shell(no, ts, cmd);
+                self.pending.insert(id, ("Bash".into(), cmd.to_string()));
+            }
+            _ => {
+                self.pending.insert(id, (name.to_string(), String::new()));
+            }
+        }
+    }
+
+    /// What a shell command says by itself: a read, or a change to a test file.
+    fn shell(&mut self, no: usize, ts: Option<i64>, cmd: &str) {
+        if let Some(f) = shell_read(cmd) {
+            self.push(no, ts, What::Read { file: f });
+        }
+        if let Some((file, how)) = shell_test_edit(cmd) {
+            self.push(no, ts, What::TestEdit { file, how });
+        }
+    }
+
+    fn claude_user(&mut self, no: usize, ts: Option<i64>, v: &Value) {
+        let content = &v["message"]["content"];
+        let mut texts: Vec<&str> = vec![];
+        let mut prompt = false;
+        match content {
+            Value::String(s) => {
+                texts.push(s);
+                prompt = true;
+            }
+            Value::Array(blocks) => {
+                for b in blocks {
+                    match b["type"].as_str() {
+                        Some("text") => {
+                            if let Some(t) = b["text"].as_str() {
+                                texts.push(t);
+                                prompt = true;
+                            }
+                        }
+                        Some("tool_result") => self.claude_result(no, ts, v, b),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        if texts.iter().any(|t| t.trim_start().starts_with("Stop hook feedback")) {
+            self.open_block(no, ts);
+            return;
+        }
+        let typed = prompt
+            && v["isMeta"] != true
+            && v["isCompactSummary"] != true
+            && !texts.iter().any(|t| t.trim_start().starts_with('<'));
+        if typed && v["isSidechain"] != true {
+            self.close_block();
+        }
+    }
+
+    fn claude_result(&mut self, no: usize, ts: Option<i64>, line: &Value, b: &Value) {
+        let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+        let Some((tool, arg)) = self.pending.remove(&id) else { return };
+        if tool == "Write" {
+            if line["toolUseResult"]["type"] == "update" {
+                self.push(no, ts, What::TestEdit { file: arg, how: "overwrite".into() });
+            }
+            return;
+        }
+        if b["is_error"] != true {
+            return;
+        }
+        let text = flatten(&b["content"]);
+        if is_denial(&text) {
+            if self.denied.insert(id) {
+                self.push(no, ts, What::Denied { tool, detail: error_line(&text) });
+            }
+        } else if tool == "Bash" && !arg.is_empty() {
+            self.push(no, ts, What::Failed(Failure { command: arg, error: text }));
+        }
+    }
+
+    fn codex(&mut self, no: usize, ts: Option<i64>, v: &Value) {
+        let p = &v["payload"];
+        match (v["type"].as_str(), p["type"].as_str()) {
+            (Some("response_item"), Some("function_call")) => {
+                let name = p["name"].as_str().unwrap_or_default();
+                let id = p["call_id"].as_str().unwrap_or_default().to_string();
+                let args: Value = p["arguments"]
+                    .as_str()
+                    .and_then(|a| serde_json::from_str(a).ok())
+                    .unwrap_or(Value::Null);
+                let cmd = codex_command(&args);
+                if let Some(c) = &cmd {
+                    self.shell(no, ts, c);
+                }
+                self.pending.insert(id, (name.to_string(), cmd.unwrap_or_default()));
+            }
+            (Some("response_item"), Some("local_shell_call")) => {
+                let id = p["call_id"].as_str().unwrap_or_default().to_string();
+                let cmd = codex_command(&p["action"]).unwrap_or_default();
+                self.shell(no, ts, &cmd);
+                self.pending.insert(id, ("local_shell".into(), cmd));
+            }
+            (Some("response_item"), Some("custom_tool_call")) => {
+                let input = p["input"].as_str().unwrap_or_default();
+                for l in input.lines() {
+                    let edit = [("*** Update File: ", "patch"), ("*** Delete File: ", "delete")]
+                        .into_iter()
+                        .find_map(|(head, how)| l.strip_prefix(head).map(|f| (f.trim(), how)));
+                    if let Some((f, how)) = edit.filter(|(f, _)| is_test_path(f)) {
+                        self.push(no, ts, What::TestEdit { file: f.to_string(), how: how.into() });
+                    }
+                }
+            }
+            (Some("response_item"), Some("function_call_output")) => {
+                let id = p["call_id"].as_str().unwrap_or_default();
+                let Some((tool, cmd)) = self.pending.remove(id) else { return };
+                let text = flatten(&p["output"]);
+                let (exit, body) = codex_exit(&text);
+                if is_denial(&body) {
+                    self.push(no, ts, What::Denied { tool, detail: error_line(&body) });
+                } else if exit.is_some_and(|e| e != 0) && !cmd.is_empty() {
+                    self.push(no, ts, What::Failed(Failure { command: cmd, error: body }));
+                }
+            }
+            (Some("compacted"), _) => self.push(no, ts, What::Compaction),
+            (Some("event_msg"), Some("token_count")) if p["info"].is_object() => {
+                self.push(no, ts, What::Call)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The command line of a Codex tool call's arguments: `cmd` or `command`, a string or an argv
+/// (`["bash", "-lc", "…"]` gives the script).
+fn codex_command(args: &Value) -> Option<String> {
+    let c = if args["cmd"].is_null() { &args["command"] } else { &args["cmd"] };
+    match c {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => {
+            let parts: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            match parts.as_slice() {
+                [sh, flag, script] if sh.ends_with("sh") && flag.starts_with('-') => {
+                    Some(script.to_string())
+                }
+                _ => (!parts.is_empty()).then(|| parts.join(" ")),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The exit code of a Codex tool output and its body without the headers Codex puts first.
+fn codex_exit(text: &str) -> (Option<i64>, String) {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        if v.is_object() {
+            let exit = v["metadata"]["exit_code"].as_i64();
+            return (exit, v["output"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let mut exit = None;
+    let mut body = vec![];
+    let mut in_output = false;
+    for l in text.lines() {
+        if in_output {
+            body.push(l);
+            continue;
+        }
+        let t = l.trim();
+        if let Some(n) = t
+            .strip_prefix("Process exited with code")
+            .or_else(|| t.strip_prefix("Exit code:"))
+            .and_then(|n| n.trim().parse::<i64>().ok())
+        {
+            exit = Some(n);
+        } else if t == "Output:" {
+            in_output = true;
+        } else if !(t.starts_with("Chunk ID:")
+            || t.starts_with("Wall time:")
+            || t.starts_with("Original token count:"))
+        {
+            body.push(l);
+        }
+    }
+    (exit, body.join("\n"))
+}
+
+/// Whether a tool error is the harness refusing the call ([`DENIAL_MARKERS`]).
+pub fn is_denial(text: &str) -> bool {
+    let t = text.to_lowercase();
+    DENIAL_MARKERS.iter().any(|m| t.contains(m))
+}
+
+/// Every string of a result's content (a string, or a list of text blocks), joined by lines.
+fn flatten(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|b| b["text"].as_str().or(b.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().to_string()
+}
+
+/// The first line of an error that says what went wrong: without Claude Code's `Exit code N`
+/// header and `<tool_use_error>` tags.
+pub fn error_line(text: &str) -> String {
+    let t = text.replace("<tool_use_error>", "").replace("</tool_use_error>", "");
+    t.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .find(|l| {
+            !(l.strip_prefix("Exit code ").is_some_and(|n| n.trim().parse::<i64>().is_ok())
+                || l.starts_with("Error: Exit code "))
+        })
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Folder names that hold tests.
+const TEST_DIRS: [&str; 6] = ["test", "tests", "__tests__", "spec", "specs", "testdata"];
+
+/// Whether a path names a test file: under a `test`/`tests`/`__tests__`/`spec` folder, or named
+/// like one (`test_*.py`, `*_test.py`, `*_test.go`, `*.test.ts`, `*.spec.js`, `*_spec.rb`,
+/// `conftest.py`).
+pub fn is_test_path(p: &str) -> bool {
+    let p = p.trim_matches(|c| c == '"' || c == '\'');
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
+    let Some((name, dirs)) = parts.split_last() else { return false };
+    if dirs.iter().any(|d| TEST_DIRS.contains(d)) {
+        return true;
+    }
+    let stem = name.split('.').next().unwrap_or(name);
+    (name.starts_with("test_") && name.contains('.'))
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || *name == "conftest.py"
+}
+
+/// The words of a shell command split at blanks and at `;`, `|`, `&`, with quotes dropped: a
+/// rough split, good enough to spot a verb and a path (kit never runs it).
+fn words(cmd: &str) -> Vec<String> {
+    let mut out = vec![];
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    for c in cmd.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, c) if c.is_whitespace() || matches!(c, ';' | '|' | '&' | '>' | '<') => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                if !c.is_whitespace() {
+                    out.push(c.to_string());
+                }
+            }
+            (None, c) => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The file a plain read command reads: `cat F`, `head … F`, `tail … F`, `nl … F`,
+/// `sed -n '…' F`, `less F` — one command, no pipe or redirection.
+pub fn shell_read(cmd: &str) -> Option<String> {
+    let w = words(cmd);
+    if w.iter().any(|x| matches!(x.as_str(), ";" | "|" | "&" | ">" | "<")) || w.len() < 2 {
+        return None;
+    }
+    let verb = w[0].as_str();
+    let ok = match verb {
+        "cat" | "head" | "tail" | "nl" | "less" | "more" | "bat" => true,
+        "sed" => w.get(1).is_some_and(|f| f == "-n"),
+        _ => false,
+    };
+    let last = w.last()?;
+    (ok && !last.starts_with('-') && w.len() <= 5).then(|| last.clone())
+}
+
+/// A shell command that changes a test file: `rm`, `git rm`, `mv`, `truncate`, `sed -i`,
+/// `perl -i`, or a redirection `>`/`>>` into it. Returns the first test
+/// path it names and the verb.
+pub fn shell_test_edit(cmd: &str) -> Option<(String, String)> {
+    let w = words(cmd);
+    let mut verb: Option<String> = None;
+    let mut redirect = false;
+    for (i, x) in w.iter().enumerate() {
+        let start = i == 0 || matches!(w[i - 1].as_str(), ";" | "|" | "&");
+        if start {
+            let next = w.get(i + 1).map(String::as_str).unwrap_or_default();
+            verb = match (x.as_str(), next) {
+                ("rm" | "mv" | "truncate" | "unlink", _) => Some(x.clone()),
+                ("git", "rm" | "mv") => Some(format!("git {next}")),
+                ("sed", f) if f.starts_with("-i") || f == "--in-place" => Some("sed -i".into()),
+                ("perl", f) if f.starts_with('-') && f.contains('i') => Some("perl -i".into()),
+                _ => None,
+            };
+        }
+        if x == ">" {
+            redirect = true;
+            continue;
+        }
+        let changed = verb.is_some() || redirect;
+        if changed && i > 0 && is_test_path(x) && !x.starts_with('-') {
+            let how = if redirect { "redirect".to_string() } else { verb.clone()? };
+            return Some((x.clone(), how));
+        }
+        redirect = false;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_paths_table() {
+        let cases = [
+            ("tests/test_durations.py", true),
+            ("/repo/tests/helpers.py", true),
+            ("src/parser_test.go", true),
+            ("web/app.test.ts", true),
+            ("spec/models/user_spec.rb", true),
+            ("conftest.py", true),
+            ("test_x.py", true),
+            ("src/contest.py", false),
+            ("src/testing.rs", false),
+            ("latest/notes.md", false),
+            ("README.md", false),
+            ("", false),
+        ];
+        for (p, want) in cases {
+            assert_eq!(is_test_path(p), want, "{p}");
+        }
+    }
+
+    #[test]
+    fn shell_reads_and_test_edits_table() {
+        assert_eq!(shell_read("cat src/lib.rs").as_deref(), Some("src/lib.rs"));
+        assert_eq!(shell_read("sed -n '1,200p' src/lib.rs").as_deref(), Some("src/lib.rs"));
+        assert_eq!(shell_read("nl -ba src/a.py").as_deref(), Some("src/a.py"));
+        assert_eq!(shell_read("cat a | grep x"), None);
+        assert_eq!(shell_read("sed -i s/a/b/ f"), None);
+        assert_eq!(shell_read("ls src"), None);
+        let e = |c: &str| shell_test_edit(c);
+        assert_eq!(e("rm tests/test_a.py"), Some(("tests/test_a.py".into(), "rm".into())));
+        assert_eq!(e("cd x && git rm -q tests/t.py"), Some(("tests/t.py".into(), "git rm".into())));
+        assert_eq!(
+            e("sed -i 's/9/8/' tests/test_a.py"),
+            Some(("tests/test_a.py".into(), "sed -i".into()))
+        );
+        assert_eq!(
+            e("echo pass > tests/test_a.py"),
+            Some(("tests/test_a.py".into(), "redirect".into()))
+        );
+        assert_eq!(e("python3 -m unittest tests/test_a.py"), None);
+        assert_eq!(e("cat tests/test_a.py > /tmp/copy"), None);
+        assert_eq!(e("rm -rf build"), None);
+    }
+
+    #[test]
+    fn error_lines_drop_the_exit_header() {
+        assert_eq!(
+            error_line("Exit code 127\n/bin/bash: line 1: python: command not found"),
+            "/bin/bash: line 1: python: command not found"
+        );
+        assert_eq!(
+            error_line("<tool_use_error>File does not exist.</tool_use_error>"),
+            "File does not exist."
+        );
+        let (exit, body) = codex_exit(
+            "Chunk ID: 4f2a\nWall time: 0.1 seconds\nProcess exited with code 2\nOriginal token count: 9\nOutput:\nmake: *** No rule to make target 'tset'.  Stop.\n",
+        );
+        assert_eq!(exit, Some(2));
+        assert_eq!(error_line(&body), "make: *** No rule to make target 'tset'.  Stop.");
+        let (exit, body) =
+            codex_exit(r#"{"output":"boom\n","metadata":{"exit_code":1,"duration_seconds":0.2}}"#);
+        assert_eq!((exit, body.as_str()), (Some(1), "boom\n"));
+        assert_eq!(codex_exit("Exit code: 0\nWall time: 1s\nOutput:\nok").0, Some(0));
+        assert!(is_denial(
+            "Claude requested permissions to use Bash, but you haven't granted it yet."
+        ));
+        assert!(is_denial("touch: cannot touch 'x': Read-only file system"));
+        assert!(!is_denial("No such file or directory"));
+    }
+}
