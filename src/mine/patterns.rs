@@ -372,7 +372,11 @@ fn repeated_reads(sessions: &[SessionFacts]) -> Vec<Finding> {
     for (file, (most, g)) in groups {
         let ns = g.sessions().len();
         let f = clean(&file, 80);
-        let summary = format!("`{f}` read {most} times in one session ({})", plural(ns, "session"));
+        let summary = if ns > 1 {
+            format!("`{f}` read up to {most} times in one session, in {ns} sessions")
+        } else {
+            format!("`{f}` read {most} times in one session")
+        };
         let rule = format!(
             "Read `{f}` once per session and keep what you need from it in longrun/progress.md (it was read up to {most} times in one session)."
         );

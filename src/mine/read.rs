@@ -117,6 +117,8 @@ struct Pass {
     block: Option<(usize, Option<i64>, bool)>,
     /// Message ids of API calls already placed.
     calls: std::collections::HashSet<String>,
+    /// The working directory of the latest line (Claude's `cwd`), to show paths in it relative.
+    cwd: String,
 }
 
 impl Pass {
@@ -131,6 +133,11 @@ impl Pass {
     }
 
     fn claude(&mut self, no: usize, ts: Option<i64>, v: &Value) {
+        if let Some(cwd) = v["cwd"].as_str() {
+            if cwd != self.cwd {
+                self.cwd = cwd.to_string();
+            }
+        }
         match v["type"].as_str() {
             Some("assistant") => {
                 let m = &v["message"];
@@ -189,6 +196,8 @@ impl Pass {
         let input = &b["input"];
         let id = b["id"].as_str().unwrap_or_default().to_string();
         let file = input["file_path"].as_str().or(input["notebook_path"].as_str());
+        let rel = file.map(|f| relative(f, &self.cwd));
+        let file = rel.as_deref();
         match (name, file) {
             ("Read", Some(f)) => self.push(no, ts, What::Read { file: f.to_string() }),
             ("Edit" | "MultiEdit" | "NotebookEdit", Some(f)) if is_test_path(f) => {
@@ -261,7 +270,7 @@ impl Pass {
         let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
         let Some((tool, arg)) = self.pending.remove(&id) else { return };
         if tool == "Write" {
-            if line["toolUseResult"]["type"] == "update" {
+            if !arg.is_empty() && line["toolUseResult"]["type"] == "update" {
                 self.push(no, ts, What::TestEdit { file: arg, how: "overwrite".into() });
             }
             return;
@@ -329,6 +338,15 @@ impl Pass {
             }
             _ => {}
         }
+    }
+}
+
+/// `path` relative to `cwd` when it lies inside it (Claude Code logs absolute paths).
+fn relative(path: &str, cwd: &str) -> String {
+    let cwd = cwd.trim_end_matches('/');
+    match path.strip_prefix(cwd).and_then(|r| r.strip_prefix('/')) {
+        Some(r) if !cwd.is_empty() && !r.is_empty() => r.to_string(),
+        _ => path.to_string(),
     }
 }
 
