@@ -189,22 +189,30 @@ pub fn normalise_error(line: &str) -> String {
 }
 
 fn failing_commands(sessions: &[SessionFacts]) -> Vec<Finding> {
-    let mut groups: BTreeMap<String, (String, Group)> = BTreeMap::new();
+    // Key: the normalised command and error line; a program the shell cannot find is one key
+    // whatever the command line around it (`python -m pytest`, `python x.py`).
+    let mut groups: BTreeMap<String, (BTreeSet<String>, Option<String>, Group)> = BTreeMap::new();
     for s in sessions {
         for f in &s.facts {
             let What::Failed(fail) = &f.what else { continue };
             let err = error_line(&fail.error);
             let cmd = normalise_command(&fail.command);
-            let key = format!("{cmd}\n{}", normalise_error(&err));
-            let (_, g) = groups.entry(key).or_insert_with(|| (cmd, Group::default()));
+            let missing = missing_program(&err);
+            let key = match &missing {
+                Some(prog) => format!("command not found\n{prog}"),
+                None => format!("{cmd}\n{}", normalise_error(&err)),
+            };
+            let (cmds, _, g) =
+                groups.entry(key).or_insert_with(|| (BTreeSet::new(), missing, Group::default()));
             if g.example.is_empty() {
                 g.example = err.clone();
             }
+            cmds.insert(cmd);
             g.occ.push(occ(s, f, clip(&err, 100)));
         }
     }
     let mut out = vec![];
-    for (key, (cmd, g)) in groups {
+    for (key, (cmds, missing, g)) in groups {
         let sessions = g.sessions();
         let most_in_one = sessions
             .iter()
@@ -216,12 +224,24 @@ fn failing_commands(sessions: &[SessionFacts]) -> Vec<Finding> {
         }
         let (n, ns) = (g.occ.len(), sessions.len());
         let err = clean(&g.example, 80);
-        let cmd_s = clean(&cmd, 60);
-        let summary = format!("`{cmd_s}` fails with \"{err}\"");
-        let rule = format!(
-            "`{cmd_s}` fails here with \"{err}\" ({}): fix the cause or use the command that works instead of running it again unchanged.",
-            times_in(n, ns)
-        );
+        let quoted: BTreeSet<String> = cmds.iter().map(|c| format!("`{}`", clean(c, 60))).collect();
+        let cmd_list = list(&quoted, 2);
+        let (summary, rule) = match missing {
+            Some(prog) => (
+                format!("`{prog}` not found by the shell, running {cmd_list}"),
+                format!(
+                    "`{prog}` is not installed here ({cmd_list} failed with \"command not found\" {}): use a command that is (check with `command -v`) instead of retrying it.",
+                    times_in(n, ns)
+                ),
+            ),
+            None => (
+                format!("{cmd_list} fails with \"{err}\""),
+                format!(
+                    "{cmd_list} fails here with \"{err}\" ({}): fix the cause or use the command that works instead of running it again unchanged.",
+                    times_in(n, ns)
+                ),
+            ),
+        };
         let threshold = if ns >= SAME_FAILURE_MIN_SESSIONS {
             SAME_FAILURE_MIN_SESSIONS
         } else {
@@ -230,6 +250,18 @@ fn failing_commands(sessions: &[SessionFacts]) -> Vec<Finding> {
         out.push(finding(Kind::FailingCommand, &key, g, threshold, summary, rule));
     }
     out
+}
+
+/// The program a shell could not find: `NAME: command not found` (bash, sh) or
+/// `command not found: NAME` (zsh).
+fn missing_program(error: &str) -> Option<String> {
+    let name = if let Some(head) = error.strip_suffix(": command not found") {
+        head.rsplit(": ").next()?
+    } else {
+        error.split_once("command not found: ")?.1
+    };
+    let name = name.trim();
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then(|| clean(name, 40))
 }
 
 fn test_edits(sessions: &[SessionFacts], reverts: &[Occurrence]) -> Vec<Finding> {
@@ -251,6 +283,7 @@ fn test_edits(sessions: &[SessionFacts], reverts: &[Occurrence]) -> Vec<Finding>
         return vec![];
     }
     let n = g.occ.len();
+    let files: BTreeSet<String> = files.iter().map(|f| clean(f, 60)).collect();
     let names = list(&files, 3);
     let summary = format!("tests or frozen files changed by the agent: {names}");
     let rule = format!(
@@ -419,7 +452,7 @@ fn plural(n: usize, w: &str) -> String {
 
 /// Up to `max` names, then `and N more`.
 fn list(names: &BTreeSet<String>, max: usize) -> String {
-    let shown: Vec<String> = names.iter().take(max).map(|n| clean(n, 60)).collect();
+    let shown: Vec<String> = names.iter().take(max).cloned().collect();
     let more = names.len().saturating_sub(max);
     if more > 0 {
         format!("{} and {more} more", shown.join(", "))
@@ -460,6 +493,19 @@ mod tests {
             "/bin/bash: line N: python: command not found"
         );
         assert_eq!(normalise_error("took 1.25s  (pid 4411)"), "took N.Ns (pid N)");
+    }
+
+    #[test]
+    fn a_missing_program_is_named() {
+        let cases = [
+            ("/bin/bash: line 1: python: command not found", Some("python")),
+            ("sh: 1: pytest: command not found", Some("pytest")),
+            ("zsh: command not found: jq", Some("jq")),
+            ("cat: x: No such file or directory", None),
+        ];
+        for (e, want) in cases {
+            assert_eq!(missing_program(e).as_deref(), want, "{e}");
+        }
     }
 
     #[test]

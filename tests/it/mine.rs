@@ -95,7 +95,10 @@ fn mine_finds_each_pattern_where_it_happened() {
     let f = finding(&doc, "failing_command");
     assert_eq!((f["count"].as_u64(), f["sessions"].as_array().unwrap().len()), (Some(3), 3));
     assert_eq!(places(f), [format!("{S1}:3"), format!("{S2}:3"), format!("{CODEX}:7")]);
-    assert!(f["rule"].as_str().unwrap().starts_with("`python -m pytest tests` fails here"));
+    assert_eq!(
+        f["rule"],
+        "`python` is not installed here (`python -m pytest tests` failed with \"command not found\" 3 times in 3 sessions): use a command that is (check with `command -v`) instead of retrying it."
+    );
     let t = finding(&doc, "test_edits");
     assert_eq!(places(t), [format!("{S1}:14"), format!("{S2}:4"), format!("{CODEX}:9")]);
     let details: Vec<&str> = t["occurrences"]
