@@ -156,10 +156,8 @@ impl Pass {
                 }
             }
             Some("user") => self.claude_user(no, ts, v),
-            Some("system") => {
-                if v["subtype"] == "compact_boundary" && v["isSidechain"] != true {
-                    self.push(no, ts, What::Compaction);
-                }
+            Some("system") if v["subtype"] == "compact_boundary" && v["isSidechain"] != true => {
+                self.push(no, ts, What::Compaction);
             }
             Some("result") => {
                 for d in v["permission_denials"].as_array().into_iter().flatten() {

@@ -157,7 +157,7 @@ fn mine_counts_the_loops_reverts_from_the_journal() {
         (Some(13), Some(1))
     );
     let t = finding(&doc, "test_edits");
-    assert_eq!(places(t), [format!("journal.jsonl:7"), format!("{S1}:14")]);
+    assert_eq!(places(t), ["journal.jsonl:7".to_string(), format!("{S1}:14")]);
     assert_eq!(
         t["occurrences"][0]["detail"],
         "tests/test_durations.py modified (reverted by the loop, iteration 1)"
