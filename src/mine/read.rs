@@ -12,7 +12,9 @@
 //!   (headless stream, as in `longrun/.runs/NNN.log`) with `permission_denials: [{tool_name,
 //!   tool_use_id, tool_input}]`; a Stop hook's block reason reaches the model as a user message
 //!   starting `Stop hook feedback:`, and 2.1.197 logs hook blocks as `attachment` lines of
-//!   `attachment.type: "hook_blocking_error"` (`formats/real-clis.md` §3).
+//!   `attachment.type: "hook_blocking_error"` (`formats/real-clis.md` §3) with `hookName`,
+//!   `hookEvent`, `toolUseID` and `blockingError` (the object Claude Code's bundled code builds,
+//!   as quoted in public analyses of it).
 //! - Codex (`formats/codex.md` §4, §7): `function_call {name, arguments (a JSON string),
 //!   call_id}` and `local_shell_call {action.command}`, answered by `function_call_output
 //!   {call_id, output}` whose text carries `Process exited with code N` (exec_command),
@@ -113,8 +115,9 @@ struct Pass {
     pending: HashMap<String, (String, String)>,
     /// Tool use ids already counted as denied (a stream's `result` repeats its tool results').
     denied: std::collections::HashSet<String>,
-    /// A Stop hook block not yet answered: (line, ts, whether a tool call followed).
-    block: Option<(usize, Option<i64>, bool)>,
+    /// A Stop hook block not yet closed: (line, ts, whether a tool call followed, whether the
+    /// agent answered at all).
+    block: Option<(usize, Option<i64>, bool, bool)>,
     /// Message ids of API calls already placed.
     calls: std::collections::HashSet<String>,
     /// The working directory of the latest line (Claude's `cwd`), to show paths in it relative.
@@ -127,7 +130,7 @@ impl Pass {
     }
 
     fn close_block(&mut self) {
-        if let Some((line, ts, false)) = self.block.take() {
+        if let Some((line, ts, false, _)) = self.block.take() {
             self.push(line, ts, What::IgnoredStopBlock);
         }
     }
@@ -145,6 +148,9 @@ impl Pass {
                     if self.calls.insert(id.to_string()) && m["usage"].is_object() {
                         self.push(no, ts, What::Call);
                     }
+                }
+                if let Some(b) = &mut self.block {
+                    b.3 = true;
                 }
                 for b in m["content"].as_array().into_iter().flatten() {
                     if b["type"] == "tool_use" {
@@ -175,8 +181,8 @@ impl Pass {
             }
             Some("attachment") => {
                 let a = &v["attachment"];
-                let event = a["hookEvent"].as_str().or(a["hookName"].as_str()).unwrap_or("Stop");
-                if a["type"] == "hook_blocking_error" && event.starts_with("Stop") {
+                let stop = matches!(a["hookEvent"].as_str(), Some("Stop" | "SubagentStop"));
+                if a["type"] == "hook_blocking_error" && stop {
                     self.open_block(no, ts);
                 }
             }
@@ -184,9 +190,14 @@ impl Pass {
         }
     }
 
+    /// A Stop block starts; the same block logged twice before the agent answered (an
+    /// `attachment` and the `Stop hook feedback` message) is one block.
     fn open_block(&mut self, no: usize, ts: Option<i64>) {
+        if self.block.is_some_and(|b| !b.3) {
+            return;
+        }
         self.close_block();
-        self.block = Some((no, ts, false));
+        self.block = Some((no, ts, false, false));
     }
 
     fn claude_tool_use(&mut self, no: usize, ts: Option<i64>, b: &Value) {
@@ -543,6 +554,60 @@ pub fn shell_test_edit(cmd: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn facts_of(source: Source, lines: &[&str]) -> Vec<(usize, What)> {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let mut damage = Damage::default();
+        read_file(&p, source, &mut damage)
+            .into_iter()
+            .filter(|f| f.what != What::Call)
+            .map(|f| (f.line, f.what))
+            .collect()
+    }
+
+    #[test]
+    fn a_headless_result_repeats_denials_the_tool_results_already_gave() {
+        let facts = facts_of(
+            Source::Claude,
+            &[
+                r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"git push"}}]}}"#,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Claude requested permissions to use Bash, but you haven't granted it yet."}]}}"#,
+                r#"{"type":"result","subtype":"success","is_error":false,"permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"git push"}},{"tool_name":"Write","tool_use_id":"t2","tool_input":{"file_path":"/a/b.txt"}}]}"#,
+            ],
+        );
+        let denied: Vec<(usize, String)> = facts
+            .into_iter()
+            .filter_map(|(l, w)| match w {
+                What::Denied { tool, .. } => Some((l, tool)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(denied, [(2, "Bash".to_string()), (3, "Write".to_string())]);
+    }
+
+    #[test]
+    fn a_stop_block_is_ignored_only_when_no_tool_call_answers_it() {
+        let block = r#"{"type":"user","isMeta":true,"message":{"content":"Stop hook feedback:\nsave the handoff"}}"#;
+        let attachment = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookName":"Stop","hookEvent":"Stop","blockingError":{"blockingError":"save the handoff"}}}"#;
+        let tool_block = r#"{"type":"attachment","attachment":{"type":"hook_blocking_error","hookName":"PreToolUse:Bash","hookEvent":"PreToolUse"}}"#;
+        let text = r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Done."}]}}"#;
+        let tool = r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"kit handoff save"}}]}}"#;
+        let prompt = r#"{"type":"user","message":{"content":"next task"}}"#;
+        let ignored = |lines: &[&str]| -> Vec<usize> {
+            facts_of(Source::Claude, lines)
+                .into_iter()
+                .filter(|(_, w)| *w == What::IgnoredStopBlock)
+                .map(|(l, _)| l)
+                .collect()
+        };
+        assert_eq!(ignored(&[block, text]), [1]);
+        assert_eq!(ignored(&[block, tool, text]), Vec::<usize>::new());
+        assert_eq!(ignored(&[attachment, block, text, prompt]), [1], "one block logged twice");
+        assert_eq!(ignored(&[block, text, block, text]), [1, 3]);
+        assert_eq!(ignored(&[tool_block, text]), Vec::<usize>::new(), "not a Stop hook");
+    }
 
     #[test]
     fn test_paths_table() {

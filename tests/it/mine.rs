@@ -112,7 +112,7 @@ fn mine_finds_each_pattern_where_it_happened() {
         ["edit tests/test_app.py", "rm tests/test_old.py", "delete tests/test_slow.py"]
     );
     assert_eq!(places(finding(&doc, "compaction_spiral")).len(), 3);
-    assert_eq!(places(finding(&doc, "cold_resumes")), [format!("{S1}:21"), format!("{S2}:20")]);
+    assert_eq!(places(finding(&doc, "cold_resumes")), [format!("{S1}:21"), format!("{S2}:21")]);
     assert_eq!(finding(&doc, "permission_denials")["count"], 2);
     assert_eq!(finding(&doc, "repeated_reads")["count"], 5);
     assert_eq!(finding(&doc, "ignored_hook_blocks")["count"], 2);
