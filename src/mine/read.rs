@@ -75,18 +75,23 @@ pub enum What {
 }
 
 /// Strings in a tool's error that mean the harness refused the call, not that it ran and
-/// failed. Claude Code `-p`: "Claude requested permissions to use Bash, but you haven't
-/// granted it yet" / "… require approval" (`formats/real-clis.md` §2); Codex's read-only
-/// sandbox: "Read-only file system" (same section); an approval the user (or `exec` mode)
-/// turned down. Matched ignoring case.
-pub const DENIAL_MARKERS: [&str; 7] = [
+/// failed, matched ignoring case. Claude Code `-p`: "Claude requested permissions to use Bash,
+/// but you haven't granted it yet" / "… require approval" (`formats/real-clis.md` §2); the user
+/// answering no at the prompt, "The user doesn't want to proceed with this tool use" (a
+/// tool_result prefix public transcript analyses report). Codex:
+/// its read-only sandbox, "Read-only file system" (same section); a declined approval, which
+/// codex-rs normalises to "exec command rejected by user" / "patch rejected by user"; a
+/// sandbox refusal, "sandbox denied exec error"; its guardian's "This action was rejected due
+/// to unacceptable risk." (the strings of codex-rs's tool runtime and its tests).
+pub const DENIAL_MARKERS: [&str; 8] = [
     "haven't granted",
+    "doesn't want to proceed with this tool use",
     "require approval",
     "requires approval",
-    "permission to use",
     "read-only file system",
-    "rejected by the user",
-    "was not approved",
+    "rejected by user",
+    "sandbox denied",
+    "rejected due to unacceptable risk",
 ];
 
 /// The facts of one file, in line order. Damage is counted into `damage` (the engine counts
@@ -320,6 +325,9 @@ impl Pass {
                 self.pending.insert(id, ("local_shell".into(), cmd));
             }
             (Some("response_item"), Some("custom_tool_call")) => {
+                let id = p["call_id"].as_str().unwrap_or_default().to_string();
+                let name = p["name"].as_str().unwrap_or("custom tool").to_string();
+                self.pending.insert(id, (name, String::new()));
                 let input = p["input"].as_str().unwrap_or_default();
                 for l in input.lines() {
                     let edit = [("*** Update File: ", "patch"), ("*** Delete File: ", "delete")]
@@ -330,7 +338,7 @@ impl Pass {
                     }
                 }
             }
-            (Some("response_item"), Some("function_call_output")) => {
+            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
                 let id = p["call_id"].as_str().unwrap_or_default();
                 let Some((tool, cmd)) = self.pending.remove(id) else { return };
                 let text = flatten(&p["output"]);
@@ -677,6 +685,8 @@ mod tests {
             "Claude requested permissions to use Bash, but you haven't granted it yet."
         ));
         assert!(is_denial("touch: cannot touch 'x': Read-only file system"));
+        assert!(is_denial("exec command rejected by user"));
+        assert!(is_denial("patch rejected by user"));
         assert!(!is_denial("No such file or directory"));
     }
 }
