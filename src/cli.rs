@@ -285,12 +285,10 @@ pub struct RecallArgs {
 
 /// `kit mine …`
 #[derive(Debug, Args)]
-#[command(after_help = "Nothing is written without --apply. --apply FILE appends every rule \
-listed (or those of --only) once, each marked <!-- kit mine: ID --> so that a second run adds \
-none twice, and shows the diff first. --agent output is shown as proposals and never written.")]
+#[command(after_help = crate::mine::after_help())]
 pub struct MineArgs {
     /// Roots, project folders, transcript files or a longrun/journal.jsonl (default: the Claude
-    /// Code and Codex roots, and the journal of the project kit runs in).
+    /// Code and Codex roots). The journal of the project kit runs in is always read.
     pub paths: Vec<PathBuf>,
     /// Only sessions and journal events since this date or time (YYYY-MM-DD, RFC 3339, or 7d).
     #[arg(long, value_name = "WHEN")]

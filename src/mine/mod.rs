@@ -164,6 +164,22 @@ pub struct Report {
     pub damage: Damage,
 }
 
+/// The text after `kit mine --help`'s options: what is written when, and the thresholds.
+pub fn after_help() -> String {
+    use patterns::*;
+    format!(
+        "Nothing is written without --apply. --apply FILE appends every rule listed (or those of \
+         --only) once, each marked <!-- kit mine: ID --> so that a second run adds none twice, and \
+         shows the diff first. --agent output is shown as proposals and never written.\n\n\
+         Thresholds (one occurrence is never a pattern): the same failure in \
+         {SAME_FAILURE_MIN_SESSIONS} sessions or {SAME_FAILURE_MIN_TIMES} times in one; \
+         {TEST_EDITS_MIN} changes to tests or frozen files; {COMPACTIONS_MIN} compactions in one \
+         session; {RESUMES_MIN} resumes after the cache expired; {DENIALS_MIN} denials of one \
+         tool; {READS_MIN} reads of one file in one session; {IGNORED_BLOCKS_MIN} ignored Stop-hook \
+         blocks."
+    )
+}
+
 /// Whether a PATH is a loop journal rather than a transcript: a file `journal.jsonl` in a
 /// folder `longrun`.
 fn is_journal(p: &Path) -> bool {
@@ -422,7 +438,7 @@ fn write_report(
     }
     writeln!(out, "read: {}", read.join(", "))?;
     if r.findings.is_empty() {
-        writeln!(out, "no recurring failures (kit mine --json lists the thresholds)")?;
+        writeln!(out, "no recurring failures (kit mine --help lists the thresholds)")?;
     }
     for f in chosen {
         writeln!(out)?;

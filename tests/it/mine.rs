@@ -133,7 +133,7 @@ fn mine_finds_nothing_below_the_thresholds_nor_in_the_real_samples() {
     assert_eq!(code, 0);
     assert_eq!(
         text,
-        "read: 1 session\nno recurring failures (kit mine --json lists the thresholds)\n"
+        "read: 1 session\nno recurring failures (kit mine --help lists the thresholds)\n"
     );
 }
 
