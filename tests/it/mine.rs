@@ -276,3 +276,26 @@ fn mine_since_keeps_what_happened_after_the_date() {
         doc["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["compaction_spiral", "failing_command", "test_edits"]);
 }
+
+#[test]
+fn mine_apply_writes_through_a_link_and_refuses_a_binary_file() {
+    let d = sandbox();
+    std::fs::write(d.path().join("CLAUDE.md"), "# App\n").unwrap();
+    std::os::unix::fs::symlink("CLAUDE.md", d.path().join("AGENTS.md")).unwrap();
+    let (code, text) = mine_text(d.path(), &["claude", "codex", "--apply", "AGENTS.md"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(std::fs::symlink_metadata(d.path().join("AGENTS.md"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let body = std::fs::read_to_string(d.path().join("CLAUDE.md")).unwrap();
+    assert_eq!(body.matches("<!-- kit mine: ").count(), 7);
+    // Through either name, the rules are there once.
+    let (_, text) = mine_text(d.path(), &["claude", "codex", "--apply", "CLAUDE.md"]);
+    assert!(text.ends_with("CLAUDE.md already holds these 7 rules; nothing written\n"), "{text}");
+    std::fs::write(d.path().join("BIN.md"), b"# ok\nline two\n\xff\xfe\n").unwrap();
+    let (code, text) = mine_text(d.path(), &["claude", "--apply", "BIN.md"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("kit: error: BIN.md:3: not UTF-8 text"), "{text}");
+    assert_eq!(std::fs::read(d.path().join("BIN.md")).unwrap(), b"# ok\nline two\n\xff\xfe\n");
+}
