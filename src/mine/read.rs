@@ -125,6 +125,8 @@ struct Pass {
     block: Option<(usize, Option<i64>, bool, bool)>,
     /// Message ids of API calls already placed.
     calls: std::collections::HashSet<String>,
+    /// Codex call ids whose result was read (from either of the two shapes).
+    resolved: std::collections::HashSet<String>,
     /// The working directory of the latest line (Claude's `cwd`), to show paths in it relative.
     cwd: String,
 }
@@ -341,6 +343,7 @@ impl Pass {
             (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
                 let id = p["call_id"].as_str().unwrap_or_default();
                 let Some((tool, cmd)) = self.pending.remove(id) else { return };
+                self.resolved.insert(id.to_string());
                 let text = flatten(&p["output"]);
                 let (exit, body) = codex_exit(&text);
                 if is_denial(&body) {
@@ -348,6 +351,11 @@ impl Pass {
                 } else if exit.is_some_and(|e| e != 0) && !cmd.is_empty() {
                     self.push(no, ts, What::Failed(Failure { command: cmd, error: body }));
                 }
+            }
+            (Some("event_msg"), Some("item_completed"))
+                if p["item"]["type"] == "CommandExecution" =>
+            {
+                self.codex_command_item(no, ts, &p["item"]);
             }
             (Some("compacted"), _) => self.push(no, ts, What::Compaction),
             (Some("event_msg"), Some("token_count")) if p["info"].is_object() => {
@@ -364,6 +372,40 @@ fn relative(path: &str, cwd: &str) -> String {
     match path.strip_prefix(cwd).and_then(|r| r.strip_prefix('/')) {
         Some(r) if !cwd.is_empty() && !r.is_empty() => r.to_string(),
         _ => path.to_string(),
+    }
+}
+
+impl Pass {
+    /// A newer Codex's `event_msg/item_completed` `CommandExecution` item (0.171: `{id,
+    /// command, status, aggregated_output | stdout/stderr, exit_code}`, `formats/real-clis.md`
+    /// §6 and the rollouts public parsers test on). Its `id` is the tool call's `call_id` when
+    /// both are logged: a call already answered by its `function_call_output` is not counted
+    /// twice, and an answered item makes a later output of the same call ignored.
+    fn codex_command_item(&mut self, no: usize, ts: Option<i64>, item: &Value) {
+        let id = item["id"].as_str().unwrap_or_default().to_string();
+        if !id.is_empty() && !self.resolved.insert(id.clone()) {
+            return;
+        }
+        let called = self.pending.remove(&id);
+        let cmd = codex_command(item).or(called.as_ref().map(|c| c.1.clone())).unwrap_or_default();
+        if called.is_none() {
+            self.shell(no, ts, &cmd);
+        }
+        let output = ["aggregated_output", "stderr", "formatted_output", "stdout"]
+            .iter()
+            .filter_map(|k| item[*k].as_str())
+            .find(|t| !t.trim().is_empty())
+            .unwrap_or_default()
+            .to_string();
+        let status = item["status"].as_str().unwrap_or_default();
+        let tool = called.map(|c| c.0).unwrap_or_else(|| "exec_command".into());
+        if status == "declined" || is_denial(&output) {
+            let detail =
+                if output.is_empty() { format!("{tool} declined") } else { error_line(&output) };
+            self.push(no, ts, What::Denied { tool, detail });
+        } else if item["exit_code"].as_i64().is_some_and(|e| e != 0) && !cmd.is_empty() {
+            self.push(no, ts, What::Failed(Failure { command: cmd, error: output }));
+        }
     }
 }
 
@@ -615,6 +657,31 @@ mod tests {
         assert_eq!(ignored(&[attachment, block, text, prompt]), [1], "one block logged twice");
         assert_eq!(ignored(&[block, text, block, text]), [1, 3]);
         assert_eq!(ignored(&[tool_block, text]), Vec::<usize>::new(), "not a Stop hook");
+    }
+
+    #[test]
+    fn codex_command_items_count_once_beside_their_function_call() {
+        let call = r#"{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"make tset\"}","call_id":"c1"}}"#;
+        let output = r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"Process exited with code 2\nOutput:\nmake: *** No rule to make target 'tset'.  Stop."}}"#;
+        let item = r#"{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"c1","command":"make tset","status":"failed","aggregated_output":"make: *** No rule to make target 'tset'.  Stop.","exit_code":2}}}"#;
+        let alone = r#"{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"i9","command":["/bin/bash","-lc","pytest -q"],"status":"failed","stderr":"bash: line 1: pytest: command not found","exit_code":127}}}"#;
+        let declined = r#"{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","id":"i10","command":"rm -rf build","status":"declined","aggregated_output":"exec command rejected by user","exit_code":-1}}}"#;
+        let failed = |lines: &[&str]| -> Vec<(usize, String)> {
+            facts_of(Source::Codex, lines)
+                .into_iter()
+                .filter_map(|(l, w)| match w {
+                    What::Failed(f) => Some((l, f.command)),
+                    What::Denied { tool, .. } => Some((l, format!("denied {tool}"))),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(failed(&[call, output, item]), [(2, "make tset".to_string())]);
+        assert_eq!(failed(&[call, item, output]), [(2, "make tset".to_string())]);
+        assert_eq!(
+            failed(&[alone, declined]),
+            [(1, "pytest -q".to_string()), (2, "denied exec_command".to_string())]
+        );
     }
 
     #[test]
