@@ -31,19 +31,22 @@ pub fn with_rules(old: &str, findings: &[&Finding]) -> (String, usize) {
     if new.is_empty() {
         return (old.to_string(), 0);
     }
+    // The file's own line ends: CRLF if it uses them.
+    let nl = if old.contains("\r\n") { "\r\n" } else { "\n" };
     let mut text = old.to_string();
     if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
+        text.push_str(nl);
     }
     if !old.lines().any(|l| l.trim() == HEADING) {
         if !text.is_empty() {
-            text.push('\n');
+            text.push_str(nl);
         }
         text.push_str(HEADING);
-        text.push_str("\n\n");
+        text.push_str(nl);
+        text.push_str(nl);
     }
     for f in &new {
-        text.push_str(&format!("- {} {}\n", f.rule, marker(&f.id)));
+        text.push_str(&format!("- {} {}{nl}", f.rule, marker(&f.id)));
     }
     (text, new.len())
 }
@@ -202,5 +205,10 @@ mod tests {
         assert_eq!(with_rules(&two, &[&a, &b]), (two.clone(), 0));
         let (fresh, _) = with_rules("", &[&a]);
         assert!(fresh.starts_with(HEADING));
+        let (crlf, _) = with_rules("# Project\r\n", &[&a]);
+        assert_eq!(
+            crlf,
+            "# Project\r\n\r\n## Rules from past sessions (kit mine)\r\n\r\n- Never edit tests. <!-- kit mine: test-edits-00000001 -->\r\n"
+        );
     }
 }
