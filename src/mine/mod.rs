@@ -216,8 +216,10 @@ pub fn mine(opts: &MineOptions) -> Result<Report> {
     if let Ok(p) = Project::discover(&opts.cwd) {
         candidates.push((p.journal(), false));
     }
+    // A journal named as PATH is read as given, like the transcript PATHs; the project's is
+    // absolute and shown relative to where kit runs.
     for (path, named) in candidates {
-        let real = std::fs::canonicalize(opts.cwd.join(&path));
+        let real = std::fs::canonicalize(&path);
         if !named && real.is_err() {
             continue;
         }
@@ -227,7 +229,7 @@ pub fn mine(opts: &MineOptions) -> Result<Report> {
             }
         }
         let shown = shown_path(&path, &opts.cwd);
-        let (summary, occ) = read_journal(&opts.cwd.join(&path), &shown, opts.since_ms)?;
+        let (summary, occ) = read_journal(&path, &shown, opts.since_ms)?;
         journals.push(summary);
         reverts.extend(occ);
     }
