@@ -65,6 +65,11 @@ pub fn apply(
 ) -> Result<usize> {
     let io = |e| Error::io("stdout", e);
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if std::fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        // A folder, FIFO or device: reading a FIFO would wait for a writer forever.
+        return Err(Error::usage(format!("{}: not a regular file", shown.display()))
+            .with_hint("give --apply the instruction file, e.g. --apply CLAUDE.md"));
+    }
     let old = match std::fs::read(&target) {
         Ok(b) => String::from_utf8(b).map_err(|e| {
             let line = crate::longrun::config::line_of(

@@ -329,14 +329,19 @@ fn read_journal(
     shown: &Path,
     since: Option<i64>,
 ) -> Result<(JournalSummary, Vec<Occurrence>)> {
-    let bytes = match std::fs::read(path) {
+    // Only a regular file is opened: a FIFO named journal.jsonl would block the read forever.
+    let read = crate::transcript::lines::open_regular(path).and_then(|mut f| {
+        let mut b = vec![];
+        std::io::Read::read_to_end(&mut f, &mut b).map(|_| b).map_err(|e| Error::io(path, e))
+    });
+    let bytes = match read {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::usage(format!("{}: no such file", shown.display())).with_hint(
                 "give a longrun/journal.jsonl that exists, or run kit mine in the project",
             ))
         }
-        Err(e) => return Err(Error::io(path, e)),
+        Err(e) => return Err(e),
     };
     let mut summary =
         JournalSummary { path: shown.to_path_buf(), events: 0, reverts: 0, skipped_lines: vec![] };

@@ -299,3 +299,18 @@ fn mine_apply_writes_through_a_link_and_refuses_a_binary_file() {
     assert!(text.contains("kit: error: BIN.md:3: not UTF-8 text"), "{text}");
     assert_eq!(std::fs::read(d.path().join("BIN.md")).unwrap(), b"# ok\nline two\n\xff\xfe\n");
 }
+
+#[test]
+fn mine_never_opens_a_fifo_as_journal_or_instruction_file() {
+    let d = sandbox();
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    std::fs::create_dir_all(d.path().join("x/longrun")).unwrap();
+    nix::unistd::mkfifo(&d.path().join("x/longrun/journal.jsonl"), mode).unwrap();
+    nix::unistd::mkfifo(&d.path().join("PIPE.md"), mode).unwrap();
+    let (code, text) = mine_text(d.path(), &["x/longrun/journal.jsonl"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("not a regular file"), "{text}");
+    let (code, text) = mine_text(d.path(), &["claude", "--apply", "PIPE.md"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("kit: error: PIPE.md: not a regular file"), "{text}");
+}
