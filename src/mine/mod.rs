@@ -6,7 +6,7 @@
 //! When an agent fails the same way again and again, the fix belongs in the instructions it
 //! reads at every start, not in a log nobody reads. The patterns ([`patterns`], each with a
 //! documented threshold so that one occurrence is never a pattern): the same command failing
-//! with the same error; tests edited or deleted by the agent (tool calls, and the loop's
+//! with the same error; tests weakened or deleted by the agent (tool calls, and the loop's
 //! reverts: `cheat` events of `longrun/journal.jsonl`); a compaction spiral; resumes after the
 //! prompt cache expired (the engine's resumes, DESIGN §8); permission denials; the same file
 //! read many times in one session; Stop-hook blocks the agent did not act on.

@@ -271,7 +271,7 @@ fn test_edits(sessions: &[SessionFacts], reverts: &[Occurrence]) -> Vec<Finding>
         for f in &s.facts {
             if let What::TestEdit { file, how } = &f.what {
                 files.insert(file.clone());
-                g.occ.push(occ(s, f, format!("{how} {file}")));
+                g.occ.push(occ(s, f, how.clone()));
             }
         }
     }

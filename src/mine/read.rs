@@ -61,7 +61,9 @@ pub enum What {
     /// A tool call was refused by the harness (a permission or sandbox denial): the tool's name
     /// and the first line of the refusal.
     Denied { tool: String, detail: String },
-    /// A test file was edited, overwritten, deleted or moved: its path and how.
+    /// A test file was weakened (an edit, overwrite or patch with fewer assertions, or one that
+    /// cannot fail or skips, see [`weakens`]), or deleted, moved or changed in place by a shell
+    /// command: its path, and what was done to it in a few words (`rm tests/a.py`).
     TestEdit { file: String, how: String },
     /// A file was read (Read, or a shell `cat`/`sed -n`/`head`/`tail`/`nl`).
     Read { file: String },
@@ -216,11 +218,24 @@ impl Pass {
         let file = rel.as_deref();
         match (name, file) {
             ("Read", Some(f)) => self.push(no, ts, What::Read { file: f.to_string() }),
-            ("Edit" | "MultiEdit" | "NotebookEdit", Some(f)) if is_test_path(f) => {
-                self.push(no, ts, What::TestEdit { file: f.to_string(), how: name.to_lowercase() })
+            ("Edit" | "MultiEdit", Some(f)) if is_test_path(f) => {
+                let pairs: Vec<(&str, &str)> = match input["edits"].as_array() {
+                    Some(edits) => edits
+                        .iter()
+                        .map(|e| (str_of(&e["old_string"]), str_of(&e["new_string"])))
+                        .collect(),
+                    None => vec![(str_of(&input["old_string"]), str_of(&input["new_string"]))],
+                };
+                let old: String = pairs.iter().map(|p| p.0).collect::<Vec<_>>().join("\n");
+                let new: String = pairs.iter().map(|p| p.1).collect::<Vec<_>>().join("\n");
+                if let Some(why) = weakens(&old, &new) {
+                    let how = format!("{} {f}{why}", name.to_lowercase());
+                    self.push(no, ts, What::TestEdit { file: f.to_string(), how });
+                }
             }
             ("Write", Some(f)) if is_test_path(f) => {
-                // Only an overwrite of an existing test counts; its result says which.
+                // Only an overwrite of an existing test counts; its result says which and holds
+                // the original.
                 self.pending.insert(id, ("Write".into(), f.to_string()));
             }
             ("Bash", _) => {
@@ -239,7 +254,8 @@ impl Pass {
         if let Some(f) = shell_read(cmd) {
             self.push(no, ts, What::Read { file: f });
         }
-        if let Some((file, how)) = shell_test_edit(cmd) {
+        if let Some((file, verb)) = shell_test_edit(cmd) {
+            let how = format!("{verb} {file}");
             self.push(no, ts, What::TestEdit { file, how });
         }
     }
@@ -286,8 +302,17 @@ impl Pass {
         let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
         let Some((tool, arg)) = self.pending.remove(&id) else { return };
         if tool == "Write" {
-            if !arg.is_empty() && line["toolUseResult"]["type"] == "update" {
-                self.push(no, ts, What::TestEdit { file: arg, how: "overwrite".into() });
+            let r = &line["toolUseResult"];
+            if !arg.is_empty() && r["type"] == "update" {
+                // Without the original, an overwrite of a test counts: it cannot be shown safe.
+                let why = match r["originalFile"].as_str() {
+                    Some(orig) => weakens(orig, str_of(&r["content"])),
+                    None => Some(String::new()),
+                };
+                if let Some(why) = why {
+                    let how = format!("overwrite {arg}{why}");
+                    self.push(no, ts, What::TestEdit { file: arg, how });
+                }
             }
             return;
         }
@@ -331,13 +356,8 @@ impl Pass {
                 let name = p["name"].as_str().unwrap_or("custom tool").to_string();
                 self.pending.insert(id, (name, String::new()));
                 let input = p["input"].as_str().unwrap_or_default();
-                for l in input.lines() {
-                    let edit = [("*** Update File: ", "patch"), ("*** Delete File: ", "delete")]
-                        .into_iter()
-                        .find_map(|(head, how)| l.strip_prefix(head).map(|f| (f.trim(), how)));
-                    if let Some((f, how)) = edit.filter(|(f, _)| is_test_path(f)) {
-                        self.push(no, ts, What::TestEdit { file: f.to_string(), how: how.into() });
-                    }
+                for (file, how) in patch_test_edits(input) {
+                    self.push(no, ts, What::TestEdit { file, how });
                 }
             }
             (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
@@ -461,6 +481,83 @@ fn codex_exit(text: &str) -> (Option<i64>, String) {
         }
     }
     (exit, body.join("\n"))
+}
+
+/// Text that asserts or declares a test: removing some weakens a test.
+const ASSERTION_MARKERS: [&str; 8] =
+    ["assert", "expect(", "should", "#[test]", "def test", "func Test", "it(\"", "test(\""];
+
+/// Text that makes a test pass whatever the code does, or skips it: adding some weakens a test.
+const NEUTERING_MARKERS: [&str; 10] = [
+    "assert True",
+    "assertTrue(True)",
+    "expect(true)",
+    "unittest.skip",
+    "pytest.mark.skip",
+    "@skip",
+    "#[ignore]",
+    ".skip(",
+    "xit(",
+    "t.Skip(",
+];
+
+fn count(text: &str, markers: &[&str]) -> usize {
+    markers.iter().map(|m| text.matches(m).count()).sum()
+}
+
+/// Whether changing a test's text from `old` to `new` weakens it: fewer assertions or tests
+/// ([`ASSERTION_MARKERS`]), or more that assert nothing or skip ([`NEUTERING_MARKERS`]).
+/// Adding tests or assertions is the agent's job and does not count. Returns the reason, e.g.
+/// ` (3 -> 1 assertions)`, or None.
+pub fn weakens(old: &str, new: &str) -> Option<String> {
+    let (a, b) = (count(old, &ASSERTION_MARKERS), count(new, &ASSERTION_MARKERS));
+    if b < a {
+        return Some(format!(" ({a} -> {b} assertions)"));
+    }
+    let (x, y) = (count(old, &NEUTERING_MARKERS), count(new, &NEUTERING_MARKERS));
+    (y > x).then(|| " (an assertion that cannot fail, or a skip)".to_string())
+}
+
+/// The test files an `apply_patch` input deletes, or updates so that they are weaker (its `-`
+/// and `+` lines compared by [`weakens`]), with how.
+fn patch_test_edits(input: &str) -> Vec<(String, String)> {
+    let mut out = vec![];
+    let mut cur: Option<(String, String, String)> = None;
+    let finish = |cur: &mut Option<(String, String, String)>, out: &mut Vec<(String, String)>| {
+        if let Some((f, old, new)) = cur.take() {
+            if let Some(why) = weakens(&old, &new) {
+                out.push((f.clone(), format!("patch {f}{why}")));
+            }
+        }
+    };
+    for l in input.lines() {
+        if l.starts_with("*** ") {
+            finish(&mut cur, &mut out);
+            if let Some(f) = l.strip_prefix("*** Delete File: ").map(str::trim) {
+                if is_test_path(f) {
+                    out.push((f.to_string(), format!("delete {f}")));
+                }
+            } else if let Some(f) = l.strip_prefix("*** Update File: ").map(str::trim) {
+                if is_test_path(f) {
+                    cur = Some((f.to_string(), String::new(), String::new()));
+                }
+            }
+        } else if let Some((_, old, new)) = &mut cur {
+            if let Some(r) = l.strip_prefix('-') {
+                old.push_str(r);
+                old.push('\n');
+            } else if let Some(a) = l.strip_prefix('+') {
+                new.push_str(a);
+                new.push('\n');
+            }
+        }
+    }
+    finish(&mut cur, &mut out);
+    out
+}
+
+fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
 }
 
 /// Whether a tool error is the harness refusing the call ([`DENIAL_MARKERS`]).
@@ -681,6 +778,36 @@ mod tests {
         assert_eq!(
             failed(&[alone, declined]),
             [(1, "pytest -q".to_string()), (2, "denied exec_command".to_string())]
+        );
+    }
+
+    #[test]
+    fn only_edits_that_weaken_a_test_count() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("assert parse('9') == 9", "assert True", true),
+            ("self.assertEqual(a, 1)\nself.assertEqual(b, 2)", "self.assertEqual(a, 1)", true),
+            (
+                "def test_a():\n    assert f()",
+                "@unittest.skip('later')\ndef test_a():\n    assert f()",
+                true,
+            ),
+            ("assert f() == 1", "assert f() == 2", false),
+            ("assert f() == 1", "assert f() == 1\nassert g() == 2", false),
+            ("", "def test_new():\n    assert new() == 3", false),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(weakens(old, new).is_some(), *want, "{old:?} -> {new:?}");
+        }
+        let patch = "*** Begin Patch\n*** Update File: tests/test_a.py\n@@\n-    assert f() == 1\n+    pass\n*** Update File: tests/test_b.py\n@@\n+    assert g() == 2\n*** Delete File: tests/test_c.py\n*** Update File: src/a.py\n-    assert x\n*** End Patch\n";
+        assert_eq!(
+            patch_test_edits(patch),
+            [
+                (
+                    "tests/test_a.py".to_string(),
+                    "patch tests/test_a.py (1 -> 0 assertions)".to_string()
+                ),
+                ("tests/test_c.py".to_string(), "delete tests/test_c.py".to_string()),
+            ]
         );
     }
 

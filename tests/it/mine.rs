@@ -109,7 +109,11 @@ fn mine_finds_each_pattern_where_it_happened() {
         .collect();
     assert_eq!(
         details,
-        ["edit tests/test_app.py", "rm tests/test_old.py", "delete tests/test_slow.py"]
+        [
+            "edit tests/test_app.py (an assertion that cannot fail, or a skip)",
+            "rm tests/test_old.py",
+            "delete tests/test_slow.py"
+        ]
     );
     assert_eq!(places(finding(&doc, "compaction_spiral")).len(), 3);
     assert_eq!(places(finding(&doc, "cold_resumes")), [format!("{S1}:21"), format!("{S2}:21")]);
