@@ -102,6 +102,14 @@ pub fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec<Fact> 
     let mut st = Pass { path: path.to_path_buf(), ..Pass::default() };
     let limits = ReadLimits::default();
     let _ = lines::for_each_record(path, limits, damage, |no, bytes| {
+        match triage(bytes, source) {
+            Triage::Skip => return Ok(Parsed::Known),
+            Triage::Compaction(ts) => {
+                st.push(no, ts, What::Compaction);
+                return Ok(Parsed::Known);
+            }
+            Triage::Parse => {}
+        }
         let v: Value = serde_json::from_slice(bytes)?;
         let ts = v["timestamp"].as_str().and_then(parse_ts_ms);
         match source {
@@ -112,6 +120,84 @@ pub fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec<Fact> 
     });
     st.close_block();
     st.facts
+}
+
+/// What to do with a line before parsing it.
+#[derive(Debug, PartialEq)]
+enum Triage {
+    /// It holds nothing this pass reads.
+    Skip,
+    /// A Codex `compacted` line (often megabytes of replacement history): only its type and
+    /// time matter.
+    Compaction(Option<i64>),
+    /// Parse it.
+    Parse,
+}
+
+/// Sort a line by its top-level `type` (and a Codex payload's `type`) with the skimmer
+/// ([`crate::transcript::skim`]), without decoding the rest: most bytes of a transcript are
+/// progress lines, tool output and file contents this pass does not need. A line the skimmer
+/// cannot walk is parsed, so serde decides about it.
+fn triage(bytes: &[u8], source: Source) -> Triage {
+    use crate::transcript::skim;
+    let (mut ty, mut payload, mut ts) = (None, None, None);
+    if skim::fields(bytes, |k, v| match k {
+        b"type" => ty = skim::plain_str(v),
+        b"payload" => payload = Some(v),
+        b"timestamp" => ts = skim::plain_str(v),
+        _ => {}
+    })
+    .is_none()
+    {
+        return Triage::Parse;
+    }
+    let has = |needle: &[u8]| memchr::memmem::find(bytes, needle).is_some();
+    match (source, ty) {
+        (Source::Claude, Some("progress" | "file-history-snapshot" | "queue-operation")) => {
+            Triage::Skip
+        }
+        // A tool result matters only as an error or as a Write's overwrite; prompts and hook
+        // feedback have no tool_result block.
+        (Source::Claude, Some("user"))
+            if has(b"\"tool_result\"")
+                && !has(b"\"is_error\":true")
+                && !has(b"\"is_error\": true")
+                && !has(b"\"update\"")
+                && !has(b"Stop hook feedback") =>
+        {
+            Triage::Skip
+        }
+        (Source::Codex, Some("compacted")) => Triage::Compaction(ts.and_then(parse_ts_ms)),
+        (Source::Codex, Some("session_meta" | "turn_context")) => Triage::Skip,
+        (Source::Codex, Some(kind @ ("response_item" | "event_msg"))) => {
+            let mut inner = None;
+            if let Some(p) = payload {
+                let _ = skim::fields(p, |k, v| {
+                    if k == b"type" {
+                        inner = skim::plain_str(v);
+                    }
+                });
+            }
+            let wanted = match (kind, inner) {
+                (_, None) => true,
+                ("response_item", Some(t)) => matches!(
+                    t,
+                    "function_call"
+                        | "local_shell_call"
+                        | "custom_tool_call"
+                        | "function_call_output"
+                        | "custom_tool_call_output"
+                ),
+                (_, Some(t)) => matches!(t, "token_count" | "item_completed"),
+            };
+            if wanted {
+                Triage::Parse
+            } else {
+                Triage::Skip
+            }
+        }
+        _ => Triage::Parse,
+    }
 }
 
 #[derive(Default)]
@@ -809,6 +895,55 @@ mod tests {
                 ("tests/test_c.py".to_string(), "delete tests/test_c.py".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn lines_are_sorted_before_they_are_parsed() {
+        use Triage::*;
+        let cases: &[(Source, &str, Triage)] = &[
+            (Source::Claude, r#"{"type":"progress","data":{"type":"hook_progress"}}"#, Skip),
+            (
+                Source::Claude,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"ok","is_error":false}]}}"#,
+                Skip,
+            ),
+            (
+                Source::Claude,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"x","is_error":true}]}}"#,
+                Parse,
+            ),
+            (Source::Claude, r#"{"type":"user","message":{"content":"make it pass"}}"#, Parse),
+            (Source::Claude, r#"{"type":"assistant","message":{}}"#, Parse),
+            (Source::Claude, r#"{"type":"user", broken"#, Parse),
+            (
+                Source::Codex,
+                r#"{"timestamp":"2026-09-03T08:00:01.000Z","type":"compacted","payload":{"message":""}}"#,
+                Compaction(Some(1_788_422_401_000)),
+            ),
+            (
+                Source::Codex,
+                r#"{"type":"response_item","payload":{"type":"reasoning","summary":[]}}"#,
+                Skip,
+            ),
+            (
+                Source::Codex,
+                r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c"}}"#,
+                Parse,
+            ),
+            (
+                Source::Codex,
+                r#"{"type":"event_msg","payload":{"type":"agent_message","message":"hi"}}"#,
+                Skip,
+            ),
+            (
+                Source::Codex,
+                r#"{"type":"event_msg","payload":{"type":"token_count","info":null}}"#,
+                Parse,
+            ),
+        ];
+        for (source, line, want) in cases {
+            assert_eq!(&triage(line.as_bytes(), *source), want, "{line}");
+        }
     }
 
     #[test]
