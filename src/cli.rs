@@ -64,13 +64,13 @@ pub enum Command {
     Measure(MeasureArgs),
     /// Search everything said in all transcripts.
     Recall(RecallArgs),
-    /// Find failures that recur in past transcripts and loop journals; propose a rule for each.
-    Mine(MineArgs),
     /// The context-band hook for Claude Code, its installer and a rehearsal.
     #[command(subcommand)]
     Hook(HookCommand),
     /// Idle-time arithmetic: resend a cold context or start clean from a handoff?
     Cache(CacheArgs),
+    /// Find failures that recur in past transcripts and loop journals; propose a rule for each.
+    Mine(MineArgs),
     /// Save or verify the handoff (longrun/handoff.md).
     #[command(subcommand)]
     Handoff(HandoffCommand),

@@ -94,9 +94,9 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         }
         Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
         Command::Recall(a) => crate::recall::run(&ctx.theme, &recall_options(a)?, out),
-        Command::Mine(a) => crate::mine::run(&ctx.theme, &mine_options(ctx, a)?, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
+        Command::Mine(a) => crate::mine::run(&ctx.theme, &mine_options(ctx, a)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
         Command::Exercise(cmd) => exercise(ctx, cmd, out),
         Command::Lesson { number: None, .. } => crate::course::commands::lessons(&ctx.cwd, out),
