@@ -87,6 +87,8 @@ pub enum Command {
     Hook(HookCommand),
     /// Idle-time arithmetic: resend a cold context or start clean from a handoff?
     Cache(CacheArgs),
+    /// Find failures that recur in past transcripts and loop journals; propose a rule for each.
+    Mine(MineArgs),
     /// Save or verify the handoff (longrun/handoff.md).
     #[command(subcommand)]
     Handoff(HandoffCommand),
@@ -342,6 +344,31 @@ pub struct RecallArgs {
     /// Fail on the first damaged line, naming file:line.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// `kit mine …`
+#[derive(Debug, Args)]
+#[command(after_help = crate::mine::after_help())]
+pub struct MineArgs {
+    /// Roots, project folders, transcript files or a longrun/journal.jsonl (default: the Claude
+    /// Code and Codex roots). The journal of the project kit runs in is always read.
+    pub paths: Vec<PathBuf>,
+    /// Only sessions and journal events since this date or time (YYYY-MM-DD, RFC 3339, or 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Print JSON (schema kit.mine/1).
+    #[arg(long, conflicts_with = "apply")]
+    pub json: bool,
+    /// Hand the findings (kit.mine/1 JSON on stdin) to CMD, run with sh -c, to word the rules;
+    /// what it prints is shown as proposals, never applied.
+    #[arg(long, value_name = "CMD", conflicts_with = "apply")]
+    pub agent: Option<String>,
+    /// Append the proposed rules to FILE (CLAUDE.md, AGENTS.md) after showing the diff.
+    #[arg(long, value_name = "FILE")]
+    pub apply: Option<PathBuf>,
+    /// With --apply: only these findings (ids as listed, comma-separated).
+    #[arg(long, value_name = "ID,ID", value_delimiter = ',', requires = "apply")]
+    pub only: Vec<String>,
 }
 
 /// `kit hook …`

@@ -47,6 +47,7 @@ pub mod longrun;
 pub mod looprun;
 pub mod matcher;
 pub mod measure;
+pub mod mine;
 pub mod prices;
 pub mod proc;
 pub mod recall;

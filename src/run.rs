@@ -114,6 +114,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         Command::Recall(a) => crate::recall::run(&ctx.theme, &recall_options(a)?, out),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
+        Command::Mine(a) => crate::mine::run(&ctx.theme, &mine_options(ctx, a)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
         Command::Exercise(cmd) => exercise(ctx, cmd, out),
         Command::Lesson { number: None, .. } => crate::course::commands::lessons(&ctx.cwd, out),
@@ -211,6 +212,18 @@ fn recall_options(a: crate::cli::RecallArgs) -> Result<crate::recall::RecallOpti
         json: a.json,
         limit: a.limit,
         strict: a.strict,
+    })
+}
+
+fn mine_options(ctx: &Ctx, a: crate::cli::MineArgs) -> Result<crate::mine::MineOptions> {
+    Ok(crate::mine::MineOptions {
+        paths: a.paths,
+        cwd: ctx.cwd.clone(),
+        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        json: a.json,
+        agent: a.agent,
+        apply: a.apply,
+        only: a.only,
     })
 }
 

@@ -11,6 +11,7 @@ mod handoff;
 mod hook;
 mod r#loop;
 mod measure;
+mod mine;
 mod recall;
 mod rehearse;
 mod schedule;
