@@ -18,7 +18,8 @@
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
-//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent)
+//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent),
+//!    `schedule` (the timers that start the loop)
 //! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
 //! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
 //! 8. the command line: `cli`, `run`

@@ -272,7 +272,7 @@ fn pick(asked: Option<Backend>) -> Result<Backend> {
     if systemctl(&["--user", "show-environment"]).is_ok() {
         return Ok(Backend::Systemd);
     }
-    if crate::doctor::find_on_path(&crontab_program()).is_some()
+    if crate::proc::find_on_path(&crontab_program()).is_some()
         || Path::new(&crontab_program()).is_file()
     {
         return Ok(Backend::Cron);
