@@ -896,11 +896,7 @@ impl RunCtx<'_> {
         let env = crate::goal::env::CriteriaEnv::capture(&goal, &self.project.root);
         let n = env.neutralised();
         self.journal("criteria_env", serde_json::to_value(n).unwrap_or(Value::Null))?;
-        if !n.path_dropped.is_empty() || !n.removed.is_empty() {
-            let mut parts: Vec<String> = n.removed.iter().map(|v| format!("without {v}")).collect();
-            parts.extend(n.path_dropped.iter().map(|d| format!("PATH without {d}")));
-            self.say(format!("loop: the criteria run {}", parts.join(", ")));
-        }
+        // Journaled only: what is dropped depends on the machine (a kit installed under /tmp).
         Ok(Prepared {
             goal,
             settings,
