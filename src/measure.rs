@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{
-    claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source, Tokens,
+    claude, codex, ApiCall, Compaction, Damage, EngineOptions, SessionSummary, Source, Tokens,
 };
 
 /// What `kit measure` was asked, validated.
@@ -88,21 +88,44 @@ pub struct Scan {
 ///
 /// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
 pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
+    scan_with(opts, engine, |_, _| ()).map(|(scan, _)| scan)
+}
+
+/// [`scan`], and `each` applied to every session kept with its main conversation's API calls
+/// (as `--turns` lists them), on the thread that read it, so a caller can render a session
+/// while its calls are in memory and hold only what `each` returns. The outputs are in the
+/// order of `Scan::sessions`. Used by `kit report`, so its figures are the very ones of
+/// `kit measure`.
+///
+/// Errors: those of [`scan`].
+pub fn scan_with<T, F>(
+    opts: &MeasureOptions,
+    engine: EngineOptions<'_>,
+    each: F,
+) -> Result<(Scan, Vec<T>)>
+where
+    T: Send,
+    F: Fn(&SessionSummary, &[ApiCall]) -> T + Sync,
+{
     let mut damage = Damage::default();
     let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
     // Collected per job, so that under `--strict` the error reported is the first in path
     // order, whichever thread met it first.
-    let read: Vec<Result<SessionSummary>> = jobs
+    let read: Vec<Result<(SessionSummary, Option<T>)>> = jobs
         .par_iter()
         .map(|job| {
-            let s = match job {
-                Job::Claude(f) => claude::read(f, engine).map(|r| r.summary),
-                Job::Codex(p) => codex::read(p, engine).map(|r| r.summary),
+            let r = match job {
+                Job::Claude(f) => claude::read(f, engine).map(|r| (r.summary, r.calls)),
+                Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls)),
             };
             progress.tick();
-            s
+            r.map(|(s, calls)| {
+                let shown = !nothing_read(&s) && keep(opts, &s);
+                let t = shown.then(|| each(&s, &calls));
+                (s, t)
+            })
         })
         .collect();
     progress.finish();
@@ -111,30 +134,36 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     damage
         .unreadable
         .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
-    for s in read {
-        let s = s?;
+    for r in read {
+        let (s, t) = r?;
         // A session whose files could not be read at all is only a line in the damage report
         // (it has no dates, so only `--project` can filter it).
-        let nothing_read = s.api_calls == 0 && s.start_ms.is_none();
-        if nothing_read && !s.damage.unreadable.is_empty() {
+        if nothing_read(&s) {
             if keep(&MeasureOptions { since_ms: None, ..opts.clone() }, &s) {
                 damage.merge(&s.damage);
             }
             continue;
         }
-        if keep(opts, &s) {
+        if let Some(t) = t {
             damage.merge(&s.damage);
-            sessions.push(s);
+            sessions.push((s, t));
         }
     }
-    sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
+    sessions.sort_by(|(a, _), (b, _)| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
     let looked_in = if opts.paths.is_empty() {
         let (c, x) = discover::default_roots()?;
         c.into_iter().chain(x).collect()
     } else {
         opts.paths.clone()
     };
-    Ok(Scan { sessions, damage, files, looked_in })
+    let (sessions, outputs) = sessions.into_iter().unzip();
+    Ok((Scan { sessions, damage, files, looked_in }, outputs))
+}
+
+/// A session whose files could not be read at all: no call, no dated line, and unreadable
+/// files in its damage.
+fn nothing_read(s: &SessionSummary) -> bool {
+    s.api_calls == 0 && s.start_ms.is_none() && !s.damage.unreadable.is_empty()
 }
 
 fn select_jobs(opts: &MeasureOptions, damage: &mut Damage) -> Result<Vec<Job>> {
@@ -279,7 +308,8 @@ pub fn to_json(scan: &Scan) -> Value {
     })
 }
 
-fn session_json(s: &SessionSummary) -> Value {
+/// One session of the `kit.measure/1` document (`sessions[]`).
+pub fn session_json(s: &SessionSummary) -> Value {
     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         let events = o.remove("compactions").unwrap_or(Value::Null);
@@ -297,7 +327,7 @@ fn session_json(s: &SessionSummary) -> Value {
 
 /// The session table's columns in display order: header, width (characters), right-aligned.
 /// SESSION's width is the longest unique id prefix (at least 8), set per table.
-const COLUMNS: [(&str, usize, bool); 13] = [
+pub const COLUMNS: [(&str, usize, bool); 13] = [
     ("SESSION", 8, false),
     ("PROJECT", 13, false),
     ("START (UTC)", 11, false),
@@ -581,7 +611,8 @@ pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usiz
         .collect()
 }
 
-fn session_cells(s: &SessionSummary) -> [String; 13] {
+/// The cells of a session's row in the session table, under [`COLUMNS`].
+pub fn session_cells(s: &SessionSummary) -> [String; 13] {
     let unpriced = if s.unpriced_models.is_empty() { "" } else { "*" };
     [
         s.session_id.chars().take(8).collect(),
@@ -732,7 +763,8 @@ fn job_id(j: &Job) -> String {
     }
 }
 
-fn call_json(c: &ApiCall, point: u64) -> Value {
+/// One call of the `kit.measure.turns/1` document (`calls[]`).
+pub fn call_json(c: &ApiCall, point: u64) -> Value {
     json!({
         "time": c.ts_ms.map(crate::transcript::format_ts_ms),
         "gap_s": c.gap_s,
@@ -753,6 +785,87 @@ fn call_json(c: &ApiCall, point: u64) -> Value {
     })
 }
 
+/// The headers of the `--turns` table's columns, in order (NOTE last).
+pub const TURN_COLUMNS: [&str; 10] =
+    ["#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"];
+
+/// One line of the `--turns` table.
+#[derive(Clone, Debug)]
+pub enum TurnLine<'a> {
+    /// An API call: its cells under [`TURN_COLUMNS`] (NOTE included, possibly empty).
+    Call {
+        /// The call.
+        call: &'a ApiCall,
+        /// The text of each column.
+        cells: [String; 10],
+    },
+    /// A compaction, between the calls before and after it.
+    Compaction(&'a Compaction),
+}
+
+/// The `--turns` table of a session as lines: its calls in order, each compaction after the
+/// last call logged at or before it (the ones without a time at the end). `kit measure
+/// --turns` prints these; `kit report` shows the same cells.
+pub fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLine<'a>> {
+    let mut lines = Vec::with_capacity(calls.len() + s.compactions.len());
+    let mut compactions = s.compactions.iter().peekable();
+    for (i, c) in calls.iter().enumerate() {
+        while let Some(k) = compactions.next_if(|k| match (k.at_ms, c.ts_ms) {
+            (Some(a), Some(t)) => a <= t,
+            _ => false,
+        }) {
+            lines.push(TurnLine::Compaction(k));
+        }
+        let mut note = vec![];
+        if c.resume {
+            note.push(format!("resume +{}", usd(c.resume_premium_usd)));
+        }
+        if c.sidechain {
+            note.push("sidechain".to_string());
+        }
+        if c.cost_usd.is_none() {
+            note.push(format!("unpriced {}", c.model));
+        }
+        let cells = [
+            (i + 1).to_string(),
+            c.ts_ms.map(clock_time).unwrap_or_default(),
+            c.gap_s.map(dur).unwrap_or_else(|| "-".into()),
+            tokens(c.usage.input),
+            tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
+            tokens(c.usage.cache_read),
+            tokens(c.usage.output),
+            c.cost_usd.map(usd).unwrap_or_else(|| "?".into()),
+            if s.compaction_point > 0 {
+                format!("{:.0}%", c.context_tokens as f64 * 100.0 / s.compaction_point as f64)
+            } else {
+                "-".into()
+            },
+            note.join(", "),
+        ];
+        lines.push(TurnLine::Call { call: c, cells });
+    }
+    lines.extend(compactions.map(TurnLine::Compaction));
+    lines
+}
+
+/// A compaction as the `--turns` table writes it: `compaction (auto): 167,094 -> 31,205 tokens`.
+pub fn compaction_text(k: &Compaction) -> String {
+    let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
+    format!("compaction ({}): {} -> {} tokens", k.trigger, thousands(k.tokens_before), after)
+}
+
+/// The `--turns` table's last line: `total 331.8k tokens · $0.66 · 1 resume ($0.48 beyond a
+/// warm cache)`.
+pub fn turns_total_text(s: &SessionSummary) -> String {
+    format!(
+        "total {} tokens · {} · {} ({} beyond a warm cache)",
+        tokens(s.tokens.total()),
+        s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
+        plural(s.resumes, "resume"),
+        usd(s.resume_premium_usd)
+    )
+}
+
 fn write_turns(
     theme: &Theme,
     s: &SessionSummary,
@@ -768,80 +881,38 @@ fn write_turns(
         calls.len(),
         thousands(s.compaction_point)
     )?;
-    let head = format!(
-        "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
-        "#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"
-    );
-    writeln!(out, "{}", theme.bold(head.trim_end()))?;
-    let mut compactions = s.compactions.iter().peekable();
-    for (i, c) in calls.iter().enumerate() {
-        while let Some(k) = compactions.next_if(|k| match (k.at_ms, c.ts_ms) {
-            (Some(a), Some(t)) => a <= t,
-            _ => false,
-        }) {
-            let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
-            writeln!(
-                out,
-                "{}",
-                theme.warn(&format!(
-                    "     -- compaction ({}): {} -> {} tokens",
-                    k.trigger,
-                    thousands(k.tokens_before),
-                    after
-                ))
-            )?;
-        }
-        let mut note = vec![];
-        if c.resume {
-            note.push(format!("resume +{}", usd(c.resume_premium_usd)));
-        }
-        if c.sidechain {
-            note.push("sidechain".to_string());
-        }
-        if c.cost_usd.is_none() {
-            note.push(format!("unpriced {}", c.model));
-        }
-        let line = format!(
+    let row = |c: &[String; 10]| {
+        format!(
             "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
-            i + 1,
-            c.ts_ms.map(clock_time).unwrap_or_default(),
-            c.gap_s.map(dur).unwrap_or_else(|| "-".into()),
-            tokens(c.usage.input),
-            tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
-            tokens(c.usage.cache_read),
-            tokens(c.usage.output),
-            c.cost_usd.map(usd).unwrap_or_else(|| "?".into()),
-            if s.compaction_point > 0 {
-                format!("{:.0}%", c.context_tokens as f64 * 100.0 / s.compaction_point as f64)
-            } else {
-                "-".into()
-            },
-            note.join(", ")
-        );
-        let line = line.trim_end();
-        if c.resume {
-            writeln!(out, "{}", theme.warn(line))?;
-        } else {
-            writeln!(out, "{line}")?;
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+        )
+    };
+    writeln!(out, "{}", theme.bold(row(&TURN_COLUMNS.map(String::from)).trim_end()))?;
+    let mut calls_done = calls.is_empty();
+    for line in turn_lines(s, calls) {
+        match line {
+            TurnLine::Compaction(k) => {
+                // Compactions after the last call (no time to place them by) print plain.
+                let text = format!("     -- {}", compaction_text(k));
+                if calls_done {
+                    writeln!(out, "{text}")?;
+                } else {
+                    writeln!(out, "{}", theme.warn(&text))?;
+                }
+            }
+            TurnLine::Call { call, cells } => {
+                let text = row(&cells);
+                let text = text.trim_end();
+                if call.resume {
+                    writeln!(out, "{}", theme.warn(text))?;
+                } else {
+                    writeln!(out, "{text}")?;
+                }
+                calls_done = cells[0] == calls.len().to_string();
+            }
         }
     }
-    for k in compactions {
-        writeln!(
-            out,
-            "     -- compaction ({}): {} -> {} tokens",
-            k.trigger,
-            thousands(k.tokens_before),
-            k.tokens_after.map(thousands).unwrap_or_else(|| "?".into())
-        )?;
-    }
-    writeln!(
-        out,
-        "total {} tokens · {} · {} ({} beyond a warm cache)",
-        tokens(s.tokens.total()),
-        s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
-        plural(s.resumes, "resume"),
-        usd(s.resume_premium_usd)
-    )?;
+    writeln!(out, "{}", turns_total_text(s))?;
     Ok(())
 }
 
@@ -905,7 +976,8 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-fn dur(s: f64) -> String {
+/// A duration as the tables print it: `0s`, `45s`, `2m05s`, `4h11m`, `5d03h`.
+pub fn dur(s: f64) -> String {
     if s <= 0.0 {
         return "0s".into();
     }
