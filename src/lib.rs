@@ -28,6 +28,7 @@ pub mod measure;
 pub mod prices;
 pub mod recall;
 pub mod rehearse;
+pub mod report;
 pub mod run;
 pub mod status;
 pub mod term;

@@ -149,7 +149,8 @@ where
             sessions.push((s, t));
         }
     }
-    sessions.sort_by(|(a, _), (b, _)| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
+    sessions
+        .sort_by(|(a, _), (b, _)| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
     let looked_in = if opts.paths.is_empty() {
         let (c, x) = discover::default_roots()?;
         c.into_iter().chain(x).collect()
@@ -797,7 +798,7 @@ pub enum TurnLine<'a> {
         /// The call.
         call: &'a ApiCall,
         /// The text of each column.
-        cells: [String; 10],
+        cells: Box<[String; 10]>,
     },
     /// A compaction, between the calls before and after it.
     Compaction(&'a Compaction),
@@ -842,7 +843,7 @@ pub fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLi
             },
             note.join(", "),
         ];
-        lines.push(TurnLine::Call { call: c, cells });
+        lines.push(TurnLine::Call { call: c, cells: Box::new(cells) });
     }
     lines.extend(compactions.map(TurnLine::Compaction));
     lines
