@@ -10,7 +10,7 @@
 # Checks, each failing the script (exit 1) when not met:
 #   - every <svg> chart of the page has a non-zero width and height as laid out by Chromium
 #     (a copy of the page with a few lines of script appended measures them; --dump-dom
-#     prints what it found), and every session with API calls has its three charts (context, cache, cost);
+#     prints what it found), and every session with API calls has its two charts (context; cache and cost);
 #   - the screenshot exists, is a PNG and is not blank (more than one colour, and at least
 #     1 % of its pixels not white).
 set -euo pipefail
@@ -50,13 +50,13 @@ cat >>"$work/check.html" <<'EOF'
     var r = s.getBoundingClientRect();
     out.push(Math.round(r.width) + "x" + Math.round(r.height) + " " + s.querySelectorAll("*").length);
   });
-  // Sessions with API calls in the main conversation, each of which must hold three charts.
+  // Sessions with API calls in the main conversation, each of which must hold two charts.
   var charted = 0, short = 0;
   document.querySelectorAll("article.session").forEach(function (a) {
     var n = a.querySelectorAll("figure.chart svg").length;
     if (a.querySelector(".nothing-to-chart")) return;
     charted += 1;
-    if (n !== 3) short += 1;
+    if (n !== 2) short += 1;
   });
   var pre = document.createElement("pre");
   pre.id = "chart-check";
@@ -83,7 +83,7 @@ sizes = lines[1:]
 bad = [s for s in sizes if s.split()[0].startswith("0x") or "x0 " in s]
 print(f"charts: {charts} for {sessions} sessions; laid-out sizes: {', '.join(sorted(set(s.split()[0] for s in sizes)))}")
 if charts == 0 or short or bad:
-    sys.exit(f"FAIL: {charts} charts; {short} of {sessions} sessions without their three; {len(bad)} with a zero size")
+    sys.exit(f"FAIL: {charts} charts; {short} of {sessions} sessions without their two; {len(bad)} with a zero size")
 if any(int(s.split()[1]) < 20 for s in sizes):
     sys.exit("FAIL: a chart has fewer than 20 SVG elements")
 

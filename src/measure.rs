@@ -1000,10 +1000,11 @@ fn short_time(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// `HH:MM:SS` (UTC) of Unix ms; the arithmetic of `%H:%M:%S` without a formatter, as the
+/// `--turns` table (and `kit report`'s, a row per API call of every session) prints it often.
 fn clock_time(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.strftime("%H:%M:%S").to_string())
-        .unwrap_or_default()
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 #[cfg(test)]
@@ -1043,6 +1044,10 @@ mod tests {
 
     #[test]
     fn number_formats() {
+        for ms in [0, 1_770_928_228_504, -1, 86_399_999] {
+            let t = jiff::Timestamp::from_millisecond(ms).unwrap();
+            assert_eq!(clock_time(ms), t.strftime("%H:%M:%S").to_string(), "{ms}");
+        }
         assert_eq!(tokens(950), "950");
         assert_eq!(tokens(233_344), "233.3k");
         assert_eq!(tokens(1_927_379), "1.9M");

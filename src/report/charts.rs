@@ -15,6 +15,10 @@ use crate::transcript::{ApiCall, SessionSummary, TTL_5M_S};
 
 /// Width and height of a chart (SVG user units; the page scales it to its column).
 const SIZE: (u32, u32) = (960, 280);
+/// Labels on the x and y axes at most: enough to read a value off, few enough that the
+/// charts of a thousand sessions stay light.
+const X_LABELS: usize = 8;
+const Y_LABELS: usize = 5;
 /// Axis labels and legend text.
 const FONT: (&str, u32) = ("sans-serif", 13);
 
@@ -42,11 +46,9 @@ type Drawn = std::result::Result<(), String>;
 fn svg(draw: impl FnOnce(&Area<'_>) -> Drawn) -> String {
     let mut buf = String::new();
     let result = {
+        // No background: the page's is white, and one element less per chart.
         let root = SVGBackend::with_string(&mut buf, SIZE).into_drawing_area();
-        root.fill(&WHITE)
-            .map_err(|e| e.to_string())
-            .and_then(|_| draw(&root))
-            .and_then(|_| root.present().map_err(|e| e.to_string()))
+        draw(&root).and_then(|_| root.present().map_err(|e| e.to_string()))
     };
     match result {
         Ok(()) => buf,
@@ -66,25 +68,95 @@ pub fn compaction_x(after_call: usize) -> f64 {
     after_call as f64 + 0.5
 }
 
+/// How a legend entry is drawn: the mark beside its text (a CSS class of the page).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// A solid line.
+    Line,
+    /// A dashed line.
+    Dash,
+    /// A filled square: a band.
+    Band,
+    /// A filled dot.
+    Dot,
+    /// A ring.
+    Ring,
+}
+
+impl Mark {
+    /// The CSS class of the mark.
+    pub fn class(self) -> &'static str {
+        match self {
+            Mark::Line => "line",
+            Mark::Dash => "dash",
+            Mark::Band => "band",
+            Mark::Dot => "dot",
+            Mark::Ring => "ring",
+        }
+    }
+}
+
+/// One legend entry: its text, its colour (CSS `#rrggbb`) and its mark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    /// The text.
+    pub label: String,
+    /// The colour, `#rrggbb`.
+    pub color: String,
+    /// The mark.
+    pub mark: Mark,
+}
+
+fn key(label: impl Into<String>, c: RGBColor, mark: Mark) -> Key {
+    Key { label: label.into(), color: format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2), mark }
+}
+
+/// A session chart: the SVG and its legend, which the page writes as HTML under it (text
+/// that wraps and prints, and that never hides data).
+#[derive(Clone, Debug)]
+pub struct Chart {
+    /// The `<svg>` element.
+    pub svg: String,
+    /// What each colour means.
+    pub legend: Vec<Key>,
+}
+
 /// Context size per API call (main conversation; a subagent's calls carry their own context)
-/// against the compaction point, with the 50/70/85 % bands, each compaction (a vertical line
+/// against the compaction point, with the 50/70/85 % bands, each compaction (a dashed line
 /// at `compactions`, from [`compaction_x`]) and each resume (a dot) marked.
-pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> String {
+pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> Chart {
     let n = calls.len() as f64;
     let point = s.compaction_point as f64;
     let peak = calls.iter().map(|c| c.context_tokens).max().unwrap_or(0) as f64;
     let top = peak.max(point) * 1.08 + 1.0;
-    svg(|root| {
+    let resumes: Vec<(f64, f64)> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.resume)
+        .map(|(i, c)| (i as f64 + 1.0, c.context_tokens as f64))
+        .collect();
+    let mut legend: Vec<Key> = BANDS.iter().map(|b| key(b.3, b.2, Mark::Band)).collect();
+    legend.push(key(format!("compaction point {}", tokens(s.compaction_point)), POINT, Mark::Line));
+    legend.push(key("context", CONTEXT, Mark::Line));
+    if !compactions.is_empty() {
+        legend.push(key("compaction", COMPACTION, Mark::Dash));
+    }
+    if !resumes.is_empty() {
+        legend.push(key("resume (cache expired)", RESUME, Mark::Dot));
+    }
+    let svg = svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_range(0.5, n + 0.5), 0.0..top)
+            .build_cartesian_2d(0.5..n + 0.5, 0.0..top)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .max_light_lines(0)
+            .x_labels(X_LABELS)
+            .y_labels(Y_LABELS)
             .x_desc("API call")
             .y_desc("context (tokens)")
             .x_label_formatter(&|x| call_label(*x, n))
@@ -92,34 +164,26 @@ pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> St
             .label_style(FONT)
             .draw()
             .map_err(err)?;
-        for (from, to, color, label) in BANDS {
-            chart
-                .draw_series([Rectangle::new(
+        chart
+            .draw_series(BANDS.iter().map(|&(from, to, color, _)| {
+                Rectangle::new(
                     [(0.5, point * from), (n + 0.5, point * to)],
                     color.mix(0.6).filled(),
-                )])
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled())
-                });
-        }
+                )
+            }))
+            .map_err(err)?;
         chart
             .draw_series(LineSeries::new([(0.5, point), (n + 0.5, point)], POINT.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("compaction point {}", tokens(s.compaction_point)))
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], POINT.stroke_width(2)));
+            .map_err(err)?;
         let main = calls.iter().enumerate().filter(|(_, c)| !c.sidechain);
         chart
             .draw_series(LineSeries::new(
                 main.map(|(i, c)| (i as f64 + 1.0, c.context_tokens as f64)),
                 CONTEXT.stroke_width(2),
             ))
-            .map_err(err)?
-            .label("context")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], CONTEXT.stroke_width(2)));
-        for (k, &x) in compactions.iter().enumerate() {
-            let series = chart
+            .map_err(err)?;
+        for &x in compactions {
+            chart
                 .draw_series(DashedLineSeries::new(
                     [(x, 0.0), (x, top)],
                     6,
@@ -127,31 +191,20 @@ pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> St
                     COMPACTION.stroke_width(2),
                 ))
                 .map_err(err)?;
-            if k == 0 {
-                series.label("compaction").legend(|(x, y)| {
-                    PathElement::new([(x, y), (x + 14, y)], COMPACTION.stroke_width(2))
-                });
-            }
         }
-        let resumes: Vec<(f64, f64)> = calls
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.resume)
-            .map(|(i, c)| (i as f64 + 1.0, c.context_tokens as f64))
-            .collect();
-        if !resumes.is_empty() {
-            chart
-                .draw_series(resumes.into_iter().map(|p| Circle::new(p, 6, RESUME.filled())))
-                .map_err(err)?
-                .label("resume (cache expired)")
-                .legend(|(x, y)| Circle::new((x + 7, y), 5, RESUME.filled()));
-        }
-        legend(&mut chart)
-    })
+        chart
+            .draw_series(resumes.iter().map(|&p| Circle::new(p, 6, RESUME.filled())))
+            .map_err(err)?;
+        Ok(())
+    });
+    Chart { svg, legend }
 }
 
-/// Cache read and cache write (both TTLs) per API call, tokens.
-pub fn cache(calls: &[ApiCall]) -> String {
+/// Cache read and cache write (both TTLs) per API call (tokens, left axis), and the
+/// cumulative cost (USD, right axis) of the main conversation's calls, with each idle gap
+/// longer than the 5-minute cache TTL marked where it ended (a ring; a filled dot when the
+/// call after it was a resume). Unpriced calls add nothing to the cost.
+pub fn cache_cost(calls: &[ApiCall]) -> Chart {
     let n = calls.len() as f64;
     let top = calls
         .iter()
@@ -160,21 +213,60 @@ pub fn cache(calls: &[ApiCall]) -> String {
         .unwrap_or(0) as f64
         * 1.08
         + 1.0;
-    svg(|root| {
+    let mut sum = 0.0;
+    let spent: Vec<(f64, f64)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            sum += c.cost_usd.unwrap_or(0.0);
+            (i as f64 + 1.0, sum)
+        })
+        .collect();
+    let top_cost = sum * 1.08 + 1e-6;
+    let gaps: Vec<(f64, f64, bool)> = calls
+        .iter()
+        .zip(&spent)
+        .filter(|(c, _)| c.gap_s.is_some_and(|g| g > TTL_5M_S as f64))
+        .map(|(c, &(x, y))| (x, y, c.resume))
+        .collect();
+    let mut legend = vec![
+        key("cache read", READ, Mark::Line),
+        key("cache write", WRITE, Mark::Line),
+        key("cumulative cost (right axis)", COST, Mark::Line),
+    ];
+    if gaps.iter().any(|g| !g.2) {
+        legend.push(key("after an idle gap > 5 min, cache still warm", RESUME, Mark::Ring));
+    }
+    if gaps.iter().any(|g| g.2) {
+        legend.push(key("after an idle gap > 5 min: resume", RESUME, Mark::Dot));
+    }
+    let svg = svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(10)
             .x_label_area_size(34)
             .y_label_area_size(64)
-            .build_cartesian_2d(x_range(0.5, n + 0.5), 0.0..top)
-            .map_err(err)?;
+            .right_y_label_area_size(64)
+            .build_cartesian_2d(0.5..n + 0.5, 0.0..top)
+            .map_err(err)?
+            .set_secondary_coord(0.5..n + 0.5, 0.0..top_cost);
         chart
             .configure_mesh()
             .disable_x_mesh()
             .max_light_lines(0)
+            .x_labels(X_LABELS)
+            .y_labels(Y_LABELS)
             .x_desc("API call")
-            .y_desc("tokens")
+            .y_desc("cache (tokens)")
             .x_label_formatter(&|x| call_label(*x, n))
             .y_label_formatter(&|y| tokens(*y as u64))
+            .label_style(FONT)
+            .draw()
+            .map_err(err)?;
+        chart
+            .configure_secondary_axes()
+            .y_labels(Y_LABELS)
+            .y_desc("cumulative cost (USD)")
+            .y_label_formatter(&|y| usd(*y))
             .label_style(FONT)
             .draw()
             .map_err(err)?;
@@ -183,78 +275,25 @@ pub fn cache(calls: &[ApiCall]) -> String {
         };
         chart
             .draw_series(LineSeries::new(at(|c| c.usage.cache_read), READ.stroke_width(2)))
-            .map_err(err)?
-            .label("cache read")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], READ.stroke_width(2)));
+            .map_err(err)?;
         chart
             .draw_series(LineSeries::new(
                 at(|c| c.usage.cache_write_5m + c.usage.cache_write_1h),
                 WRITE.stroke_width(2),
             ))
-            .map_err(err)?
-            .label("cache write")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], WRITE.stroke_width(2)));
-        legend(&mut chart)
-    })
-}
-
-/// Cumulative cost (USD) of the main conversation's API calls, call by call, with each idle
-/// gap longer than the 5-minute cache TTL marked where it ended (a dot; filled when the call
-/// after it was a resume). Unpriced calls add nothing.
-pub fn cost(calls: &[ApiCall]) -> String {
-    let n = calls.len() as f64;
-    let mut sum = 0.0;
-    let points: Vec<(f64, f64)> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            sum += c.cost_usd.unwrap_or(0.0);
-            (i as f64 + 1.0, sum)
-        })
-        .collect();
-    let top = sum * 1.08 + 1e-6;
-    let idle = |c: &ApiCall| c.gap_s.is_some_and(|g| g > TTL_5M_S as f64);
-    svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(10)
-            .x_label_area_size(34)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x_range(0.5, n + 0.5), 0.0..top)
             .map_err(err)?;
         chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .max_light_lines(0)
-            .x_desc("API call")
-            .y_desc("cumulative cost (USD)")
-            .x_label_formatter(&|x| call_label(*x, n))
-            .y_label_formatter(&|y| usd(*y))
-            .label_style(FONT)
-            .draw()
+            .draw_secondary_series(LineSeries::new(spent.iter().copied(), COST.stroke_width(2)))
             .map_err(err)?;
         chart
-            .draw_series(LineSeries::new(points.iter().copied(), COST.stroke_width(2)))
-            .map_err(err)?
-            .label("cumulative cost")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], COST.stroke_width(2)));
-        let gaps: Vec<(f64, f64, bool)> = calls
-            .iter()
-            .zip(&points)
-            .filter(|(c, _)| idle(c))
-            .map(|(c, &(x, y))| (x, y, c.resume))
-            .collect();
-        if !gaps.is_empty() {
-            chart
-                .draw_series(gaps.iter().map(|&(x, y, resume)| {
-                    let style = if resume { RESUME.filled() } else { RESUME.stroke_width(2) };
-                    Circle::new((x, y), 6, style)
-                }))
-                .map_err(err)?
-                .label("after an idle gap > 5 min (filled: resume)")
-                .legend(|(x, y)| Circle::new((x + 7, y), 5, RESUME.filled()));
-        }
-        legend(&mut chart)
-    })
+            .draw_secondary_series(gaps.iter().map(|&(x, y, resume)| {
+                let style = if resume { RESUME.filled() } else { RESUME.stroke_width(2) };
+                Circle::new((x, y), 6, style)
+            }))
+            .map_err(err)?;
+        Ok(())
+    });
+    Chart { svg, legend }
 }
 
 /// One iteration of a loop as the timeline chart needs it.

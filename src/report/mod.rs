@@ -152,7 +152,7 @@ fn summary(
     } else {
         writeln!(
             out,
-            "  sessions: {} · {} · {} · {} · {}, each with its context, cache and cost charts",
+            "  sessions: {} · {} · {} · {} · {}, each charted",
             n,
             measure::plural(t["api_calls"].as_u64().unwrap_or(0), "API call"),
             t["cost_usd"].as_f64().map(measure::usd).unwrap_or_else(|| "unpriced".into()),

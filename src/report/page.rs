@@ -180,7 +180,7 @@ fn session_table(sessions: &[SessionSummary]) -> Markup {
     }
 }
 
-/// One session's article: its figures, the three charts, its idle gaps and its `--turns`
+/// One session's article: its figures, its two charts, its idle gaps and its `--turns`
 /// table. Rendered on the thread that read the session, while its calls are in memory.
 pub fn session_article(s: &SessionSummary, calls: &[ApiCall]) -> String {
     let lines = measure::turn_lines(s, calls);
@@ -234,17 +234,15 @@ pub fn session_article(s: &SessionSummary, calls: &[ApiCall]) -> String {
             p.meta.nothing-to-chart { "no API calls in the main conversation: nothing to chart" }
         } @else {
             figure.chart data-chart="context" {
-                (PreEscaped(charts::context(s, calls, &compactions)))
-                figcaption { "Context per API call against the compaction point; bands at 50, 70 and 85 %." }
+                @let chart = charts::context(s, calls, &compactions);
+                (PreEscaped(chart.svg))
+                figcaption { (legend(&chart.legend)) "Context per API call against the compaction point; bands at 50, 70 and 85 %." }
             }
-            figure.chart data-chart="cache" {
-                (PreEscaped(charts::cache(calls)))
-                figcaption { "Cache read and cache write per API call." }
-            }
-            figure.chart data-chart="cost" {
-                (PreEscaped(charts::cost(calls)))
-                figcaption { "Cumulative cost of the main conversation's calls"
-                    @if !s.subagents.is_empty() { " (subagents' calls are in the session's total, not here)" }
+            figure.chart data-chart="cache-cost" {
+                @let chart = charts::cache_cost(calls);
+                (PreEscaped(chart.svg))
+                figcaption { (legend(&chart.legend)) "Cache read and cache write per API call (left axis) and the cumulative cost of the main conversation's calls (right axis)"
+                    @if !s.subagents.is_empty() { "; subagents' calls are in the session's total, not here" }
                     "; idle gaps longer than the 5-minute cache TTL marked." }
             }
         }
@@ -301,6 +299,17 @@ pub fn session_article(s: &SessionSummary, calls: &[ApiCall]) -> String {
         }
     }
     .into_string()
+}
+
+/// A chart's legend: each entry's mark in its colour, then its text.
+fn legend(keys: &[charts::Key]) -> Markup {
+    html! {
+        ul.legend {
+            @for k in keys {
+                li { span class=(format!("mark {}", k.mark.class())) style=(format!("--c: {}", k.color)) {} (k.label) }
+            }
+        }
+    }
 }
 
 fn loop_section(lp: &LoopPart<'_>) -> Markup {
@@ -504,6 +513,11 @@ dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; }
 meter { width: 10rem; vertical-align: middle; }
 figure.chart { margin: .6rem 0; } figure.chart svg { width: 100%; height: auto; max-width: 960px; display: block; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 13px; }
+ul.legend { list-style: none; padding: 0; margin: .2rem 0; display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; color: var(--fg); }
+.mark { display: inline-block; width: 16px; height: 10px; margin-right: .35rem; vertical-align: middle; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+.mark.line { height: 0; border-top: 3px solid var(--c); } .mark.dash { height: 0; border-top: 3px dashed var(--c); }
+.mark.band { background: var(--c); } .mark.dot { width: 10px; border-radius: 50%; background: var(--c); }
+.mark.ring { width: 10px; border-radius: 50%; border: 2px solid var(--c); }
 .damage { border-left: 4px solid var(--warn); padding: .2rem .8rem; background: #fff8ec; }
 article.session { border-top: 1px solid var(--line); margin-top: 1.2rem; }
 details.turns summary { cursor: pointer; color: var(--muted); }

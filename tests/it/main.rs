@@ -13,5 +13,6 @@ mod r#loop;
 mod measure;
 mod recall;
 mod rehearse;
+mod report;
 mod standalone;
 mod util;
