@@ -46,8 +46,8 @@ use crate::transcript::EngineOptions;
 pub struct ReportOptions {
     /// The folder kit runs in (the loop is looked for from here; relative paths start here).
     pub cwd: PathBuf,
-    /// Roots, project folders or transcript files, as for `kit measure`; empty = the default
-    /// roots.
+    /// Roots, project folders or transcript files, as for `kit measure` (relative ones from
+    /// the process's folder, as there); empty = the default roots.
     pub paths: Vec<PathBuf>,
     /// Where to write the page; None = the default (see the module doc).
     pub out: Option<PathBuf>,
@@ -82,10 +82,8 @@ pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
             Err(e) => page::LoopPart::Unreadable(e.to_string()),
         },
     };
-    let mopts = MeasureOptions {
-        paths: opts.paths.iter().map(|p| opts.cwd.join(p)).collect(),
-        ..MeasureOptions::default()
-    };
+    // The PATHs exactly as `kit measure` takes them, so that its document is the same.
+    let mopts = MeasureOptions { paths: opts.paths.clone(), ..MeasureOptions::default() };
     let (scan, articles) =
         measure::scan_with(&mopts, EngineOptions::standard(), page::session_article)?;
     let measure_json = measure::to_json(&scan);

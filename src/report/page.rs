@@ -372,7 +372,7 @@ fn loop_body(s: &Status, rows: &[Row]) -> Markup {
     html! {
         dl.facts {
             dt { "goal" } dd data-level=(s.goal["level"]) { (goal) }
-            dt { "outcome" } dd.outcome data-outcome=(s.outcome.as_ref().map_or(Value::Null, |o| o["outcome"].clone())) { (outcome) }
+            dt { "outcome" } dd.outcome data-outcome=(s.outcome.as_ref().and_then(|o| o["outcome"].as_str()).unwrap_or(if s.interrupted { "interrupted" } else { "" })) { (outcome) }
             dt { "owner" } dd { (s.owner.as_ref().map(|h| h.describe()).unwrap_or_else(|| "none".into())) }
             dt { "iteration" } dd data-iteration=(s.iteration) { (s.iteration) }
             dt { "cost" } dd data-cost-used=(c.cost_usd.used) data-cost-limit=(c.cost_usd.limit) {

@@ -34,6 +34,13 @@ fn attrs(html: &str, tag: &str, attr: &str) -> Vec<String> {
     re.captures_iter(html).map(|c| c[1].to_string()).collect()
 }
 
+/// [`attrs`], each value read as JSON by serde_json, as the documents compared with were (its
+/// float parsing may differ from Rust's by one unit in the last place: equal text, equal
+/// numbers).
+fn json_attrs(html: &str, tag: &str, attr: &str) -> Vec<Value> {
+    attrs(html, tag, attr).iter().map(|v| serde_json::from_str(v).unwrap()).collect()
+}
+
 /// The session articles of the page, in order.
 fn articles(html: &str) -> Vec<&str> {
     html.split("<article class=\"session\"").skip(1).collect()
@@ -61,12 +68,23 @@ fn report_on_the_samples_holds_measures_json_and_the_charts_of_each_session() {
 
     // The totals shown, and each session's row, are the document's figures.
     let t = &doc["totals"];
-    assert_eq!(attrs(&html, "<p class=\"totals\"", "data-api-calls"), [t["api_calls"].to_string()]);
-    assert_eq!(attrs(&html, "<p class=\"totals\"", "data-cost-usd"), [t["cost_usd"].to_string()]);
-    let costs: Vec<f64> =
-        attrs(&html, "<tr data-session", "data-cost").iter().map(|c| c.parse().unwrap()).collect();
-    let want: Vec<f64> = sessions.iter().map(|s| s["cost_usd"].as_f64().unwrap_or(-1.0)).collect();
-    assert_eq!(costs, want);
+    assert_eq!(
+        json_attrs(&html, "<p class=\"totals\"", "data-api-calls"),
+        [t["api_calls"].clone()]
+    );
+    assert_eq!(json_attrs(&html, "<p class=\"totals\"", "data-cost-usd"), [t["cost_usd"].clone()]);
+    let want: Vec<Value> =
+        sessions
+            .iter()
+            .map(|s| {
+                if s["cost_usd"].is_null() {
+                    serde_json::json!(-1)
+                } else {
+                    s["cost_usd"].clone()
+                }
+            })
+            .collect();
+    assert_eq!(json_attrs(&html, "<tr data-session", "data-cost"), want);
     let cmp = attrs(&html, "<tr data-session", "data-compactions");
     let want: Vec<String> = sessions.iter().map(|s| s["compactions"].to_string()).collect();
     assert_eq!(cmp, want);
@@ -128,8 +146,8 @@ fn the_per_call_table_is_kit_measure_turns_cell_for_cell_with_the_resume_marked(
     assert!(html.contains(&text.lines().last().unwrap().to_string()), "the total line");
     // The resume is in the idle-gap table with its premium, as measure --json has it.
     let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
-    let premium = doc["sessions"][0]["resume_premium_usd"].to_string();
-    assert_eq!(attrs(&html, "<tr data-gap-s", "data-resume-premium-usd"), [premium]);
+    let premium = doc["sessions"][0]["resume_premium_usd"].clone();
+    assert_eq!(json_attrs(&html, "<tr data-gap-s", "data-resume-premium-usd"), [premium]);
 }
 
 #[test]
@@ -169,13 +187,13 @@ fn report_in_a_loop_repository_shows_what_kit_status_shows_and_each_iteration() 
     assert_eq!(island(&html, "kit-measure"), measure);
 
     assert_eq!(attrs(&html, "<dd class=\"outcome\"", "data-outcome"), ["done"]);
-    let cost = status["caps"]["cost_usd"]["used"].to_string();
-    assert_eq!(attrs(&html, "<dd data-cost-used", "data-cost-used"), [cost]);
+    let cost = status["caps"]["cost_usd"]["used"].clone();
+    assert_eq!(json_attrs(&html, "<dd", "data-cost-used"), [cost]);
     let c = &status["criteria"];
-    assert_eq!(attrs(&html, "<p data-passed", "data-commit"), [c["commit"].as_str().unwrap()]);
-    assert_eq!(attrs(&html, "<p data-passed", "data-passed"), [c["passed"].to_string()]);
+    assert_eq!(attrs(&html, "<p", "data-commit"), [c["commit"].as_str().unwrap()]);
+    assert_eq!(json_attrs(&html, "<p", "data-passed"), [c["passed"].clone()]);
     // The timeline: the baseline and iteration 1, the criteria passing after each.
-    assert_eq!(attrs(&html, "<tr data-iteration", "data-iteration"), ["0", "1"]);
+    assert_eq!(attrs(&html, "<tr", "data-iteration"), ["0", "1"]);
     let charts = attrs(&html, "<figure class=\"chart\"", "data-chart");
     assert!(charts.starts_with(&["iterations".to_string()]), "{charts:?}");
     // And the fake agent's session, charted.
