@@ -330,7 +330,7 @@ pub fn iterations(points: &[IterationPoint]) -> String {
             .max_light_lines(0)
             .x_desc("iteration")
             .y_desc("criteria passing")
-            .x_labels(points.len().min(30))
+            .x_labels((points.len() * 2 + 4).min(40))
             .x_label_formatter(&|x| {
                 let i = x.round();
                 if (x - i).abs() < 0.01 && i >= 0.0 {
@@ -401,7 +401,7 @@ pub fn cost_cap(spent: &[(u64, f64)], cap: f64) -> String {
             .max_light_lines(0)
             .x_desc("iteration (this run)")
             .y_desc("cost (USD)")
-            .x_labels(spent.len().clamp(1, 30))
+            .x_labels((spent.len() * 2 + 4).min(40))
             .x_label_formatter(&|x| {
                 let i = x.round();
                 if (x - i).abs() < 0.01 && i >= 0.0 {
@@ -436,7 +436,7 @@ pub fn cost_cap(spent: &[(u64, f64)], cap: f64) -> String {
 }
 
 /// An API call's number on the x axis: whole numbers from 1 to `n` only (ticks between calls
-/// and in the legend's room carry no label).
+/// carry no label).
 fn call_label(x: f64, n: f64) -> String {
     let i = x.round();
     if (x - i).abs() < 1e-6 && i >= 1.0 && i <= n {
