@@ -87,7 +87,7 @@ pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
     let (scan, articles) =
         measure::scan_with(&mopts, EngineOptions::standard(), page::session_article)?;
     let measure_json = measure::to_json(&scan);
-    let html = page::document(&page::Page {
+    let page = page::Page {
         generated: crate::clock::now_rfc3339(),
         looked_in: scan.looked_in.iter().map(|p| p.display().to_string()).collect(),
         lp,
@@ -96,12 +96,12 @@ pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
         damage: &scan.damage,
         measure: &measure_json,
         status_json,
-    });
+    };
     let (path, shown) = destination(opts, project.as_ref())?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         crate::atomic::create_dir_all(dir)?;
     }
-    crate::atomic::write_atomic(&path, html.as_bytes())?;
+    crate::atomic::write_atomic_with(&path, |w| page::write_document(&page, w))?;
     let stdout = Path::new("stdout");
     summary(out, &shown, &scan, &measure_json, project.is_some()).at(stdout)?;
     if opts.open {

@@ -42,8 +42,29 @@ pub struct Page<'a> {
     pub status_json: Option<Value>,
 }
 
-/// The whole document.
-pub fn document(p: &Page<'_>) -> String {
+/// Where the session articles go in the page's shell.
+const ARTICLES: &str = "<!--kit:articles-->";
+
+/// Write the whole document to `w`: the shell around the articles, and each article in its
+/// `<article class="session" id="session-N" data-session="ID">`, streamed rather than
+/// assembled (on a big tree the articles are tens of MB).
+///
+/// Errors: those of `w`.
+pub fn write_document(p: &Page<'_>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let shell = document(p);
+    let (before, after) = shell.split_once(ARTICLES).unwrap_or((&shell, ""));
+    w.write_all(before.as_bytes())?;
+    for (i, (article, s)) in p.articles.iter().zip(p.sessions).enumerate() {
+        let open = html! { (s.session_id) }.into_string();
+        write!(w, "<article class=\"session\" id=\"session-{}\" data-session=\"{open}\">", i + 1)?;
+        w.write_all(article.as_bytes())?;
+        w.write_all(b"</article>")?;
+    }
+    w.write_all(after.as_bytes())
+}
+
+/// The document's shell, with [`ARTICLES`] where the session articles go.
+fn document(p: &Page<'_>) -> String {
     let totals = &p.measure["totals"];
     let markup = html! {
         (DOCTYPE)
@@ -76,12 +97,7 @@ pub fn document(p: &Page<'_>) -> String {
                     } @else {
                         (totals_line(totals))
                         (session_table(p.sessions))
-                        @for (i, article) in p.articles.iter().enumerate() {
-                            article.session id=(format!("session-{}", i + 1))
-                                data-session=(p.sessions[i].session_id) {
-                                (PreEscaped(article))
-                            }
-                        }
+                        (PreEscaped(ARTICLES))
                     }
                 }
                 script type="application/json" id="kit-measure" {
