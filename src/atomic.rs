@@ -45,6 +45,32 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Like [`write_atomic`], with the bytes written by `fill` into a buffered writer on the
+/// temporary file, so a large file (`kit report`'s page) need not be held in memory whole.
+///
+/// Errors: [`crate::Error::Io`] naming `path` if `fill` or any step fails; the target is then
+/// unchanged.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let tmp = temp_with(path, b"")?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file());
+        fill(&mut w).at(path)?;
+        w.flush().at(path)?;
+    }
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.is_file() {
+            tmp.as_file().set_permissions(meta.permissions()).at(path)?;
+        }
+    }
+    tmp.as_file().sync_all().at(path)?;
+    tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
+    sync_dir(folder(path));
+    Ok(())
+}
+
 /// Like [`write_atomic`], and give the file the Unix permission bits `perm` (e.g. `0o755`)
 /// before it is renamed into place, so no reader ever sees the right bytes with the wrong mode.
 /// A symbolic link at `path` is replaced, not followed.

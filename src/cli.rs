@@ -82,6 +82,8 @@ pub enum Command {
     Measure(MeasureArgs),
     /// Search everything said in all transcripts.
     Recall(RecallArgs),
+    /// Write one self-contained HTML page of the loop and the sessions (charts, tables).
+    Report(ReportArgs),
     /// The context-band hook for Claude Code, its installer and a rehearsal.
     #[command(subcommand)]
     Hook(HookCommand),
@@ -309,6 +311,20 @@ pub struct MeasureArgs {
     /// Fail on the first damaged line, naming file:line.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// `kit report …`
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Roots, project folders or transcript files (default: the Claude Code and Codex roots).
+    pub paths: Vec<PathBuf>,
+    /// Write the page here (default: longrun/.runs/report.html in a loop's repository, else
+    /// kit-report.html).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Open the page with the desktop's opener (xdg-open, open) when there is one.
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// `kit recall …`

@@ -53,6 +53,7 @@ pub mod prices;
 pub mod proc;
 pub mod recall;
 pub mod rehearse;
+pub mod report;
 pub mod run;
 pub mod sandbox;
 pub mod schedule;

@@ -112,6 +112,15 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         }
         Command::Measure(a) => crate::measure::run(&ctx.theme, &measure_options(a)?, out),
         Command::Recall(a) => crate::recall::run(&ctx.theme, &recall_options(a)?, out),
+        Command::Report(a) => crate::report::run(
+            &crate::report::ReportOptions {
+                cwd: ctx.cwd.clone(),
+                paths: a.paths,
+                out: a.out,
+                open: a.open,
+            },
+            out,
+        ),
         Command::Hook(cmd) => hook(ctx, cmd, out),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
         Command::Mine(a) => crate::mine::run(&ctx.theme, &mine_options(ctx, a)?, out),

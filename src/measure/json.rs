@@ -56,7 +56,8 @@ pub fn to_json(scan: &Scan) -> Value {
     })
 }
 
-pub(super) fn session_json(s: &SessionSummary) -> Value {
+/// One session of the `kit.measure/1` document (`sessions[]`).
+pub fn session_json(s: &SessionSummary) -> Value {
     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         let events = o.remove("compactions").unwrap_or(Value::Null);

@@ -6,7 +6,8 @@
 //! Sessions are read in parallel (rayon), one session's calls in memory at a time per thread.
 //!
 //! Here: the options and the scan; the parts, each re-exported here, are `json.rs` (the
-//! `kit.measure/1` document), `table.rs` (the session table) and `turns.rs` (`--turns`).
+//! `kit.measure/1` document), `table.rs` (the session table) and `turns.rs` (`--turns`, and its
+//! lines as `kit report` shows them).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
-use crate::transcript::{claude, codex, Damage, EngineOptions, SessionSummary, Source};
+use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
 pub use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
 
 mod json;
@@ -28,7 +29,7 @@ mod turns;
 
 pub use json::*;
 pub use table::*;
-use turns::*;
+pub use turns::*;
 
 /// What `kit measure` was asked, validated.
 #[derive(Clone, Debug, Default)]
@@ -97,21 +98,44 @@ pub struct Scan {
 ///
 /// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
 pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
+    scan_with(opts, engine, |_, _| ()).map(|(scan, _)| scan)
+}
+
+/// [`scan`], and `each` applied to every session kept with its main conversation's API calls
+/// (as `--turns` lists them), on the thread that read it, so a caller can render a session
+/// while its calls are in memory and hold only what `each` returns. The outputs are in the
+/// order of `Scan::sessions`. Used by `kit report`, so its figures are the very ones of
+/// `kit measure`.
+///
+/// Errors: those of [`scan`].
+pub fn scan_with<T, F>(
+    opts: &MeasureOptions,
+    engine: EngineOptions<'_>,
+    each: F,
+) -> Result<(Scan, Vec<T>)>
+where
+    T: Send,
+    F: Fn(&SessionSummary, &[ApiCall]) -> T + Sync,
+{
     let mut damage = Damage::default();
     let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
     // Collected per job, so that under `--strict` the error reported is the first in path
     // order, whichever thread met it first.
-    let read: Vec<Result<SessionSummary>> = jobs
+    let read: Vec<Result<(SessionSummary, Option<T>)>> = jobs
         .par_iter()
         .map(|job| {
-            let s = match job {
-                Job::Claude(f) => claude::read(f, engine).map(|r| r.summary),
-                Job::Codex(p) => codex::read(p, engine).map(|r| r.summary),
+            let r = match job {
+                Job::Claude(f) => claude::read(f, engine).map(|r| (r.summary, r.calls)),
+                Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls)),
             };
             progress.tick();
-            s
+            r.map(|(s, calls)| {
+                let shown = !nothing_read(&s) && keep(opts, &s);
+                let t = shown.then(|| each(&s, &calls));
+                (s, t)
+            })
         })
         .collect();
     progress.finish();
@@ -120,30 +144,37 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     damage
         .unreadable
         .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
-    for s in read {
-        let s = s?;
+    for r in read {
+        let (s, t) = r?;
         // A session whose files could not be read at all is only a line in the damage report
         // (it has no dates, so only `--project` can filter it).
-        let nothing_read = s.api_calls == 0 && s.start_ms.is_none();
-        if nothing_read && !s.damage.unreadable.is_empty() {
+        if nothing_read(&s) {
             if keep(&MeasureOptions { since_ms: None, ..opts.clone() }, &s) {
                 damage.merge(&s.damage);
             }
             continue;
         }
-        if keep(opts, &s) {
+        if let Some(t) = t {
             damage.merge(&s.damage);
-            sessions.push(s);
+            sessions.push((s, t));
         }
     }
-    sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
+    sessions
+        .sort_by(|(a, _), (b, _)| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
     let looked_in = if opts.paths.is_empty() {
         let (c, x) = discover::default_roots()?;
         c.into_iter().chain(x).collect()
     } else {
         opts.paths.clone()
     };
-    Ok(Scan { sessions, damage, files, looked_in })
+    let (sessions, outputs) = sessions.into_iter().unzip();
+    Ok((Scan { sessions, damage, files, looked_in }, outputs))
+}
+
+/// A session whose files could not be read at all: no call, no dated line, and unreadable
+/// files in its damage.
+fn nothing_read(s: &SessionSummary) -> bool {
+    s.api_calls == 0 && s.start_ms.is_none() && !s.damage.unreadable.is_empty()
 }
 
 fn select_jobs(opts: &MeasureOptions, damage: &mut Damage) -> Result<Vec<Job>> {
@@ -277,6 +308,10 @@ mod tests {
 
     #[test]
     fn number_formats() {
+        for ms in [0, 1_770_928_228_504, -1, 86_399_999] {
+            let t = jiff::Timestamp::from_millisecond(ms).unwrap();
+            assert_eq!(clock_time(ms), t.strftime("%H:%M:%S").to_string(), "{ms}");
+        }
         assert_eq!(tokens(950), "950");
         assert_eq!(tokens(233_344), "233.3k");
         assert_eq!(tokens(1_927_379), "1.9M");

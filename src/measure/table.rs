@@ -12,7 +12,7 @@ use super::*;
 
 /// The session table's columns in display order: header, width (characters), right-aligned.
 /// SESSION's width is the longest unique id prefix (at least 8), set per table.
-pub(super) const COLUMNS: [(&str, usize, bool); 13] = [
+pub const COLUMNS: [(&str, usize, bool); 13] = [
     ("SESSION", 8, false),
     ("PROJECT", 13, false),
     ("START (UTC)", 11, false),
@@ -292,7 +292,8 @@ pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usiz
         .collect()
 }
 
-pub(super) fn session_cells(s: &SessionSummary) -> [String; 13] {
+/// The cells of a session's row in the session table, under [`COLUMNS`].
+pub fn session_cells(s: &SessionSummary) -> [String; 13] {
     let unpriced = if s.unpriced_models.is_empty() { "" } else { "*" };
     [
         s.session_id.chars().take(8).collect(),
@@ -378,8 +379,9 @@ pub(super) fn short_time(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// `HH:MM:SS` (UTC) of Unix ms; the arithmetic of `%H:%M:%S` without a formatter, as the
+/// `--turns` table (and `kit report`'s, a row per API call of every session) prints it often.
 pub(super) fn clock_time(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.strftime("%H:%M:%S").to_string())
-        .unwrap_or_default()
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -1,5 +1,6 @@
 //! `kit measure --turns ID`: one row per API call of one session (or its JSON), with gaps, resumes
-//! after the prompt cache expired and the context against the compaction point.
+//! after the prompt cache expired and the context against the compaction point. Its lines
+//! ([`turn_lines`]) are shared with `kit report`.
 
 use std::io::Write;
 
@@ -8,7 +9,9 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
-use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary};
+use crate::transcript::{
+    claude, codex, ApiCall, Compaction, Damage, EngineOptions, SessionSummary,
+};
 use crate::units::secs;
 
 use super::*;
@@ -89,7 +92,8 @@ pub(super) fn job_id(j: &Job) -> String {
     }
 }
 
-pub(super) fn call_json(c: &ApiCall, point: u64) -> Value {
+/// One call of the `kit.measure.turns/1` document (`calls[]`).
+pub fn call_json(c: &ApiCall, point: u64) -> Value {
     json!({
         "time": c.ts_ms.map(crate::transcript::format_ts_ms),
         "gap_s": c.gap_s,
@@ -110,6 +114,87 @@ pub(super) fn call_json(c: &ApiCall, point: u64) -> Value {
     })
 }
 
+/// The headers of the `--turns` table's columns, in order (NOTE last).
+pub const TURN_COLUMNS: [&str; 10] =
+    ["#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"];
+
+/// One line of the `--turns` table.
+#[derive(Clone, Debug)]
+pub enum TurnLine<'a> {
+    /// An API call: its cells under [`TURN_COLUMNS`] (NOTE included, possibly empty).
+    Call {
+        /// The call.
+        call: &'a ApiCall,
+        /// The text of each column.
+        cells: Box<[String; 10]>,
+    },
+    /// A compaction, between the calls before and after it.
+    Compaction(&'a Compaction),
+}
+
+/// The `--turns` table of a session as lines: its calls in order, each compaction after the
+/// last call logged at or before it (the ones without a time at the end). `kit measure
+/// --turns` prints these; `kit report` shows the same cells.
+pub fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLine<'a>> {
+    let mut lines = Vec::with_capacity(calls.len() + s.compactions.len());
+    let mut compactions = s.compactions.iter().peekable();
+    for (i, c) in calls.iter().enumerate() {
+        while let Some(k) = compactions.next_if(|k| match (k.at_ms, c.ts_ms) {
+            (Some(a), Some(t)) => a <= t,
+            _ => false,
+        }) {
+            lines.push(TurnLine::Compaction(k));
+        }
+        let mut note = vec![];
+        if c.resume {
+            note.push(format!("resume +{}", usd(c.resume_premium_usd)));
+        }
+        if c.sidechain {
+            note.push("sidechain".to_string());
+        }
+        if c.cost_usd.is_none() {
+            note.push(format!("unpriced {}", c.model));
+        }
+        let cells = [
+            (i + 1).to_string(),
+            c.ts_ms.map(clock_time).unwrap_or_default(),
+            c.gap_s.map(secs).unwrap_or_else(|| "-".into()),
+            tokens(c.usage.input),
+            tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
+            tokens(c.usage.cache_read),
+            tokens(c.usage.output),
+            c.cost_usd.map(usd).unwrap_or_else(|| "?".into()),
+            if s.compaction_point > 0 {
+                format!("{:.0}%", c.context_tokens as f64 * 100.0 / s.compaction_point as f64)
+            } else {
+                "-".into()
+            },
+            note.join(", "),
+        ];
+        lines.push(TurnLine::Call { call: c, cells: Box::new(cells) });
+    }
+    lines.extend(compactions.map(TurnLine::Compaction));
+    lines
+}
+
+/// A compaction as the `--turns` table writes it: `compaction (auto): 167,094 -> 31,205 tokens`.
+pub fn compaction_text(k: &Compaction) -> String {
+    let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
+    format!("compaction ({}): {} -> {} tokens", k.trigger, thousands(k.tokens_before), after)
+}
+
+/// The `--turns` table's last line: `total 331.8k tokens · $0.66 · 1 resume ($0.48 beyond a
+/// warm cache)`.
+pub fn turns_total_text(s: &SessionSummary) -> String {
+    format!(
+        "total {} tokens · {} · {} ({} beyond a warm cache)",
+        tokens(s.tokens.total()),
+        s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
+        plural(s.resumes, "resume"),
+        usd(s.resume_premium_usd)
+    )
+}
+
 pub(super) fn write_turns(
     theme: &Theme,
     s: &SessionSummary,
@@ -125,79 +210,37 @@ pub(super) fn write_turns(
         calls.len(),
         thousands(s.compaction_point)
     )?;
-    let head = format!(
-        "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
-        "#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"
-    );
-    writeln!(out, "{}", theme.bold(head.trim_end()))?;
-    let mut compactions = s.compactions.iter().peekable();
-    for (i, c) in calls.iter().enumerate() {
-        while let Some(k) = compactions.next_if(|k| match (k.at_ms, c.ts_ms) {
-            (Some(a), Some(t)) => a <= t,
-            _ => false,
-        }) {
-            let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
-            writeln!(
-                out,
-                "{}",
-                theme.warn(&format!(
-                    "     -- compaction ({}): {} -> {} tokens",
-                    k.trigger,
-                    thousands(k.tokens_before),
-                    after
-                ))
-            )?;
-        }
-        let mut note = vec![];
-        if c.resume {
-            note.push(format!("resume +{}", usd(c.resume_premium_usd)));
-        }
-        if c.sidechain {
-            note.push("sidechain".to_string());
-        }
-        if c.cost_usd.is_none() {
-            note.push(format!("unpriced {}", c.model));
-        }
-        let line = format!(
+    let row = |c: &[String; 10]| {
+        format!(
             "{:>4} {:<8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>8} {:>5}  {}",
-            i + 1,
-            c.ts_ms.map(clock_time).unwrap_or_default(),
-            c.gap_s.map(secs).unwrap_or_else(|| "-".into()),
-            tokens(c.usage.input),
-            tokens(c.usage.cache_write_5m + c.usage.cache_write_1h),
-            tokens(c.usage.cache_read),
-            tokens(c.usage.output),
-            c.cost_usd.map(usd).unwrap_or_else(|| "?".into()),
-            if s.compaction_point > 0 {
-                format!("{:.0}%", c.context_tokens as f64 * 100.0 / s.compaction_point as f64)
-            } else {
-                "-".into()
-            },
-            note.join(", ")
-        );
-        let line = line.trim_end();
-        if c.resume {
-            writeln!(out, "{}", theme.warn(line))?;
-        } else {
-            writeln!(out, "{line}")?;
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+        )
+    };
+    writeln!(out, "{}", theme.bold(row(&TURN_COLUMNS.map(String::from)).trim_end()))?;
+    let mut calls_done = calls.is_empty();
+    for line in turn_lines(s, calls) {
+        match line {
+            TurnLine::Compaction(k) => {
+                // Compactions after the last call (no time to place them by) print plain.
+                let text = format!("     -- {}", compaction_text(k));
+                if calls_done {
+                    writeln!(out, "{text}")?;
+                } else {
+                    writeln!(out, "{}", theme.warn(&text))?;
+                }
+            }
+            TurnLine::Call { call, cells } => {
+                let text = row(&cells);
+                let text = text.trim_end();
+                if call.resume {
+                    writeln!(out, "{}", theme.warn(text))?;
+                } else {
+                    writeln!(out, "{text}")?;
+                }
+                calls_done = cells[0] == calls.len().to_string();
+            }
         }
     }
-    for k in compactions {
-        writeln!(
-            out,
-            "     -- compaction ({}): {} -> {} tokens",
-            k.trigger,
-            thousands(k.tokens_before),
-            k.tokens_after.map(thousands).unwrap_or_else(|| "?".into())
-        )?;
-    }
-    writeln!(
-        out,
-        "total {} tokens · {} · {} ({} beyond a warm cache)",
-        tokens(s.tokens.total()),
-        s.cost_usd.map(usd).unwrap_or_else(|| "unpriced".into()),
-        plural(s.resumes, "resume"),
-        usd(s.resume_premium_usd)
-    )?;
+    writeln!(out, "{}", turns_total_text(s))?;
     Ok(())
 }

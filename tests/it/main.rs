@@ -14,6 +14,7 @@ mod measure;
 mod mine;
 mod recall;
 mod rehearse;
+mod report;
 mod schedule;
 mod standalone;
 mod util;
