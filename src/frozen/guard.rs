@@ -56,7 +56,7 @@ pub enum DriftKind {
 /// `sitecustomize.py`, `usercustomize.py` and any `*.pth` run at interpreter start-up. Such an
 /// entry that is not tracked by git when the loop starts is removed after every iteration and
 /// journaled as a `shadows_runner` cheat.
-pub const RUNNER_SHADOWS: [&str; 9] = [
+pub const RUNNER_SHADOWS: [&str; 12] = [
     "unittest",
     "unittest.py",
     "pytest",
@@ -66,45 +66,89 @@ pub const RUNNER_SHADOWS: [&str; 9] = [
     "conftest.py",
     "sitecustomize.py",
     "usercustomize.py",
+    // make reads GNUmakefile, then makefile, before Makefile: a new one replaces a frozen Makefile.
+    "GNUmakefile",
+    "makefile",
+    // pyenv's shims pick the interpreter named there.
+    ".python-version",
 ];
 
 /// Standard-library modules the runners import after the repository root is on `sys.path`
 /// (so a local `difflib.py`, a sourceless `traceback.pyc` or a `re/__init__.py` package is
 /// imported instead, inside the runner). Found with `python3 -X importtime -m unittest -h` and
-/// `python3 -X importtime -m pytest --version` (CPython 3.11, pytest 8), leaving out names
-/// projects commonly use for their own modules (`types`, `token`, `random`, `signal`, `copy`,
-/// `time`, `locale`).
-pub const STDLIB_SHADOWS: [&str; 30] = [
+/// `python3 -X importtime -m pytest --version` (CPython 3.11, pytest 8). Only an entry that
+/// is new and untracked during a run is removed, so a project's own tracked `types.py` stays.
+pub const STDLIB_SHADOWS: &[&str] = &[
+    "abc",
     "argparse",
     "ast",
+    "bisect",
+    "bz2",
+    "codecs",
     "collections",
     "contextlib",
+    "copy",
+    "copyreg",
     "dataclasses",
     "difflib",
     "dis",
+    "encodings",
     "enum",
     "fnmatch",
     "functools",
+    "genericpath",
     "gettext",
+    "glob",
+    "heapq",
     "importlib",
     "inspect",
+    "io",
+    "ipaddress",
+    "json",
+    "keyword",
     "linecache",
+    "locale",
+    "logging",
+    "lzma",
+    "ntpath",
+    "opcode",
+    "operator",
     "os",
     "pathlib",
+    "platform",
+    "posixpath",
     "pprint",
+    "random",
     "re",
+    "reprlib",
     "runpy",
+    "selectors",
+    "shlex",
     "shutil",
+    "signal",
     "site",
+    "socket",
+    "stat",
+    "string",
+    "struct",
+    "subprocess",
     "tempfile",
     "textwrap",
+    "threading",
+    "token",
     "tokenize",
+    "tomllib",
     "traceback",
+    "types",
     "typing",
+    "urllib",
     "warnings",
     "weakref",
+    "zipfile",
     "_pytest",
     "pluggy",
+    "iniconfig",
+    "packaging",
 ];
 
 /// True for a name in [`RUNNER_SHADOWS`], ending in `.pth`, a sourceless `.pyc` of one of them,

@@ -17,9 +17,12 @@
 //!   start (`.venv/bin`) is the project's own and stays, behind the pinned programs.
 //! - **The programs the criteria run** (`python3`, `pytest`, `cargo`, `make`, …) are looked up
 //!   once, at the start of the run, and pinned: each run of the criteria puts a fresh folder of
-//!   links to the pinned files first on `PATH`, so a `python3` the agent drops into
+//!   wrappers that exec the pinned files first on `PATH`, so a `python3` the agent drops into
 //!   `~/.local/bin` later is never the one that runs. A pinned file whose content changed
 //!   (sha256) is reported by [`CriteriaEnv::tampered`], and the loop does not accept done on it.
+//!   A Python launcher that is a script (a pyenv shim, which picks its interpreter from
+//!   `.python-version` and runs hooks at every start) is resolved once to the interpreter it
+//!   starts (`sys.executable`), and that interpreter is what is pinned.
 //!
 //! What it does not cover: the interpreter's own site-packages (a `.pth` or `sitecustomize.py`
 //! the agent writes there when the installation is writable by the user), and anything the code
@@ -87,7 +90,7 @@ pub struct CriteriaEnv {
     neutralised: Neutralised,
 }
 
-/// A run's fresh folder (links to the pinned programs, the bytecode cache), removed on drop.
+/// A run's fresh folder (wrappers of the pinned programs, the bytecode cache), removed on drop.
 pub struct RunEnv {
     _dir: tempfile::TempDir,
     /// The full environment to give the criterion's shell (the child's environment is cleared
@@ -147,6 +150,14 @@ impl CriteriaEnv {
             }
             match which::which_in(&name, Some(&joined), &root) {
                 Ok(found) => {
+                    // A Python launcher that is a script (a pyenv or asdf shim) picks its
+                    // interpreter at each start from files the agent can write
+                    // (`.python-version`, hooks): pin the interpreter it starts now instead.
+                    let found = if name.starts_with("python") && is_script(&found) {
+                        interpreter_behind(&found, &kept, &path, &root).unwrap_or(found)
+                    } else {
+                        found
+                    };
                     let sha256 = file_sha256(&found).unwrap_or_default();
                     n.pinned.insert(name.clone(), show(&found));
                     pinned.push(Pinned { name, path: found, sha256 });
@@ -185,8 +196,16 @@ impl CriteriaEnv {
         let cache = dir.path().join("pycache");
         std::fs::create_dir(&bin)?;
         std::fs::create_dir(&cache)?;
+        // A wrapper that execs the pinned path, not a link: Python finds its venv (pyvenv.cfg)
+        // beside the path it was started from, and a shim names its program after `$0`.
         for p in &self.pinned {
-            std::os::unix::fs::symlink(&p.path, bin.join(&p.name))?;
+            let target = p.path.to_string_lossy().replace('\'', "'\\''");
+            let wrapper = bin.join(&p.name);
+            std::fs::write(&wrapper, format!("#!/bin/sh\nexec '{target}' \"$@\"\n"))?;
+            std::fs::set_permissions(
+                &wrapper,
+                std::os::unix::fs::PermissionsExt::from_mode(0o755),
+            )?;
         }
         let mut path = vec![bin];
         path.extend(self.path.iter().cloned());
@@ -264,6 +283,36 @@ fn program_names(goal: &Goal) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `p` starts with `#!` (a script, not a binary or a link to one).
+fn is_script(p: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == b"#!"
+}
+
+/// The interpreter a Python launcher script starts from `root` right now
+/// (`sys.executable`), run once in the criteria's own environment; None when it cannot say.
+fn interpreter_behind(
+    launcher: &Path,
+    vars: &[(OsString, OsString)],
+    path: &[PathBuf],
+    root: &Path,
+) -> Option<PathBuf> {
+    let out = std::process::Command::new(launcher)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .current_dir(root)
+        .env_clear()
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .env("PATH", std::env::join_paths(path).ok()?)
+        .env("PYTHONNOUSERSITE", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (exe.is_absolute() && exe.is_file()).then_some(exe)
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -361,7 +410,8 @@ mod tests {
         let run = e.for_run().unwrap();
         let path = run.vars.iter().find(|(k, _)| k == "PATH").unwrap().1.clone();
         let first = std::env::split_paths(&path).next().unwrap();
-        assert_eq!(std::fs::read_link(first.join("mytool")).unwrap(), tool);
+        let wrapper = std::fs::read_to_string(first.join("mytool")).unwrap();
+        assert_eq!(wrapper, format!("#!/bin/sh\nexec '{}' \"$@\"\n", tool.display()));
         std::fs::write(&tool, "#!/bin/sh\necho 'Ran 3 tests'\n").unwrap();
         assert_eq!(e.tampered(), vec![("mytool".to_string(), tool.clone())]);
     }

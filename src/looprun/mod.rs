@@ -377,6 +377,8 @@ struct Check {
     canary: Vec<crate::goal::canary::CanaryResult>,
     /// Programs the criteria run whose file changed since the start of the run.
     tampered: Vec<(String, PathBuf)>,
+    /// Criteria that pass with more tests skipped than at the first check, as prompt lines.
+    skipped: Vec<String>,
 }
 
 impl Check {
@@ -386,6 +388,7 @@ impl Check {
             && self.late.is_empty()
             && self.canary_missed.is_empty()
             && self.tampered.is_empty()
+            && self.skipped.is_empty()
     }
 
     fn failures(&self) -> Vec<String> {
@@ -401,6 +404,7 @@ impl Check {
                 m.why
             ));
         }
+        out.extend(self.skipped.iter().cloned());
         for (name, path) in &self.tampered {
             out.push(format!(
                 "{name} ({}), which the criteria run, changed since the loop started; put it back \
@@ -498,6 +502,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         start_head: None,
         plan,
         began: Instant::now(),
+        first_skips: None,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
@@ -636,6 +641,9 @@ struct RunCtx<'a> {
     plan: durable::Plan,
     /// When this loop process took the lock (its `loop_end` `wall_s`).
     began: Instant,
+    /// Tests each criterion's runner reported skipped at this process's first check, by goal.md
+    /// line (None before it): more skips at a done candidate is work skipped, not done.
+    first_skips: Option<std::collections::HashMap<u64, u64>>,
 }
 
 impl RunCtx<'_> {
@@ -1348,6 +1356,17 @@ impl RunCtx<'_> {
         self.cheats(&late, iteration, phase)?;
         let views = CriterionView::all(&results);
         let passed = views.iter().filter(|v| v.passed).count();
+        let skips: std::collections::HashMap<u64, u64> =
+            views.iter().map(|v| (v.line, skipped_tests(&v.output_tail))).collect();
+        let first = self.first_skips.get_or_insert_with(|| skips.clone()).clone();
+        let newly_skipped: Vec<(u64, u64, u64)> = views
+            .iter()
+            .filter(|v| v.passed)
+            .filter_map(|v| {
+                let (now, then) = (skips[&v.line], first.get(&v.line).copied().unwrap_or(0));
+                (now > then).then_some((v.line, now, then))
+            })
+            .collect();
         let mut check = Check {
             results,
             views,
@@ -1356,8 +1375,25 @@ impl RunCtx<'_> {
             canary_missed: Vec::new(),
             canary: Vec::new(),
             tampered: Vec::new(),
+            skipped: Vec::new(),
         };
-        if all_passed && check.late.is_empty() && stop.requested().is_none() {
+        for &(line, now, then) in &newly_skipped {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": phase, "path": "longrun/goal.md", "kind": "tests_skipped", "line": line, "skipped": now, "skipped_at_start": then }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: goal.md:{line} passes with {now} tests skipped ({then} at the start of this loop): done refused"
+            ));
+            check.skipped.push(format!(
+                "goal.md:{line} passes only because {now} tests are skipped ({then} were at the start): something in the code under test raises SkipTest or marks tests skipped; remove it"
+            ));
+        }
+        if all_passed
+            && check.late.is_empty()
+            && newly_skipped.is_empty()
+            && stop.requested().is_none()
+        {
             self.prove(p, iteration, phase, &mut check)?;
         }
         Ok(check)
@@ -1528,6 +1564,28 @@ fn commands_not_found(project: &Project, views: &[CriterionView]) -> Option<Erro
             programs.join(", ")
         )),
     )
+}
+
+/// How many tests a runner's summary says were skipped: unittest's `OK (skipped=N)` /
+/// `FAILED (failures=1, skipped=N)`, pytest's `N skipped`; the largest figure in `tail`, 0
+/// when none.
+fn skipped_tests(tail: &str) -> u64 {
+    let mut most = 0;
+    for line in tail.lines() {
+        let words: Vec<&str> =
+            line.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')').collect();
+        for (i, w) in words.iter().enumerate() {
+            if let Some(n) = w.strip_prefix("skipped=").and_then(|n| n.parse().ok()) {
+                most = most.max(n);
+            }
+            if *w == "skipped" && i > 0 {
+                if let Ok(n) = words[i - 1].parse::<u64>() {
+                    most = most.max(n);
+                }
+            }
+        }
+    }
+    most
 }
 
 /// End any process a criterion left running in the background (kit being a subreaper, it was
@@ -1782,6 +1840,19 @@ const AGENT_FAILED_NEXT: &str = "next: fix the agent command (kit loop --agent '
 mod tests {
     use super::*;
     use crate::goal::Budget;
+
+    #[test]
+    fn skipped_tests_are_read_from_unittest_and_pytest_summaries() {
+        for (tail, n) in [
+            ("Ran 3 tests in 0.001s\n\nOK (skipped=2)", 2),
+            ("FAILED (failures=1, skipped=4)", 4),
+            ("===== 3 passed, 2 skipped in 0.12s =====", 2),
+            ("Ran 3 tests in 0.001s\n\nOK", 0),
+            ("test_skip_when_x (t.T) ... ok", 0),
+        ] {
+            assert_eq!(skipped_tests(tail), n, "{tail}");
+        }
+    }
 
     #[test]
     fn agent_lines_are_cut_whether_they_land_before_or_after_kits_own_line() {
