@@ -124,7 +124,9 @@ pub enum Step {
     /// Ignore SIGTERM from now on, so only SIGKILL ends this process.
     IgnoreSigterm {},
     /// `calls` API calls (each a `Read` of `path`) whose context grows until the last one holds
-    /// `to_pct` % of `compaction_point` tokens (default 167,000: 200k − 20k − 13k).
+    /// `to_pct` % of `compaction_point` tokens (default 0: the point of the scenario's model by
+    /// [`crate::transcript::point::resolve`], the rule the hook uses — 167,000 for
+    /// claude-opus-4-6, 200,000 (reactive) for claude-sonnet-4-5).
     GrowContext {
         to_pct: f64,
         #[serde(default = "default_grow_calls")]
@@ -151,7 +153,7 @@ fn default_grow_calls() -> u32 {
     4
 }
 fn default_compaction_point() -> u64 {
-    167_000
+    0
 }
 fn default_read_path() -> String {
     "README.md".into()

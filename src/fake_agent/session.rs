@@ -176,6 +176,11 @@ impl Session {
         Ok(s)
     }
 
+    /// The API model id this session claims.
+    pub fn model(&self) -> &str {
+        &self.spec.model
+    }
+
     /// The session id (a UUID).
     pub fn session_id(&self) -> &str {
         &self.session_id

@@ -351,6 +351,17 @@ impl<'a> Runner<'a> {
     fn grow(&mut self, to_pct: f64, calls: u32, point: u64, path: &str) -> Result<()> {
         let calls = calls.max(1) as u64;
         let start = self.session.context();
+        let point = if point > 0 {
+            point
+        } else {
+            // The hook's rule, for the model this fake claims (no CLAUDE_* variables: the
+            // fake's transcript is the same on every machine).
+            crate::transcript::point::resolve(&crate::transcript::point::PointInputs {
+                model: Some(self.session.model().to_string()),
+                ..Default::default()
+            })
+            .tokens
+        };
         let target = ((to_pct / 100.0) * point as f64).floor() as u64;
         let excerpt = read_excerpt(&self.cwd.join(path));
         for i in 1..=calls {

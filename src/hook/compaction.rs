@@ -1,82 +1,90 @@
 //! The compaction point the hook's bands are percentages of: how many tokens of context Claude
-//! Code lets a session reach before it compacts automatically.
+//! Code lets a session reach before it compacts.
 //!
-//! Resolution (DESIGN §10): `[context] compaction_point` in `longrun/config.toml` when it is not
-//! 0; else the transcript engine's [`crate::transcript::compaction_point`] on a 200,000-token
-//! window with `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` and
-//! `CLAUDE_CODE_MAX_OUTPUT_TOKENS` applied (200k − 20k − 13k = 167,000 by default;
-//! formats/claude-code.md §4.5), so the hook and `kit measure` agree on every percentage.
+//! The rule is the transcript engine's, [`crate::transcript::point::resolve`] (per model and
+//! window, as Claude Code 2.1.197 does; formats/real-clis.md §4), so the hook and `kit measure`
+//! agree on every percentage. This module gathers its inputs as the hook sees them: config.toml's
+//! `[context] compaction_point`, the model (SessionStart's `model`, else the one remembered for
+//! the session, else the transcript's bare `message.model`), the largest context seen, the
+//! `CLAUDE_*` variables, and the `autoCompactWindow` / `autoCompactEnabled` settings of Claude
+//! Code's settings files (`<config root>/settings.json`, `<project>/.claude/settings.json`,
+//! `<project>/.claude/settings.local.json`; the config root from `CLAUDE_CONFIG_DIR` or `HOME`
+//! through the hook's own environment, so a rehearsal with no variables reads none).
 
-use crate::transcript::{compaction_point, CompactionOverrides};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-/// The context window the hook assumes, tokens (the transcript does not say; formats §4.4).
-pub const DEFAULT_WINDOW: u64 = 200_000;
+pub use crate::transcript::point::{Point, Trigger};
+use crate::transcript::point::{self, PointEnv, PointInputs};
 
-/// A resolved compaction point.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CompactionPoint {
-    /// Tokens of context at which Claude Code compacts.
-    pub tokens: u64,
-    /// Where the number came from, for messages (e.g. `default 200k − 20k − 13k`).
-    pub source: String,
+/// The context window assumed when nothing says otherwise, tokens (formats §4.4).
+pub const DEFAULT_WINDOW: u64 = crate::transcript::DEFAULT_WINDOW;
+
+/// The settings files Claude Code reads for a project at `project` (merge order).
+pub fn settings_files(var: &dyn Fn(&str) -> Option<String>, project: &Path) -> Vec<PathBuf> {
+    let os = |k: &str| var(k).map(OsString::from);
+    let mut files: Vec<PathBuf> = crate::transcript::discover::claude_roots_in(&os)
+        .ok()
+        .and_then(|r| r.into_iter().next())
+        .map(|r| vec![r.join("settings.json")])
+        .unwrap_or_default();
+    files.push(project.join(".claude/settings.json"));
+    files.push(project.join(".claude/settings.local.json"));
+    files
 }
 
-/// Resolve the compaction point from the config value (`0` = derive) and the environment
-/// (`var` looks a variable up; the hook passes the process environment, the rehearsal none).
-/// Unparsable values are ignored, as Claude Code ignores them.
-pub fn resolve(configured: u64, var: impl Fn(&str) -> Option<String>) -> CompactionPoint {
-    if configured > 0 {
-        return CompactionPoint {
-            tokens: configured,
-            source: "config.toml [context] compaction_point".into(),
-        };
-    }
-    let o = CompactionOverrides::from_vars(var);
-    let tokens = compaction_point(DEFAULT_WINDOW, &o);
-    let source = if o == CompactionOverrides::default() {
-        "default 200k − 20k − 13k".to_string()
+/// Resolve the compaction point. `configured` is config.toml's value (0 = derive), `var` the
+/// hook's environment, `model` the best-known model, `observed` the largest context seen
+/// (tokens), `project` the folder whose `.claude/` settings apply (None: user settings only).
+pub fn resolve(
+    configured: u64,
+    var: &dyn Fn(&str) -> Option<String>,
+    model: Option<&str>,
+    observed: u64,
+    project: Option<&Path>,
+) -> Point {
+    let (setting_window, setting_disabled) = if configured > 0 {
+        (None, false)
     } else {
-        let mut set = vec![];
-        if let Some(w) = o.auto_compact_window {
-            set.push(format!("CLAUDE_CODE_AUTO_COMPACT_WINDOW={w}"));
-        }
-        if let Some(p) = o.pct_override {
-            set.push(format!("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={p}"));
-        }
-        if let Some(m) = o.max_output_tokens {
-            set.push(format!("CLAUDE_CODE_MAX_OUTPUT_TOKENS={m}"));
-        }
-        format!("200k window with {}", set.join(", "))
+        let files = match project {
+            Some(p) => settings_files(var, p),
+            None => settings_files(var, Path::new("/nonexistent-kit-project")),
+        };
+        point::settings(&files)
     };
-    CompactionPoint { tokens, source }
+    point::resolve(&PointInputs {
+        configured,
+        model: model.map(str::to_string),
+        observed,
+        env: PointEnv::from_vars(var),
+        setting_window,
+        setting_disabled,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
-    }
-
     #[test]
-    fn resolution_table() {
-        type Vars<'a> = &'a [(&'a str, &'a str)];
-        let w = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
-        let p = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
-        let cases: &[(u64, Vars, u64)] = &[
-            (0, &[], 167_000),
-            (150_000, &[(w, "120000")], 150_000),
-            (0, &[(w, "120000")], 87_000),
-            (0, &[(w, "500000")], 167_000),
-            (0, &[(w, "lots")], 167_000),
-            (0, &[(p, "50")], 90_000),
-            (0, &[(p, "95")], 167_000),
-            (0, &[(p, "0")], 167_000),
-        ];
-        for (configured, vars, want) in cases {
-            assert_eq!(resolve(*configured, env(vars)).tokens, *want, "{configured} {vars:?}");
-        }
-        assert_eq!(resolve(0, env(&[])).source, "default 200k − 20k − 13k");
+    fn settings_of_the_project_move_the_point() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(d.path().join("p/.claude")).unwrap();
+        std::fs::write(home.join(".claude/settings.json"), r#"{"autoCompactWindow":300000}"#)
+            .unwrap();
+        let h = home.to_string_lossy().to_string();
+        let var = move |k: &str| (k == "HOME").then(|| h.clone());
+        let p = d.path().join("p");
+        let got = resolve(0, &var, Some("claude-opus-4-8[1m]"), 0, Some(&p));
+        assert_eq!((got.tokens, got.trigger), (267_000, Trigger::Proactive));
+        std::fs::write(p.join(".claude/settings.local.json"), r#"{"autoCompactEnabled":false}"#)
+            .unwrap();
+        let got = resolve(0, &var, Some("claude-opus-4-8[1m]"), 0, Some(&p));
+        assert_eq!((got.tokens, got.trigger), (1_000_000, Trigger::Reactive));
+        let none = |_: &str| None;
+        assert_eq!(resolve(0, &none, Some("claude-opus-4-6"), 0, None).tokens, 167_000);
+        assert_eq!(resolve(30_000, &none, Some("claude-opus-4-6"), 0, None).tokens, 30_000);
     }
 }

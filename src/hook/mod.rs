@@ -70,6 +70,13 @@ pub struct HookInput {
     pub stop_hook_active: bool,
     /// PreCompact: `manual` or `auto`.
     pub trigger: Option<String>,
+    /// SessionStart (on source `compact`): the model, with its window suffix
+    /// (`claude-opus-4-8[1m]`; real-clis.md §5).
+    pub model: Option<String>,
+    /// PostToolUse: the id of the `tool_use` block that ran.
+    pub tool_use_id: Option<String>,
+    /// Stop: the text of the last assistant message.
+    pub last_assistant_message: Option<String>,
 }
 
 /// What the hook process sees besides stdin: the time, the environment and the directory it
@@ -112,6 +119,9 @@ pub enum Action {
     ContextInjected,
     /// A `kit handoff save` tool call of this session was recorded.
     HandoffSeen,
+    /// The transcript did not yet hold the event's API call after the wait bound: measured
+    /// as it stood.
+    TranscriptLate,
 }
 
 impl Action {
@@ -127,6 +137,7 @@ impl Action {
             Action::Compaction => "compaction",
             Action::ContextInjected => "context_injected",
             Action::HandoffSeen => "handoff_seen",
+            Action::TranscriptLate => "transcript_late",
         }
     }
 }
@@ -243,8 +254,76 @@ struct Run<'a> {
 struct Measured {
     context: u64,
     point: u64,
+    /// Claude Code has no proactive point here: it compacts when the API refuses the prompt.
+    reactive: bool,
     pct: f64,
     tail: tail::Tail,
+}
+
+/// Longest the hook waits for the transcript to hold the event's API call (Claude Code flushes
+/// its transcript every 100 ms; real-clis.md §3).
+pub const FLUSH_WAIT: Duration = Duration::from_millis(300);
+/// Step of that wait.
+pub const FLUSH_STEP: Duration = Duration::from_millis(10);
+/// How much of the transcript's end is searched for the event's call, bytes.
+pub const FLUSH_SEARCH_BYTES: u64 = 256 * 1024;
+
+/// What the event says the transcript must hold once flushed: the quoted `tool_use_id` of a
+/// PostToolUse, or the JSON-escaped end (up to 1,000 characters) of a Stop's
+/// `last_assistant_message`. None when the event names nothing to wait for.
+pub fn flush_needle(input: &HookInput) -> Option<Vec<u8>> {
+    match input.hook_event_name.as_str() {
+        "PostToolUse" => {
+            let id = input.tool_use_id.as_deref().filter(|i| !i.trim().is_empty())?;
+            Some(serde_json::to_string(id).ok()?.into_bytes())
+        }
+        "Stop" => {
+            let text = input.last_assistant_message.as_deref()?.trim_end();
+            if text.is_empty() {
+                return None;
+            }
+            let chars: Vec<char> = text.chars().collect();
+            let end: String = chars[chars.len().saturating_sub(1000)..].iter().collect();
+            let quoted = serde_json::to_string(&end).ok()?;
+            // Without the quotes: the text sits inside a longer JSON string on the line.
+            Some(quoted.as_bytes()[1..quoted.len() - 1].to_vec())
+        }
+        _ => None,
+    }
+}
+
+/// Whether the last [`FLUSH_SEARCH_BYTES`] of `path` hold `needle`. A missing or unreadable
+/// file holds nothing.
+pub fn tail_holds(path: &Path, needle: &[u8]) -> bool {
+    use std::io::{Seek, SeekFrom};
+    let Ok(mut f) = tail::open_regular(path) else { return false };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return false };
+    let start = len.saturating_sub(FLUSH_SEARCH_BYTES);
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return false;
+    }
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    if f.take(FLUSH_SEARCH_BYTES).read_to_end(&mut buf).is_err() {
+        return false;
+    }
+    memchr::memmem::find(&buf, needle).is_some()
+}
+
+/// Wait, at most [`FLUSH_WAIT`] in [`FLUSH_STEP`] steps (virtual steps under `KIT_FAKE_CLOCK`),
+/// until the transcript holds `needle`. Returns false when the bound passed without it.
+pub fn wait_for_flush(path: &Path, needle: &[u8]) -> bool {
+    let start = std::time::Instant::now();
+    let mut waited = Duration::ZERO;
+    loop {
+        if tail_holds(path, needle) {
+            return true;
+        }
+        if waited >= FLUSH_WAIT || start.elapsed() >= FLUSH_WAIT {
+            return false;
+        }
+        crate::clock::sleep(FLUSH_STEP);
+        waited += FLUSH_STEP;
+    }
 }
 
 impl Run<'_> {
@@ -256,10 +335,14 @@ impl Run<'_> {
         }
     }
 
-    fn measure(&mut self) -> Option<Measured> {
+    fn measure(&mut self, st: &mut HookState) -> Option<Measured> {
         let Some(path) = &self.input.transcript_path else {
             self.outcome.note = Some("the event has no transcript_path; nothing done".into());
             return None;
+        };
+        let late = match flush_needle(self.input) {
+            Some(needle) => !wait_for_flush(path, &needle),
+            None => false,
         };
         let tail = match tail::read_tail(path) {
             Ok(t) => t,
@@ -283,25 +366,76 @@ impl Run<'_> {
             ));
             return None;
         };
-        let point = compaction::resolve(self.config.context.compaction_point, self.env.var).tokens;
-        let pct = context as f64 * 100.0 / point as f64;
+        let point = self.point(st, &tail, context);
+        let pct = context as f64 * 100.0 / point.tokens as f64;
         self.outcome.context = Some(context);
         self.outcome.pct = Some(pct);
-        Some(Measured { context, point, pct, tail })
+        let m = Measured {
+            context,
+            point: point.tokens,
+            reactive: point.trigger == compaction::Trigger::Reactive,
+            pct,
+            tail,
+        };
+        if late {
+            let what = match self.input.hook_event_name.as_str() {
+                "Stop" => "the Stop's last assistant message",
+                _ => "the PostToolUse tool_use_id",
+            };
+            let why = format!(
+                "the transcript did not hold {what} after {} ms; measured as it stood (one API call late, at most)",
+                FLUSH_WAIT.as_millis()
+            );
+            self.fire(Action::TranscriptLate, None, why, &m);
+        }
+        Some(m)
+    }
+
+    /// The compaction point of this session: remembered in the state, resolved again
+    /// ([`compaction::resolve`]) when the model changed or the context passed the window.
+    fn point(&mut self, st: &mut HookState, tail: &tail::Tail, context: u64) -> compaction::Point {
+        let model = st
+            .model
+            .clone()
+            .or_else(|| tail.last_call.as_ref().map(|c| c.model.clone()))
+            .filter(|m| !m.is_empty());
+        st.peak = st.peak.max(context);
+        let configured = self.config.context.compaction_point;
+        if let Some(p) = &st.point {
+            let same = st.point_model == model
+                && (p.trigger == compaction::Trigger::Configured) == (configured > 0)
+                && (configured == 0 || p.tokens == configured);
+            if same && st.peak <= p.window {
+                return p.clone();
+            }
+        }
+        let project = (self.env.var)("CLAUDE_PROJECT_DIR")
+            .map(PathBuf::from)
+            .or_else(|| self.project.and_then(Path::parent).map(Path::to_path_buf))
+            .unwrap_or_else(|| self.input.cwd.clone().unwrap_or_else(|| self.env.cwd.clone()));
+        let p = compaction::resolve(configured, self.env.var, model.as_deref(), st.peak, Some(&project));
+        st.point = Some(p.clone());
+        st.point_model = model;
+        p
     }
 
     fn measured_event(&mut self) {
-        let Some(m) = self.measure() else { return };
+        let mut st = match self.project {
+            Some(longrun) => HookState::load(longrun, &self.input.session_id),
+            None => HookState::default(),
+        };
+        let loaded = st.clone();
+        let Some(m) = self.measure(&mut st) else { return };
         let Some(longrun) = self.project else {
             self.outcome.note = Some(format!(
-                "context {} tokens, {:.1}% of the compaction point ({}); no longrun/ folder, so only measured",
+                "context {} tokens, {:.1}% of the compaction point ({}{}); no longrun/ folder, so only measured",
                 crate::units::thousands(m.context),
                 m.pct,
-                crate::units::thousands(m.point)
+                crate::units::thousands(m.point),
+                if m.reactive { ", reactive" } else { "" }
             ));
             return;
         };
-        let mut st = HookState::load(longrun, &self.input.session_id);
         let before = st.clone();
         st.rearm_above(m.pct);
         if let Some(c) = &m.tail.compaction_after {
@@ -348,7 +482,7 @@ impl Run<'_> {
                 &m,
             );
         }
-        if st != before {
+        if st != loaded {
             if let Err(e) = st.save(longrun) {
                 self.outcome.note = Some(format!("cannot save hook state: {e}"));
             }
@@ -403,7 +537,7 @@ impl Run<'_> {
         let (reason, why) = if stale.is_empty() {
             (
                 format!(
-                    "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
+                    "{STOP_HEAD} the context is at {:.0}% of the compaction point ({} of {} tokens) and no handoff was proven saved in this session. {STOP_REASON}",
                     m.pct,
                     crate::units::thousands(m.context),
                     crate::units::thousands(m.point)
@@ -413,7 +547,7 @@ impl Run<'_> {
         } else {
             (
                 format!(
-                    "kit: the context is at {:.0}% of the compaction point ({} of {} tokens) and the handoff saved in this session is out of date ({}). Run `kit handoff save` again. {STOP_REASON}",
+                    "{STOP_HEAD} the context is at {:.0}% of the compaction point ({} of {} tokens) and the handoff saved in this session is out of date ({}). Run `kit handoff save` again. {STOP_REASON}",
                     m.pct,
                     crate::units::thousands(m.context),
                     crate::units::thousands(m.point),
@@ -561,6 +695,15 @@ impl Run<'_> {
     }
 
     fn session_start(&mut self) {
+        // The model with its window suffix is known here (and in `system/init`) only:
+        // transcript lines carry the bare id. Remember it for the compaction point.
+        if let (Some(longrun), Some(model)) = (self.project, self.input.model.as_deref()) {
+            if !model.trim().is_empty() {
+                if let Err(e) = state::remember_model(longrun, &self.input.session_id, model) {
+                    self.outcome.note = Some(format!("cannot save hook state: {e}"));
+                }
+            }
+        }
         let source = self.input.source.clone().unwrap_or_default();
         if source != "compact" && source != "resume" {
             return;
@@ -653,6 +796,9 @@ fn action_summary(action: Action) -> &'static str {
 const CHECKPOINT: &str = "Checkpoint: bring longrun/progress.md up to date now (done, remaining, next action), then continue.";
 const HANDOFF: &str = "Save a handoff now: write your summary and the next action into longrun/handoff.md (or pass them in a here-document: kit handoff save <<'EOF' … EOF), then run `kit handoff save` as a command on its own, not chained with other commands; it stamps the file with the commit and file fingerprints.";
 const WRAP_UP: &str = "Compaction is near. Wrap up: finish the current step only, update longrun/progress.md, run `kit handoff save`, then stop.";
+/// How a Stop block's reason starts: Claude Code labels any block "Stop hook error occurred",
+/// so the reason says it is deliberate (real-clis.md §5).
+pub const STOP_HEAD: &str = "kit blocked this stop on purpose (not an error):";
 const STOP_REASON: &str = "Before stopping: update longrun/progress.md, then run `kit handoff save` as a command (so this session's transcript holds the proof), then stop.";
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! what fired and why. Nothing is spent: no agent, no API call. The run checks itself: if the
 //! hook does not fire exactly as DESIGN §10 says, it ends with an error.
 //!
-//! The compaction point is the default (167,000 tokens): the user's `CLAUDE_CODE_*` variables
-//! are not consulted, so the rehearsal prints the same on every machine.
+//! The compaction point is claude-opus-4-6's (167,000 tokens, the model of the synthetic
+//! transcript): the user's `CLAUDE_*` variables and settings are not consulted, so the rehearsal
+//! prints the same on every machine.
 
 use std::io::Write;
 
@@ -14,6 +15,7 @@ use super::{handle, Action, HookEnv, Outcome};
 use crate::error::{Error, IoContext, Result};
 use crate::units::thousands;
 
+const MODEL: &str = "claude-opus-4-6";
 const SESSION: &str = "00000000-0000-4000-8000-rehearsal000";
 
 /// One scripted step: write a line to the transcript, then send an event.
@@ -43,7 +45,7 @@ pub fn run(out: &mut dyn Write) -> Result<u8> {
     std::fs::write(&transcript, "").at(&transcript)?;
     let no_vars = |_: &str| None;
     let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: root.to_path_buf() };
-    let point = super::compaction::resolve(0, no_vars);
+    let point = super::compaction::resolve(0, &no_vars, Some(MODEL), 0, None);
     let w =
         |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| Error::io("stdout", e));
     w(out, "kit hook rehearse: the real hook, a synthetic transcript in a temporary folder; nothing is spent".into())?;
@@ -277,7 +279,7 @@ fn assistant_line(n: u32, context: u64) -> String {
         "timestamp": crate::clock::now_rfc3339(),
         "requestId": format!("req_rehearsal{n:04}"),
         "message": {
-            "model": "claude-opus-4-6", "id": format!("msg_rehearsal{n:04}"), "role": "assistant",
+            "model": MODEL, "id": format!("msg_rehearsal{n:04}"), "role": "assistant",
             "content": [{"type": "text", "text": "working"}],
             "usage": {"input_tokens": 3, "cache_creation_input_tokens": 2_000, "cache_read_input_tokens": read,
                       "cache_creation": {"ephemeral_5m_input_tokens": 2_000, "ephemeral_1h_input_tokens": 0},

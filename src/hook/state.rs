@@ -7,7 +7,9 @@
 //!
 //! ```json
 //! {"format_version":1,"session":"c45af7b1-…","fired":[50,70],"stop_blocked":false,
-//!  "handoff_stamp":"3f9a1c0e7b2d"}
+//!  "handoff_stamp":"3f9a1c0e7b2d","model":"claude-opus-4-8[1m]",
+//!  "point":{"tokens":1000000,"window":1000000,"trigger":"reactive","source":"…"},
+//!  "point_model":"claude-opus-4-8[1m]","peak":151000}
 //! ```
 //!
 //! - `fired`: bands (percent of the compaction point) that fired since the last compaction;
@@ -15,6 +17,12 @@
 //!   shrinks the context of a session).
 //! - `stop_blocked`: the Stop was blocked once at the wrap-up band; never again until re-armed.
 //! - `handoff_stamp`: the stamp id a `kit handoff save` tool call of this session printed.
+//! - `model`: the session's model as named with its window suffix (`claude-opus-4-8[1m]`), when
+//!   SessionStart stdin (or [`remember_model`], for a caller that saw `system/init`) gave it;
+//!   transcript lines only carry the bare id.
+//! - `point`, `point_model`, `peak`: the compaction point resolved for this session
+//!   ([`crate::transcript::point`]), the model and largest context it was resolved from; it is
+//!   resolved again only when the model changes or the context passes its window.
 //!
 //! A missing, unreadable or foreign file reads as a fresh state: the worst case is one band
 //! message repeated, never a broken session.
@@ -42,6 +50,25 @@ pub struct HookState {
     pub stop_blocked: bool,
     /// Stamp id printed by a `kit handoff save` tool call in this session.
     pub handoff_stamp: Option<String>,
+    /// The model with its window suffix, when an event named it.
+    pub model: Option<String>,
+    /// The compaction point resolved for this session.
+    pub point: Option<crate::transcript::point::Point>,
+    /// The model `point` was resolved for.
+    pub point_model: Option<String>,
+    /// The largest context seen (tokens).
+    pub peak: u64,
+}
+
+/// Remember the window-suffixed model of `session` (e.g. from a `system/init` event) so the
+/// hook resolves the compaction point for it. Errors: the state cannot be written.
+pub fn remember_model(longrun: &Path, session: &str, model: &str) -> Result<()> {
+    let mut st = HookState::load(longrun, session);
+    if st.model.as_deref() == Some(model) {
+        return Ok(());
+    }
+    st.model = Some(model.to_string());
+    st.save(longrun)
 }
 
 /// `longrun/.hook/`, the folder of the per-session files.

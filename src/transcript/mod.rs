@@ -16,6 +16,7 @@ pub mod claude;
 pub mod codex;
 pub mod discover;
 pub mod lines;
+pub mod point;
 pub mod skim;
 pub mod tail;
 
@@ -481,6 +482,7 @@ impl<'a> Builder<'a> {
         let mut unpriced = BTreeSet::new();
         let mut models = BTreeSet::new();
         let mut peak = 0u64;
+        let mut peak_model: Option<Arc<str>> = None;
         let mut prev_ts: Option<i64> = None;
         let mut prev_ctx = 0u64;
         let mut ttl_s = TTL_5M_S;
@@ -540,16 +542,26 @@ impl<'a> Builder<'a> {
                     };
                 }
             }
-            if !(main && c.sidechain) {
+            if !(main && c.sidechain) && (peak_model.is_none() || c.context_tokens > peak) {
                 peak = peak.max(c.context_tokens);
+                peak_model = Some(c.model.clone());
             }
         }
         let clock = if main { self.clock } else { clock };
         let point = match self.point_override {
             Some(p) => p,
+            // The one rule (point.rs), on the model of the peak call and the peak itself.
             None => {
-                let window = if peak > DEFAULT_WINDOW { 1_000_000 } else { DEFAULT_WINDOW };
-                compaction_point(window, &self.opts.overrides)
+                point::resolve(&point::PointInputs {
+                    model: peak_model.as_deref().map(str::to_string),
+                    observed: peak,
+                    env: point::PointEnv {
+                        overrides: self.opts.overrides,
+                        ..point::PointEnv::from_env()
+                    },
+                    ..point::PointInputs::default()
+                })
+                .tokens
             }
         };
         let (start_ms, end_ms) = (clock.first, clock.last);
