@@ -309,16 +309,21 @@ pub fn tail_holds(path: &Path, needle: &[u8]) -> bool {
     memchr::memmem::find(&buf, needle).is_some()
 }
 
-/// Wait, at most [`FLUSH_WAIT`] in [`FLUSH_STEP`] steps (virtual steps under `KIT_FAKE_CLOCK`),
-/// until the transcript holds `needle`. Returns false when the bound passed without it.
-pub fn wait_for_flush(path: &Path, needle: &[u8]) -> bool {
+/// The variable that sets the wait bound in milliseconds (default [`FLUSH_WAIT`]; for slow disks,
+/// and for tests that append the line from another thread).
+pub const FLUSH_WAIT_VAR: &str = "KIT_HOOK_FLUSH_WAIT_MS";
+
+/// Wait, at most `bound` in [`FLUSH_STEP`] steps (virtual steps under `KIT_FAKE_CLOCK`, so a
+/// golden never sleeps), until the transcript holds `needle`. Returns false when the bound passed
+/// without it.
+pub fn wait_for_flush(path: &Path, needle: &[u8], bound: Duration) -> bool {
     let start = std::time::Instant::now();
     let mut waited = Duration::ZERO;
     loop {
         if tail_holds(path, needle) {
             return true;
         }
-        if waited >= FLUSH_WAIT || start.elapsed() >= FLUSH_WAIT {
+        if waited >= bound || start.elapsed() >= bound {
             return false;
         }
         crate::clock::sleep(FLUSH_STEP);
@@ -340,8 +345,11 @@ impl Run<'_> {
             self.outcome.note = Some("the event has no transcript_path; nothing done".into());
             return None;
         };
+        let bound = (self.env.var)(FLUSH_WAIT_VAR)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(FLUSH_WAIT, Duration::from_millis);
         let late = match flush_needle(self.input) {
-            Some(needle) => !wait_for_flush(path, &needle),
+            Some(needle) => !wait_for_flush(path, &needle, bound),
             None => false,
         };
         let tail = match tail::read_tail(path) {
@@ -384,7 +392,7 @@ impl Run<'_> {
             };
             let why = format!(
                 "the transcript did not hold {what} after {} ms; measured as it stood (one API call late, at most)",
-                FLUSH_WAIT.as_millis()
+                bound.as_millis()
             );
             self.fire(Action::TranscriptLate, None, why, &m);
         }

@@ -113,7 +113,7 @@ pub(crate) fn rehearse(
     let reminders = std::fs::read_to_string(transcript)
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains("\"isMeta\":true") && l.contains("hook additional context: kit:"))
+        .filter(|l| l.contains("\"isMeta\":true") && l.contains("hook additional context: kit"))
         .count();
     Ok(judge(plan.name, &agent, &events, reminders, &verify))
 }

@@ -786,3 +786,109 @@ fn session_start_says_none_given_instead_of_the_template_placeholder() {
     assert!(text.contains("Next action: none given"), "{text}");
     assert!(!text.contains("(The one concrete step"), "{text}");
 }
+
+/// An assistant line of `model` with `context` tokens, holding a `tool_use` block `tool_id`.
+fn model_call(s: &Session, model: &str, context: u64, tool_id: &str) {
+    s.append(&json!({
+        "type": "assistant", "isSidechain": false, "sessionId": s.id, "timestamp": NOW,
+        "message": {"model": model, "id": format!("msg_{tool_id}"), "role": "assistant",
+            "content": [{"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": "/r/README.md"}}],
+            "usage": {"input_tokens": 3, "cache_creation_input_tokens": 1000, "cache_read_input_tokens": context - 1003, "output_tokens": 50}}
+    }));
+}
+
+fn read_event(s: &Session, tool_id: &str) -> Value {
+    s.event("PostToolUse", json!({"tool_name": "Read", "tool_input": {"file_path": "/r/README.md"},
+        "tool_response": {"type": "text"}, "tool_use_id": tool_id, "duration_ms": 3}))
+}
+
+#[test]
+fn the_hook_waits_for_the_flush_of_a_quick_tools_call() {
+    // Claude Code flushes its transcript every 100 ms: the PostToolUse of a quick Read can come
+    // before the line holding its tool_use. Here the line is appended by a thread ~150 ms after
+    // the hook starts; the hook must wait for it (bound raised so a loaded machine cannot make
+    // the line miss it: the hook answers as soon as the line is there, not at the bound).
+    let d = project();
+    let s = Session::new(d.path());
+    model_call(&s, "claude-opus-4-6", 50_000, "toolu_early");
+    let ev = read_event(&s, "toolu_quick").to_string();
+    let mut child = kit(d.path())
+        .args(["hook", "claude"])
+        .env_remove("KIT_FAKE_CLOCK")
+        .env("KIT_HOOK_FLUSH_WAIT_MS", "30000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(ev.as_bytes()).unwrap();
+    let t = std::thread::spawn({
+        let (dir, transcript, id) = (s.dir.clone(), s.transcript.clone(), s.id.clone());
+        move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            let s = Session { dir, transcript, id, calls: 0 };
+            model_call(&s, "claude-opus-4-6", 87_000, "toolu_quick"); // 52 % of 167,000
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    t.join().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(87,000 of 167,000 tokens)") && out.contains("Checkpoint"), "{out}");
+    assert_eq!(journal_actions(d.path()), ["checkpoint@50"]);
+
+    // A call that never shows up: after the bound (virtual under the fake clock) the hook
+    // measures what is there and journals that it was late.
+    let r = hook(d.path(), &read_event(&s, "toolu_never"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(journal_actions(d.path()), ["checkpoint@50", "transcript_late@null"]);
+    // A Stop waits for its last assistant message the same way.
+    let stop = s.event("Stop", json!({"stop_hook_active": false, "last_assistant_message": "no such text"}));
+    hook(d.path(), &stop);
+    assert_eq!(journal_actions(d.path()).last().unwrap(), "transcript_late@null");
+}
+
+#[test]
+fn a_1m_window_session_at_150k_gets_no_wrap_up() {
+    let d = project();
+    let s = Session::new(d.path());
+    // The default model, bare in the transcript: Opus 4.8 always runs at 1M.
+    model_call(&s, "claude-opus-4-8", 150_000, "toolu_a");
+    let r = hook(d.path(), &read_event(&s, "toolu_a"));
+    assert_eq!(r.stdout.trim(), "", "{}", r.stdout);
+    // claude-opus-4-6 at 150k is a wrap-up on its 200k window — unless SessionStart named it
+    // with the [1m] suffix, which the hook remembers for the session.
+    let d = project();
+    let s = Session::new(d.path());
+    let start = s.event("SessionStart", json!({"source": "compact", "model": "claude-opus-4-6[1m]"}));
+    hook(d.path(), &start);
+    model_call(&s, "claude-opus-4-6", 150_000, "toolu_b");
+    let r = hook(d.path(), &read_event(&s, "toolu_b"));
+    assert_eq!(r.stdout.trim(), "", "{}", r.stdout);
+    let st = fs::read_to_string(d.path().join(format!("longrun/.hook/{}.json", s.id))).unwrap();
+    assert!(st.contains("\"model\":\"claude-opus-4-6[1m]\"") && st.contains("\"tokens\":1000000"), "{st}");
+    let stop = s.event("Stop", json!({"stop_hook_active": false}));
+    assert_eq!(hook(d.path(), &stop).stdout.trim(), "");
+    // Without the suffix the same context wraps up.
+    let d = project();
+    let s = Session::new(d.path());
+    model_call(&s, "claude-opus-4-6", 150_000, "toolu_c");
+    let r = hook(d.path(), &read_event(&s, "toolu_c"));
+    assert!(r.context_text().contains("Wrap up") && r.context_text().contains("of 167,000 tokens"), "{}", r.stdout);
+}
+
+#[test]
+fn a_model_without_a_proactive_point_is_measured_against_its_window() {
+    // claude-sonnet-4-5 compacts only when the API refuses the prompt, near 200k: 150k is 75 %.
+    let d = project();
+    let s = Session::new(d.path());
+    model_call(&s, "claude-sonnet-4-5-20250929", 150_000, "toolu_r");
+    let r = hook(d.path(), &read_event(&s, "toolu_r"));
+    let text = r.context_text();
+    assert!(text.contains("(150,000 of 200,000 tokens)") && text.contains("kit handoff save"), "{text}");
+    // Outside a project the note says the point is reactive.
+    let bare = tempfile::tempdir().unwrap();
+    let s = Session::new(bare.path());
+    model_call(&s, "claude-sonnet-4-5-20250929", 150_000, "toolu_r");
+    let r = hook(bare.path(), &read_event(&s, "toolu_r"));
+    assert!(r.stderr.contains("75.0% of the compaction point (200,000, reactive)"), "{}", r.stderr);
+}
