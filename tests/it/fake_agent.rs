@@ -593,11 +593,12 @@ fn grow_context_reaches_the_given_share_of_the_compaction_point() {
                 + u["cache_read_input_tokens"].as_u64().unwrap()
         })
         .collect();
-    // Three Read calls, the last at exactly 50 % of 167,000; then the final answer.
+    // Three Read calls, the last at exactly 50 % of the default model's compaction point by the
+    // hook's rule (claude-sonnet-4-5: reactive, at its 200,000 window); then the final answer.
     assert_eq!(contexts.len(), 4, "{contexts:?}");
     assert!(contexts[0] < contexts[1] && contexts[1] < contexts[2], "{contexts:?}");
-    assert_eq!(contexts[2], 83_500, "{contexts:?}");
-    assert!(contexts[3] > 83_500 && contexts[3] < 84_500, "{contexts:?}");
+    assert_eq!(contexts[2], 100_000, "{contexts:?}");
+    assert!(contexts[3] > 100_000 && contexts[3] < 101_000, "{contexts:?}");
 }
 
 #[test]
