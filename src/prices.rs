@@ -3,7 +3,10 @@
 //! overrides from `config.toml`. A model that is not in the table is *unpriced*: callers report
 //! it as such and never count it as $0.
 //!
-//! Lookup of a model id: exact id, then the id without a trailing `-YYYYMMDD` date
+//! Lookup of a model id: first a context-window suffix is taken off ([`strip_window`]: Claude
+//! Code names its default model `claude-opus-4-8[1m]` in `system/init`, `modelUsage` and
+//! config, while transcript lines carry the bare `claude-opus-4-8`, `formats/real-clis.md` §3);
+//! then the exact id, then the id without a trailing `-YYYYMMDD` date
 //! (`claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`); nothing looser, so that
 //! `claude-opus-4-60` is never priced as `claude-opus-4`. `<synthetic>` (Claude Code's placeholder for a local
 //! API error) costs nothing and is not unpriced.
@@ -183,6 +186,7 @@ impl PriceTable {
 
     /// Find the prices of `model` (see the module doc for the matching rules).
     pub fn lookup(&self, model: &str) -> Lookup<'_> {
+        let model = strip_window(model);
         if model == "<synthetic>" {
             return Lookup::Free;
         }
@@ -194,6 +198,24 @@ impl PriceTable {
             Some(m) => Lookup::Priced(m),
             None => Lookup::Unpriced,
         }
+    }
+}
+
+/// `model` without a trailing context-window suffix in brackets: `claude-opus-4-8[1m]` →
+/// `claude-opus-4-8`, `claude-sonnet-4-5[200k]` → `claude-sonnet-4-5`; any other id as given.
+/// The window does not change the price on Anthropic's current models (the >200K tier of
+/// Sonnet 4/4.5 is priced per request from its tokens, [`ModelPrice::rates_for`]). The one
+/// place kit takes the suffix off before a price lookup.
+pub fn strip_window(model: &str) -> &str {
+    match model.strip_suffix(']').and_then(|m| m.rsplit_once('[')) {
+        Some((head, window))
+            if !head.is_empty()
+                && !window.is_empty()
+                && window.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            head
+        }
+        _ => model,
     }
 }
 
@@ -234,6 +256,44 @@ mod tests {
         assert_eq!(id("<synthetic>"), "free");
         assert_eq!(id("gpt-6-astra"), "unpriced");
         assert_eq!(id("claude-opus-4-60"), "unpriced");
+        // Claude Code's default model, with and without its window suffix (real-clis.md §3).
+        assert_eq!(id("claude-opus-4-8"), "claude-opus-4-8");
+        assert_eq!(id("claude-opus-4-8[1m]"), "claude-opus-4-8");
+        assert_eq!(id("claude-sonnet-4-5-20250929[1m]"), "claude-sonnet-4-5");
+        assert_eq!(id("claude-opus-5-5[1m]"), "claude-opus-5-5");
+        // A suffix never makes an unknown model priced.
+        assert_eq!(id("claude-opus-4-7[1m]"), "unpriced");
+        assert_eq!(id("[1m]"), "unpriced");
+    }
+
+    #[test]
+    fn window_suffixes_are_stripped_and_nothing_else() {
+        assert_eq!(strip_window("claude-opus-4-8[1m]"), "claude-opus-4-8");
+        assert_eq!(strip_window("claude-opus-4-8"), "claude-opus-4-8");
+        assert_eq!(strip_window("m[200k]"), "m");
+        assert_eq!(strip_window("[1m]"), "[1m]");
+        assert_eq!(strip_window("m[]"), "m[]");
+        assert_eq!(strip_window("m[1 m]"), "m[1 m]");
+        assert_eq!(strip_window("m]"), "m]");
+    }
+
+    #[test]
+    fn the_default_model_costs_its_published_rates() {
+        // claude-opus-4-8: $5 input, $25 output (its model page), cache writes 1.25x / 2x and
+        // reads 0.1x input (the pricing page's prompt-caching multipliers), read 2026-12-02.
+        let Lookup::Priced(p) = PriceTable::embedded().lookup("claude-opus-4-8[1m]") else {
+            panic!()
+        };
+        let u = Usage {
+            input: 1_000_000,
+            cache_write_5m: 1_000_000,
+            cache_write_1h: 1_000_000,
+            cache_read: 1_000_000,
+            output: 1_000_000,
+        };
+        assert!((p.cost(&u) - (5.0 + 6.25 + 10.0 + 0.5 + 25.0)).abs() < 1e-9);
+        // A 1M-window request past 200K tokens stays at the standard rates.
+        assert_eq!(p.long_context, None);
     }
 
     #[test]
@@ -249,7 +309,7 @@ mod tests {
         // Anthropic serves the 4.6 models' 1M window at their standard rates (pricing page,
         // read 2026-11-29); the >200K tier belongs to Sonnet 4 and 4.5.
         let t = PriceTable::embedded();
-        for id in ["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-5"] {
+        for id in ["claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-5", "claude-opus-4-8"] {
             let Lookup::Priced(p) = t.lookup(id) else { panic!("{id}") };
             assert_eq!(p.long_context, None, "{id}");
         }

@@ -4,11 +4,14 @@
 //! tokens, dollars, minutes, compactions and resumes after the prompt cache expired.
 //!
 //! Sessions are read in parallel (rayon), one session's calls in memory at a time per thread.
+//! An API call logged in several sessions' files (a resumed or forked session copies earlier
+//! calls) is counted once, in the first session that holds it ([`crate::transcript::dedup`]).
 //!
 //! Here: the options and the scan; the parts, each re-exported here, are `json.rs` (the
 //! `kit.measure/1` document), `table.rs` (the session table) and `turns.rs` (`--turns`, and its
 //! lines as `kit report` shows them).
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +22,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::term::Theme;
+use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
 pub use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
@@ -121,31 +125,47 @@ where
     let jobs = select_jobs(opts, &mut damage)?;
     let files = jobs.iter().map(|j| j.files().len()).sum();
     let progress = Progress::new(jobs.len() as u64);
+    let no_drops = HashSet::new();
+    let read_one = |job: &Job, drop: &HashSet<CallKey>| {
+        read_job(job, engine, drop).map(|(s, calls, keys)| {
+            let shown = !nothing_read(&s) && keep(opts, &s);
+            let t = shown.then(|| each(&s, &calls));
+            (s, t, keys)
+        })
+    };
     // Collected per job, so that under `--strict` the error reported is the first in path
     // order, whichever thread met it first.
-    let read: Vec<Result<(SessionSummary, Option<T>)>> = jobs
+    let read: Vec<Result<(SessionSummary, Option<T>, Vec<Held>)>> = jobs
         .par_iter()
         .map(|job| {
-            let r = match job {
-                Job::Claude(f) => claude::read(f, engine).map(|r| (r.summary, r.calls)),
-                Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls)),
-            };
+            let r = read_one(job, &no_drops);
             progress.tick();
-            r.map(|(s, calls)| {
-                let shown = !nothing_read(&s) && keep(opts, &s);
-                let t = shown.then(|| each(&s, &calls));
-                (s, t)
-            })
+            r
         })
         .collect();
     progress.finish();
+    let mut read = read.into_iter().collect::<Result<Vec<_>>>()?;
+    // Tree-wide dedup: the sessions holding a copy of a call an earlier session holds are
+    // read again without it.
+    let held: Vec<(u32, Held)> = read
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(n, r)| std::mem::take(&mut r.2).into_iter().map(move |h| (n as u32, h)))
+        .collect();
+    let drops = dedup::losers(held, &path_ranks(&jobs));
+    let again: Vec<(usize, Result<(SessionSummary, Option<T>, Vec<Held>)>)> = drops
+        .par_iter()
+        .map(|(&n, drop)| (n as usize, read_one(&jobs[n as usize], drop)))
+        .collect();
+    for (n, r) in again {
+        read[n] = r?;
+    }
     let mut sessions = vec![];
     // Filters apply to the damage report too: a folder outside `--project` is not reported.
     damage
         .unreadable
         .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
-    for r in read {
-        let (s, t) = r?;
+    for (s, t, _) in read {
         // A session whose files could not be read at all is only a line in the damage report
         // (it has no dates, so only `--project` can filter it).
         if nothing_read(&s) {
@@ -169,6 +189,31 @@ where
     };
     let (sessions, outputs) = sessions.into_iter().unzip();
     Ok((Scan { sessions, damage, files, looked_in }, outputs))
+}
+
+/// One job read whole (without the calls in `drop`): its summary, main calls and call keys.
+fn read_job(
+    job: &Job,
+    engine: EngineOptions<'_>,
+    drop: &HashSet<CallKey>,
+) -> Result<(SessionSummary, Vec<ApiCall>, Vec<Held>)> {
+    match job {
+        Job::Claude(f) => claude::read_without(f, engine, drop).map(|r| (r.summary, r.calls, r.keys)),
+        Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls, vec![])),
+    }
+}
+
+/// Each job's place in the order of its first file's path (the tie-break of
+/// [`dedup::losers`]).
+fn path_ranks(jobs: &[Job]) -> Vec<u32> {
+    let path = |j: &Job| j.files().first().map(|p| p.to_path_buf()).unwrap_or_default();
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_cached_key(|&i| path(&jobs[i]));
+    let mut rank = vec![0u32; jobs.len()];
+    for (r, i) in order.into_iter().enumerate() {
+        rank[i] = r as u32;
+    }
+    rank
 }
 
 /// A session whose files could not be read at all: no call, no dated line, and unreadable

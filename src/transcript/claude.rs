@@ -15,7 +15,7 @@
 //!   contents, thinking) is skipped by serde without being allocated.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use super::dedup::{call_key, CallKey, Held};
 use super::lines::{self, Parsed};
 use super::skim;
 use super::{
@@ -40,6 +41,10 @@ pub struct SessionRead {
     pub summary: SessionSummary,
     /// The main conversation's calls, with gaps, resumes and costs.
     pub calls: Vec<ApiCall>,
+    /// The dedup key of every call counted (main and subagents, in no order) with the
+    /// timestamp of its first line, for deduplication across sessions ([`super::dedup`]).
+    /// Calls without a `message.id` have none.
+    pub keys: Vec<Held>,
 }
 
 /// Read one session file (and its subagents) with the embedded prices, leniently.
@@ -51,6 +56,17 @@ pub fn read_session(path: &Path) -> Result<SessionSummary> {
 
 /// Read a session's files. Errors: I/O, or the first damaged line under `strict`.
 pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
+    read_without(files, opts, &HashSet::new())
+}
+
+/// [`read`], leaving out the calls whose key is in `drop` (calls another session holds first,
+/// [`super::dedup::losers`]): they are in no figure of the session, tokens, cost, context or
+/// resumes; its lines still count for its time and turns. Errors: those of [`read`].
+pub fn read_without(
+    files: &SessionFiles,
+    opts: EngineOptions<'_>,
+    drop: &HashSet<CallKey>,
+) -> Result<SessionRead> {
     let first = files.all().next().cloned().unwrap_or_default();
     let mut b = Builder::new(opts, Source::Claude, files.session_id.clone(), first);
     let mut st = State::default();
@@ -67,6 +83,7 @@ pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead
     if b.project.is_empty() {
         b.project = files.project_dir.clone();
     }
+    let keys = st.keys(drop);
     let mut streams = std::mem::take(&mut st.streams).into_iter();
     let mut main = streams.next().unwrap_or_default();
     let mut summary = b.summarise(&mut main, true);
@@ -78,7 +95,7 @@ pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead
         summary.absorb_subagent(sub);
     }
     summary.damage = std::mem::take(&mut b.damage);
-    Ok(SessionRead { summary, calls: main.calls })
+    Ok(SessionRead { summary, calls: main.calls, keys })
 }
 
 #[derive(Default)]
@@ -94,6 +111,36 @@ struct State {
 }
 
 impl State {
+    /// The keys of the calls read, after taking out (from the streams) the calls in `drop`.
+    fn keys(&mut self, drop: &HashSet<CallKey>) -> Vec<Held> {
+        let mut keys = Vec::with_capacity(self.by_key.len());
+        let mut dropped: Vec<Vec<usize>> = vec![vec![]; self.streams.len()];
+        for (text, &(s, i)) in &self.by_key {
+            let key = call_key(text);
+            if drop.contains(&key) {
+                dropped[s].push(i);
+            } else {
+                keys.push(Held { key, ts_ms: self.streams[s].calls[i].ts_ms });
+            }
+        }
+        for (stream, mut gone) in self.streams.iter_mut().zip(dropped) {
+            if gone.is_empty() {
+                continue;
+            }
+            gone.sort_unstable();
+            let mut idx = 0;
+            stream.calls.retain(|_| {
+                let keep = gone.binary_search(&idx).is_err();
+                idx += 1;
+                keep
+            });
+        }
+        // The maps point into the streams, which just changed.
+        self.by_key.clear();
+        self.by_id.clear();
+        keys
+    }
+
     fn read_file(
         &mut self,
         path: &Path,
@@ -384,7 +431,10 @@ fn total(u: &Usage) -> u64 {
     u.summed_input() + u.output
 }
 
-/// Line types seen in real files (claude-code.md §2); anything else is counted as unknown.
+/// Line types seen in real files (claude-code.md §2; 2.1.197's `queue-operation`, `attachment`,
+/// `last-prompt` and `mode`, written after `--resume`, real-clis.md §3; `permission-mode` and
+/// `ai-title`, which the same builds write beside `mode`); anything else is counted as unknown.
+/// None of them carries usage.
 const KNOWN_TYPES: &[&str] = &[
     "file-history-snapshot",
     "queue-operation",
@@ -397,6 +447,9 @@ const KNOWN_TYPES: &[&str] = &[
     "tag",
     "last-prompt",
     "pr-link",
+    "mode",
+    "permission-mode",
+    "ai-title",
 ];
 
 #[derive(Default, Deserialize)]

@@ -10,6 +10,11 @@
 //! without billing. Cached input is part of OpenAI's input (and cache writes, newer builds,
 //! too); reasoning is part of output. The model is the latest `turn_context.model`.
 //!
+//! User turns: an `event_msg/user_message` (0.1xx builds) or, from 0.171, an
+//! `event_msg/item_completed` whose `item.type` is `UserMessage` (0.171 writes no
+//! `user_message` any more; `formats/real-clis.md` §6). A build that logs one prompt both ways
+//! within a turn counts it once (see [`Prompt`]).
+//!
 //! The envelope is `{timestamp, type, payload}`; the payload is parsed according to `type` in
 //! one pass, and the large ones (`response_item`) are skipped by serde without allocation.
 
@@ -89,6 +94,17 @@ struct State {
     /// The last token record was a real response (not an echo or estimate).
     fresh_context: bool,
     window: Option<u64>,
+    /// How the last counted prompt of the current turn was logged, if it was.
+    prompt: Option<Prompt>,
+}
+
+/// How a user prompt is logged: the legacy `user_message` event, or 0.171's `UserMessage`
+/// item. The two kinds met within one turn (no `task_started` or token record between them)
+/// are one prompt logged twice; two of the same kind are two prompts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prompt {
+    Event,
+    Item,
 }
 
 impl State {
@@ -122,9 +138,16 @@ impl State {
                 }
             }
             Payload::Event(e) => match e.ty.as_deref() {
-                Some("user_message") => b.turns += 1,
+                Some("user_message") => self.prompt(Prompt::Event, b),
+                Some("item_completed") => {
+                    if e.item.and_then(|i| i.ty).as_deref() == Some("UserMessage") {
+                        self.prompt(Prompt::Item, b);
+                    }
+                }
+                Some("task_started") => self.prompt = None,
                 Some("token_count") => {
                     if let Some(info) = e.info {
+                        self.prompt = None;
                         self.token_count(info, ts);
                         if let (true, Some(c)) = (self.open_compaction, b.compactions.last_mut()) {
                             if c.tokens_after.is_none() && self.fresh_context {
@@ -147,6 +170,17 @@ impl State {
             Payload::Unknown => return Parsed::UnknownType,
         }
         Parsed::Known
+    }
+
+    fn prompt(&mut self, kind: Prompt, b: &mut Builder<'_>) {
+        match self.prompt {
+            // The same prompt, logged the other way too.
+            Some(k) if k != kind => self.prompt = None,
+            _ => {
+                b.turns += 1;
+                self.prompt = Some(kind);
+            }
+        }
     }
 
     fn compaction(&mut self, ts: Option<i64>, b: &mut Builder<'_>) {
@@ -292,6 +326,15 @@ struct EventMsg<'a> {
     #[serde(rename = "type", borrow)]
     ty: Option<Cow<'a, str>>,
     info: Option<Info>,
+    /// `item_completed`'s item (0.171): only its `type` is read.
+    #[serde(borrow)]
+    item: Option<ItemHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ItemHead<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -421,7 +464,11 @@ fn payload_from_value(ty: &str, v: serde_json::Value) -> serde_json::Result<Payl
         }
         "event_msg" => {
             let m: EventMsg<'_> = serde_json::from_str(&text)?;
-            Payload::Event(EventMsg { ty: m.ty.map(|c| Cow::Owned(c.into_owned())), info: m.info })
+            Payload::Event(EventMsg {
+                ty: m.ty.map(|c| Cow::Owned(c.into_owned())),
+                info: m.info,
+                item: m.item.map(|i| ItemHead { ty: i.ty.map(|c| Cow::Owned(c.into_owned())) }),
+            })
         }
         "compacted" => Payload::Compacted,
         t if KNOWN_TYPES.contains(&t) => Payload::Other,
@@ -439,6 +486,35 @@ mod tests {
             Path::new("/x/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl");
         assert_eq!(id_from_name(p), "019c8a59-e9dd-71f0-9ae3-4079fe9726a9");
         assert_eq!(id_from_name(Path::new("/x/other.jsonl")), "other");
+    }
+
+    #[test]
+    fn user_turns_are_counted_from_events_or_items_once_each() {
+        let ev = r#"{"type":"event_msg","payload":{"type":"user_message","message":"hi"}}"#;
+        let item = r#"{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","id":"i","content":[]}}}"#;
+        let agent = r#"{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","id":"a","content":[]}}}"#;
+        let start = r#"{"type":"event_msg","payload":{"type":"task_started","turn_id":"t"}}"#;
+        let tokens = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1}}}}"#;
+        let cases: &[(&str, &[&str], u64)] = &[
+            ("0.1xx: user_message events", &[start, ev, tokens, start, ev, tokens], 2),
+            ("0.171: UserMessage items", &[start, item, agent, tokens, start, item], 2),
+            ("one prompt logged both ways", &[start, ev, item, tokens], 1),
+            ("both ways, item first", &[start, item, ev], 1),
+            ("two prompts in one turn, same way", &[start, item, item], 2),
+            ("a legacy turn, then a new one", &[start, ev, tokens, start, item], 2),
+            ("agent items are not turns", &[start, agent, agent], 0),
+        ];
+        for (name, lines, want) in cases {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("rollout.jsonl");
+            std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+            let opts = EngineOptions {
+                limits: lines::ReadLimits { strict: true, ..Default::default() },
+                ..EngineOptions::standard()
+            };
+            let s = read(&p, opts).unwrap().summary;
+            assert_eq!(s.turns, *want, "{name}");
+        }
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Reading a transcript file as a stream of JSON records with bounded memory, and counting the
 //! damage found on the way (DESIGN §8): a partial last line, invalid UTF-8, a line longer than
-//! the cap, an unparsable line, an unknown line type. Two kinds of damage are *repaired* and
-//! counted: CRLF line ends, and objects pretty-printed over several lines (ccusage skips these
-//! silently; we read them). Under `strict` the first damaged line is an error naming file:line.
+//! the cap, an unparsable line, an unknown line type. Three kinds of damage are *repaired* and
+//! counted: CRLF line ends, objects pretty-printed over several lines (ccusage skips these
+//! silently; we read them), and invalid UTF-8 (the bad bytes are replaced by U+FFFD and the
+//! line is read: the usage numbers and keys are ASCII, so a damaged tool output or file
+//! content does not cost the line's tokens). Under `strict` the first damaged line is an error naming file:line.
 //!
 //! Lines are split with `memchr` over a reused buffer; the buffer grows only as far as the
 //! longest line (up to the cap), so memory does not depend on the file's size. `.jsonl.zst`
@@ -28,7 +30,8 @@ const MAX_EXAMPLES: usize = 20;
 pub enum DamageKind {
     /// The last line of a file ends without a newline and does not parse (a live or cut file).
     Truncated,
-    /// The line is not valid UTF-8.
+    /// Repaired: the line is not valid UTF-8; the bad bytes were replaced by U+FFFD and the
+    /// line read (if it then does not parse, it is also counted as malformed or truncated).
     InvalidUtf8,
     /// The line is longer than the cap.
     Oversized,
@@ -45,14 +48,21 @@ pub enum DamageKind {
 impl DamageKind {
     /// Whether lines of this kind are skipped (true) or repaired and read (false).
     pub fn is_skipped(self) -> bool {
-        !matches!(self, DamageKind::Crlf | DamageKind::PrettyPrinted)
+        !matches!(self, DamageKind::Crlf | DamageKind::PrettyPrinted | DamageKind::InvalidUtf8)
+    }
+
+    /// What is wrong with the line, without what the reader did about it (`--strict`'s error:
+    /// under `--strict` nothing is repaired).
+    pub fn fault(self) -> &'static str {
+        let d = self.describe();
+        d.split_once(" (").map_or(d, |(head, _)| head)
     }
 
     /// A short phrase for reports.
     pub fn describe(self) -> &'static str {
         match self {
             DamageKind::Truncated => "truncated last line",
-            DamageKind::InvalidUtf8 => "invalid UTF-8",
+            DamageKind::InvalidUtf8 => "invalid UTF-8 (read, bad bytes replaced)",
             DamageKind::Oversized => "line over the size cap",
             DamageKind::Malformed => "malformed JSON",
             DamageKind::UnknownType => "unknown line type",
@@ -78,7 +88,7 @@ pub struct DamageExample {
 pub struct Damage {
     /// Partial last lines skipped.
     pub truncated: u64,
-    /// Lines skipped for invalid UTF-8.
+    /// Lines with invalid UTF-8, read with the bad bytes replaced.
     pub invalid_utf8: u64,
     /// Lines skipped for exceeding the cap.
     pub oversized: u64,
@@ -109,12 +119,12 @@ pub struct Unreadable {
 impl Damage {
     /// Lines skipped (all kinds but the repaired ones).
     pub fn skipped(&self) -> u64 {
-        self.truncated + self.invalid_utf8 + self.oversized + self.malformed + self.unknown_type
+        self.truncated + self.oversized + self.malformed + self.unknown_type
     }
 
     /// Lines repaired and read.
     pub fn repaired(&self) -> u64 {
-        self.crlf + self.pretty_printed
+        self.crlf + self.pretty_printed + self.invalid_utf8
     }
 
     /// Note a file or folder that could not be read.
@@ -165,10 +175,10 @@ impl Damage {
         use DamageKind::*;
         [
             (Truncated, self.truncated),
-            (InvalidUtf8, self.invalid_utf8),
             (Oversized, self.oversized),
             (Malformed, self.malformed),
             (UnknownType, self.unknown_type),
+            (InvalidUtf8, self.invalid_utf8),
             (Crlf, self.crlf),
             (PrettyPrinted, self.pretty_printed),
         ]
@@ -345,8 +355,9 @@ impl<R: Read> LineReader<R> {
     }
 }
 
-/// Read `path` record by record, calling `parse` on each JSON object's bytes (UTF-8 checked,
-/// without its line end). Damage is counted into `damage`; under `limits.strict` the first
+/// Read `path` record by record, calling `parse` on each JSON object's bytes (valid UTF-8: a
+/// line that is not has its bad bytes replaced by U+FFFD and is counted as
+/// [`DamageKind::InvalidUtf8`]; without its line end). Damage is counted into `damage`; under `limits.strict` the first
 /// damaged line is returned as [`Error::Input`] naming file:line.
 ///
 /// `parse` returns `Err` when the bytes are not an object it can read; the error decides
@@ -403,12 +414,14 @@ fn read_records(
     let note = |damage: &mut Damage, kind: DamageKind, no: usize| -> Result<()> {
         if limits.strict {
             return Err(
-                Error::input(path, Some(no), kind.describe().to_string()).with_hint(STRICT_HINT)
+                Error::input(path, Some(no), kind.fault().to_string()).with_hint(STRICT_HINT)
             );
         }
         damage.add(kind, path, no);
         Ok(())
     };
+    // The repaired text of a line with invalid UTF-8, reused.
+    let mut lossy = String::new();
     while let Some(line) = lines.next_line().at(path)? {
         let (no, mut bytes, terminated) = match line {
             Line::Text { no, bytes, terminated } => (no, bytes, terminated),
@@ -426,7 +439,9 @@ fn read_records(
         }
         if simdutf8::basic::from_utf8(bytes).is_err() {
             note(damage, DamageKind::InvalidUtf8, no)?;
-            continue;
+            lossy.clear();
+            lossy.push_str(&String::from_utf8_lossy(bytes));
+            bytes = lossy.as_bytes();
         }
         let trimmed = trim_ascii(bytes);
         if let Some((first, mut acc)) = pending.take() {

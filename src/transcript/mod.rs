@@ -14,6 +14,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod dedup;
 pub mod discover;
 pub mod lines;
 pub mod point;

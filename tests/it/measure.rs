@@ -307,12 +307,50 @@ fn a_truncated_last_line_is_counted_and_skipped() {
 }
 
 #[test]
-fn invalid_utf8_is_counted_and_skipped() {
+fn a_line_with_invalid_utf8_is_read_and_its_usage_counted() {
     let mut b = fasthooks();
     b.extend_from_slice(b"{\"type\":\"user\",\"message\":{\"content\":\"caf\xe9\"}}\n");
-    let doc = damaged(&b, Some(line_count(&b)));
-    assert_eq!(u(&doc["damage"], "invalid_utf8"), 1);
-    assert_fasthooks_totals(&doc["sessions"][0]);
+    let prompt_line = line_count(&b);
+    // An API call whose text (a tool's output, say) holds bytes that are not UTF-8: its usage
+    // is ASCII and must still count.
+    b.extend_from_slice(
+        b"{\"type\":\"assistant\",\"timestamp\":\"2026-01-02T19:22:00.000Z\",\"requestId\":\"req_bad\",\"message\":{\"id\":\"msg_bad\",\"model\":\"claude-opus-4-8\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"r\xe9sultat \xff\xfe\"}],\"usage\":{\"input_tokens\":7,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,\"output_tokens\":30}}}\n",
+    );
+    let doc = damaged(&b, Some(prompt_line));
+    assert_eq!(u(&doc["damage"], "invalid_utf8"), 2);
+    assert_eq!((u(&doc, "skipped_lines"), u(&doc, "repaired_lines")), (0, 2));
+    let ex = &doc["damage"]["examples"];
+    assert_eq!(
+        (ex[0]["line"].as_u64(), ex[1]["line"].as_u64()),
+        (Some(prompt_line as u64), Some(prompt_line as u64 + 1))
+    );
+    assert!(ex[1]["path"].as_str().unwrap().ends_with("s.jsonl"));
+    let s = &doc["sessions"][0];
+    assert_eq!(
+        (
+            u(s, "input_tokens"),
+            u(s, "output_tokens"),
+            u(s, "cache_write_tokens"),
+            u(s, "cache_read_tokens")
+        ),
+        (132 + 7, 1480 + 30, 8467 + 100, 223_265 + 2000)
+    );
+    // The prompt line was read too: one more turn than the file's 5.
+    assert_eq!(u(s, "turns"), 6);
+    // The table names both lines.
+    let (d, root) = claude_tree(&[("s.jsonl", &b)]);
+    let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("damaged lines: 0 skipped, 2 repaired (2 invalid UTF-8 (read, bad bytes replaced))"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("s.jsonl:{}: invalid UTF-8", prompt_line + 1)), "{text}");
+    // Under --strict the error says what is wrong, not that it was read.
+    let out = kit(d.path()).args(["measure", "--strict"]).arg(&root).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("s.jsonl:{prompt_line}: invalid UTF-8")), "{err}");
+    assert!(!err.contains("(read"), "{err}");
 }
 
 #[test]
@@ -824,4 +862,135 @@ fn one_session_id_in_two_projects_names_both_transcripts_and_how_to_pick_one() {
     assert!(err.contains(&format!("kit measure --turns 11111111 {}", root.display())), "{err}");
     let out = kit(d.path()).args(["measure", "--turns", "11111111"]).arg(&picked).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_forked_session_counts_each_copied_call_once() {
+    // tests/fixtures/fork (SOURCES.md there): a session and a fork that copies its first 30
+    // lines, then goes on with calls of its own. ccusage counts the copied calls once.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fork");
+    let d = tempfile::tempdir().unwrap();
+    let doc = measure_json(d.path(), &["--strict", root.to_str().unwrap()]);
+    let t = &doc["totals"];
+    assert_eq!(
+        (
+            u(t, "input_tokens"),
+            u(t, "output_tokens"),
+            u(t, "cache_write_tokens"),
+            u(t, "cache_read_tokens")
+        ),
+        (186, 1692, 26_163, 311_496)
+    );
+    let cost = t["cost_usd"].as_f64().unwrap();
+    assert!((cost - (0.04044225 + 0.2266455)).abs() < 1e-9, "{cost}");
+    // Each call is the first session's: the original keeps its 12 calls (same timestamps, the
+    // smaller path), the fork has only its own 4, and both keep their lines' turns.
+    let rows: Vec<(String, u64, u64, u64)> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let id = s["session_id"].as_str().unwrap()[..8].to_string();
+            (id, u(s, "api_calls"), u(s, "cache_read_tokens"), u(s, "turns"))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("c45af7b1".into(), 12, 223_265, 5), ("e5f0c8d2".into(), 4, 88_231, 6)]
+    );
+}
+
+#[test]
+fn a_resumed_copy_logged_later_goes_to_the_earlier_session_whatever_the_paths() {
+    // The fork's copied lines re-logged an hour later (as a resume that re-writes them would):
+    // the original, whose file sorts after the copy's, still owns them.
+    let orig = fasthooks();
+    let text = String::from_utf8(orig.clone()).unwrap();
+    let copy: String = text
+        .lines()
+        .take(30)
+        .map(|l| l.replace("\"timestamp\":\"2026-01-02T", "\"timestamp\":\"2026-01-03T") + "\n")
+        .collect();
+    let (d, root) = claude_tree(&[("bbbb.jsonl", &orig), ("aaaa.jsonl", copy.as_bytes())]);
+    let doc = measure_json(d.path(), &[root.to_str().unwrap()]);
+    assert_fasthooks_totals(&doc["totals"]);
+    let calls: Vec<(String, u64)> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["session_id"].as_str().unwrap().to_string(), u(s, "api_calls")))
+        .collect();
+    assert_eq!(calls, [("bbbb".to_string(), 12), ("aaaa".to_string(), 0)]);
+}
+
+/// A Claude Code 2.1.197 transcript as `claude -p` writes it (formats/real-clis.md §3): `mode`
+/// and `permission-mode` first, `queue-operation`s, an `attachment` for a hook, envelopes with
+/// `promptId`/`entrypoint`/`permissionMode`/`slug`, the default model's bare id on assistant
+/// lines, and `last-prompt` at the end.
+const CLAUDE_2_1_197: &str = r#"{"type":"mode","mode":"normal","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718"}
+{"type":"permission-mode","permissionMode":"acceptEdits","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718"}
+{"type":"queue-operation","operation":"enqueue","timestamp":"2026-12-01T10:00:00.000Z","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","content":"make the test pass"}
+{"type":"queue-operation","operation":"dequeue","timestamp":"2026-12-01T10:00:00.004Z","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718"}
+{"parentUuid":null,"isSidechain":false,"promptId":"p-1","promptSource":"sdk","entrypoint":"sdk-cli","permissionMode":"acceptEdits","slug":"make-the-test-pass","type":"user","message":{"role":"user","content":"make the test pass"},"uuid":"u-1","timestamp":"2026-12-01T10:00:00.010Z","cwd":"/work/proj","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","version":"2.1.197","gitBranch":"main"}
+{"parentUuid":"u-1","isSidechain":false,"type":"attachment","attachment":{"type":"hook_success","hookName":"UserPromptSubmit","hookEvent":"UserPromptSubmit","content":"","stdout":"","exitCode":0},"uuid":"at-1","timestamp":"2026-12-01T10:00:00.050Z","cwd":"/work/proj","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","version":"2.1.197"}
+{"parentUuid":"at-1","isSidechain":false,"promptId":"p-1","entrypoint":"sdk-cli","permissionMode":"acceptEdits","slug":"make-the-test-pass","message":{"model":"claude-opus-4-8","id":"msg_01Opus48a","type":"message","role":"assistant","content":[{"type":"text","text":"Running the tests."}],"stop_reason":"tool_use","usage":{"input_tokens":6,"cache_creation_input_tokens":12000,"cache_read_input_tokens":0,"output_tokens":40,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":12000},"service_tier":"standard"}},"requestId":"req_01Opus48a","type":"assistant","uuid":"as-1","timestamp":"2026-12-01T10:00:03.000Z","cwd":"/work/proj","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","version":"2.1.197"}
+{"parentUuid":"as-1","isSidechain":false,"promptId":"p-1","type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"1 passed","is_error":false}]},"uuid":"u-2","timestamp":"2026-12-01T10:00:04.000Z","cwd":"/work/proj","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","version":"2.1.197"}
+{"parentUuid":"u-2","isSidechain":false,"promptId":"p-1","message":{"model":"claude-opus-4-8","id":"msg_01Opus48b","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"cache_creation_input_tokens":500,"cache_read_input_tokens":12000,"output_tokens":20,"cache_creation":{"ephemeral_5m_input_tokens":500,"ephemeral_1h_input_tokens":0}}},"requestId":"req_01Opus48b","type":"assistant","uuid":"as-2","timestamp":"2026-12-01T10:00:06.000Z","cwd":"/work/proj","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718","version":"2.1.197"}
+{"type":"last-prompt","lastPrompt":"make the test pass","sessionId":"9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718"}
+"#;
+
+#[test]
+fn claude_2_1_197_line_types_pass_strict_and_the_default_model_is_priced() {
+    let (d, root) =
+        claude_tree(&[("9b1c2d3e-4f50-4a61-8b72-c3d4e5f60718.jsonl", CLAUDE_2_1_197.as_bytes())]);
+    let doc = measure_json(d.path(), &["--strict", root.to_str().unwrap()]);
+    assert_eq!(u(&doc, "skipped_lines"), 0);
+    let s = &doc["sessions"][0];
+    assert_eq!((u(s, "turns"), u(s, "api_calls")), (1, 2));
+    assert_eq!(s["unpriced_models"].as_array().unwrap().len(), 0, "{s}");
+    // claude-opus-4-8: $5 input, $6.25 / $10 cache writes, $0.50 reads, $25 output (per M).
+    let want = (6.0 * 5.0 + 12_000.0 * 10.0 + 40.0 * 25.0
+        + 3.0 * 5.0 + 500.0 * 6.25 + 12_000.0 * 0.5 + 20.0 * 25.0)
+        / 1e6;
+    let cost = s["cost_usd"].as_f64().unwrap();
+    assert!((cost - want).abs() < 1e-12, "{cost} vs {want}");
+}
+
+/// A codex-cli 0.171 rollout (formats/real-clis.md §6): user turns are `item_completed`
+/// `UserMessage` items, no `user_message` event; `world_state` and `token_usage_record` lines.
+const CODEX_0_171: &str = r#"{"timestamp":"2026-12-01T10:00:00.000Z","type":"session_meta","payload":{"id":"019dd001-0000-7000-8000-000000000171","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/work/proj","originator":"codex_exec","cli_version":"0.171.0","source":"exec","model_provider":"scripted"}}
+{"timestamp":"2026-12-01T10:00:00.010Z","type":"world_state","payload":{"cwd":"/work/proj"}}
+{"timestamp":"2026-12-01T10:00:00.020Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t-1","model_context_window":258400}}
+{"timestamp":"2026-12-01T10:00:00.030Z","type":"event_msg","payload":{"type":"thread_settings_applied","turn_id":"t-1"}}
+{"timestamp":"2026-12-01T10:00:00.040Z","type":"turn_context","payload":{"turn_id":"t-1","cwd":"/work/proj","approval_policy":"never","sandbox_policy":{"type":"workspace-write"},"model":"gpt-5.3-codex"}}
+{"timestamp":"2026-12-01T10:00:00.050Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"019dd001-0000-7000-8000-000000000171","turn_id":"t-1","item":{"type":"UserMessage","id":"item-1","content":[{"type":"text","text":"make the test pass","text_elements":[]}]}}}
+{"timestamp":"2026-12-01T10:00:00.060Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"make the test pass"}]}}
+{"timestamp":"2026-12-01T10:00:02.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1000,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":10,"total_tokens":1050},"last_token_usage":{"input_tokens":1000,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":10,"total_tokens":1050},"model_context_window":258400},"rate_limits":null}}
+{"timestamp":"2026-12-01T10:00:02.010Z","type":"token_usage_record","payload":{"input_tokens":1000,"output_tokens":50}}
+{"timestamp":"2026-12-01T10:00:02.020Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"019dd001-0000-7000-8000-000000000171","turn_id":"t-1","item":{"type":"AgentMessage","id":"item-2","content":[{"type":"Text","text":"Done."}]}}}
+{"timestamp":"2026-12-01T10:00:02.030Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t-1","last_agent_message":"Done."}}
+{"timestamp":"2026-12-01T10:01:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t-2","model_context_window":258400}}
+{"timestamp":"2026-12-01T10:01:00.010Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"019dd001-0000-7000-8000-000000000171","turn_id":"t-2","item":{"type":"UserMessage","id":"item-3","content":[{"type":"text","text":"and commit it","text_elements":[]}]}}}
+{"timestamp":"2026-12-01T10:01:02.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":2200,"cached_input_tokens":1000,"cache_write_input_tokens":0,"output_tokens":80,"reasoning_output_tokens":12,"total_tokens":2280},"last_token_usage":{"input_tokens":1200,"cached_input_tokens":1000,"cache_write_input_tokens":0,"output_tokens":30,"reasoning_output_tokens":2,"total_tokens":1230},"model_context_window":258400},"rate_limits":null}}
+{"timestamp":"2026-12-01T10:01:02.030Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t-2","last_agent_message":"Committed."}}
+"#;
+
+#[test]
+fn codex_0_171_user_turns_are_user_message_items() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("codex");
+    let dir = home.join("sessions/2026/12/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("rollout-2026-12-01T10-00-00-019dd001-0000-7000-8000-000000000171.jsonl"),
+        CODEX_0_171,
+    )
+    .unwrap();
+    let doc = measure_json(d.path(), &["--strict", "--source", "codex", home.to_str().unwrap()]);
+    let s = &doc["sessions"][0];
+    assert_eq!((u(s, "turns"), u(s, "api_calls")), (2, 2), "{s}");
+    assert_eq!(
+        (u(s, "input_tokens"), u(s, "cache_read_tokens"), u(s, "output_tokens")),
+        (1200, 1000, 80)
+    );
 }
