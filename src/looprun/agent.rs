@@ -97,14 +97,50 @@ impl AgentSpec {
         }
     }
 
-    /// The argv that runs this agent (before any memory-cap wrapper).
+    /// The argv that runs this agent with the default set-up (see [`AgentSetup::default`]).
     pub fn argv(&self) -> Vec<String> {
+        self.argv_with(&AgentSetup::default())
+    }
+
+    /// The argv that runs this agent as `setup` says (before any memory-cap wrapper):
+    ///
+    /// | spec | argv |
+    /// |---|---|
+    /// | `claude`, allowlist | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools P… [--setting-sources S] [--model M]` |
+    /// | `claude`, skip | `claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--setting-sources S] [--model M]` |
+    /// | `codex` | `codex exec --json --sandbox SANDBOX [-m M] -` |
+    ///
+    /// The fake agent and a command line take no set-up.
+    pub fn argv_with(&self, setup: &AgentSetup) -> Vec<String> {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
             AgentSpec::Claude => {
-                v(&["claude", "-p", "--output-format", "stream-json", "--verbose"])
+                let mut a = v(&["claude", "-p", "--output-format", "stream-json", "--verbose"]);
+                if setup.skip_permissions {
+                    a.push("--dangerously-skip-permissions".into());
+                } else {
+                    a.extend(v(&["--permission-mode", "acceptEdits"]));
+                    if !setup.allowed_tools.is_empty() {
+                        a.push("--allowedTools".into());
+                        a.extend(setup.allowed_tools.iter().cloned());
+                    }
+                }
+                if !setup.setting_sources.is_empty() {
+                    a.extend(["--setting-sources".into(), setup.setting_sources.clone()]);
+                }
+                if !setup.model.is_empty() {
+                    a.extend(["--model".into(), setup.model.clone()]);
+                }
+                a
             }
-            AgentSpec::Codex => v(&["codex", "exec", "--json", "-"]),
+            AgentSpec::Codex => {
+                let mut a = v(&["codex", "exec", "--json", "--sandbox", &setup.sandbox]);
+                if !setup.model.is_empty() {
+                    a.extend(["-m".into(), setup.model.clone()]);
+                }
+                a.push("-".into());
+                a
+            }
             AgentSpec::Fake(scenario) => {
                 let mut a = fake_agent_argv();
                 a.extend(v(&[
@@ -120,6 +156,159 @@ impl AgentSpec {
             AgentSpec::Shell(cmd) => vec!["sh".into(), "-c".into(), cmd.clone()],
         }
     }
+
+    /// Environment kit adds for this agent: `IS_SANDBOX=1` for Claude Code with
+    /// `permissions = "skip"` when kit runs as root (Claude Code refuses
+    /// `--dangerously-skip-permissions` as root otherwise; real-clis.md §1).
+    pub fn env_with(&self, setup: &AgentSetup) -> Vec<(String, String)> {
+        match self {
+            AgentSpec::Claude if setup.skip_permissions && nix::unistd::geteuid().is_root() => {
+                vec![("IS_SANDBOX".into(), "1".into())]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// How kit starts Claude Code or Codex, from `config.toml` `[agent]` and the goal's criteria.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSetup {
+    /// `permissions = "skip"`: `--dangerously-skip-permissions` instead of the allowlist.
+    pub skip_permissions: bool,
+    /// Every `--allowedTools` pattern: kit's own ([`BASE_TOOLS`]), those derived from the
+    /// criteria's commands ([`tool_patterns`]), then `allowed_tools` from config.toml.
+    pub allowed_tools: Vec<String>,
+    /// `--setting-sources`; empty: no flag.
+    pub setting_sources: String,
+    /// Codex `--sandbox`.
+    pub sandbox: String,
+    /// `--model`/`-m`; empty: the CLI's default.
+    pub model: String,
+}
+
+/// The patterns every Claude Code iteration is allowed besides edits: git's read commands (the
+/// agent looks at its history and its diff) and `kit handoff save` (the hook asks for it).
+pub const BASE_TOOLS: &[&str] = &[
+    "Bash(git status:*)",
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(git show:*)",
+    "Bash(kit handoff save:*)",
+];
+
+/// The config.toml setting that widens what Claude Code may run.
+pub const ALLOW_SETTING: &str = "[agent] allowed_tools in longrun/config.toml";
+
+impl Default for AgentSetup {
+    fn default() -> Self {
+        AgentSetup::new(&crate::longrun::config::AgentConfig::default(), &[])
+    }
+}
+
+impl AgentSetup {
+    /// The set-up for `cfg` and the goal's criteria commands `criteria` (shell command lines).
+    pub fn new(cfg: &crate::longrun::config::AgentConfig, criteria: &[&str]) -> AgentSetup {
+        let mut tools: Vec<String> = BASE_TOOLS.iter().map(|s| s.to_string()).collect();
+        for c in criteria {
+            tools.extend(tool_patterns(c));
+        }
+        tools.extend(cfg.allowed_tools.iter().map(|t| t.trim().to_string()));
+        let mut seen = std::collections::HashSet::new();
+        tools.retain(|t| seen.insert(t.clone()));
+        AgentSetup {
+            skip_permissions: cfg.permissions == "skip",
+            allowed_tools: tools,
+            setting_sources: cfg.setting_sources.trim().to_string(),
+            sandbox: cfg.sandbox.clone(),
+            model: cfg.model.trim().to_string(),
+        }
+    }
+
+    /// One line saying what `spec` will be allowed to do, for `kit loop` and `kit doctor`;
+    /// None for the fake agent and command lines (kit does not set them up).
+    pub fn describe(&self, spec: &AgentSpec) -> Option<String> {
+        match spec {
+            AgentSpec::Claude if self.skip_permissions => Some(format!(
+                "Claude Code may do anything (permissions = \"skip\": --dangerously-skip-permissions{}); \
+                 to allow only edits and listed commands, remove permissions from [agent] in longrun/config.toml",
+                if nix::unistd::geteuid().is_root() { ", IS_SANDBOX=1 as kit runs as root" } else { "" }
+            )),
+            AgentSpec::Claude => Some(format!(
+                "Claude Code may edit files in the repository (acceptEdits) and run {}{}; \
+                 anything else is denied: widen it with {ALLOW_SETTING}",
+                self.allowed_tools.join(", "),
+                match self.setting_sources.as_str() {
+                    "" => "; all of Claude Code's settings are read".to_string(),
+                    s => format!("; settings read: {s} (setting_sources)"),
+                }
+            )),
+            AgentSpec::Codex => Some(format!(
+                "Codex runs with --sandbox {}{}; change it with [agent] sandbox in longrun/config.toml",
+                self.sandbox,
+                match self.sandbox.as_str() {
+                    "workspace-write" => " (it may write in the repository, not elsewhere)",
+                    "read-only" => " (it cannot write anything: no work gets done)",
+                    _ => " (no sandbox at all)",
+                }
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The `--allowedTools` patterns that let Claude Code run a criterion's command line: one
+/// `Bash(PREFIX:*)` per simple command in it (split at `&&`, `||`, `;`, `|`; `cd` and leading
+/// `VAR=value` skipped). PREFIX is the program, with `-m MODULE` for an interpreter
+/// (`python3 -m unittest …` → `Bash(python3 -m unittest:*)`) or a subcommand word for a tool
+/// (`cargo test --lib` → `Bash(cargo test:*)`, `make check` → `Bash(make check:*)`), or the
+/// script it runs (`python3 t.py` → `Bash(python3 t.py:*)`, `./run.sh -q` → `Bash(./run.sh:*)`).
+pub fn tool_patterns(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let normalized = command.replace("&&", ";").replace("||", ";").replace('|', ";");
+    for part in normalized.split([';', '\n']) {
+        if let Some(p) = command_prefix(part) {
+            let pat = format!("Bash({p}:*)");
+            if !out.contains(&pat) {
+                out.push(pat);
+            }
+        }
+    }
+    out
+}
+
+/// The prefix of one simple command that [`tool_patterns`] allows; None for `cd` or nothing.
+fn command_prefix(part: &str) -> Option<String> {
+    let words: Vec<String> = shlex::split(part.trim())
+        .unwrap_or_else(|| part.split_whitespace().map(str::to_string).collect());
+    let mut it = words
+        .iter()
+        .skip_while(|w| w.contains('=') && !w.starts_with('-') && !w.starts_with('='))
+        .peekable();
+    let prog = it.next()?;
+    if ["cd", "true", ":", "exit"].contains(&prog.as_str()) {
+        return None;
+    }
+    let rest: Vec<&String> = it.collect();
+    let interpreter = ["python", "python3", "node", "ruby", "perl", "bash", "sh", "uv", "deno"]
+        .contains(&prog.as_str())
+        || prog.starts_with("python3.");
+    let mut prefix = vec![prog.clone()];
+    match rest.first() {
+        Some(m) if interpreter && m.as_str() == "-m" => {
+            prefix.push("-m".into());
+            prefix.extend(rest.get(1).map(|s| s.to_string()));
+        }
+        Some(arg) if interpreter && !arg.starts_with('-') => prefix.push(arg.to_string()),
+        Some(sub)
+            if !interpreter
+                && !sub.starts_with('-')
+                && sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            prefix.push(sub.to_string())
+        }
+        _ => {}
+    }
+    Some(prefix.join(" "))
 }
 
 impl AgentSpec {
@@ -225,6 +414,8 @@ pub fn fake_agent_argv() -> Vec<String> {
 pub struct Launch<'a> {
     /// The agent.
     pub spec: &'a AgentSpec,
+    /// How Claude Code or Codex is started (permissions, sandbox, model).
+    pub setup: &'a AgentSetup,
     /// Repository root: working directory, `KIT_ROOT`.
     pub root: &'a Path,
     /// The prompt file: stdin and `KIT_PROMPT_FILE`.
@@ -296,7 +487,7 @@ pub struct Ended {
 /// Errors: [`Error::Internal`] when the agent cannot be started (program not found) or its tree
 /// cannot be ended; an error from `on_start` is returned after the agent's tree was killed.
 pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> Result<Ended> {
-    let argv = l.enforcer.wrap(l.spec.argv(), l.memory_max);
+    let argv = l.enforcer.wrap(l.spec.argv_with(l.setup), l.memory_max);
     // Read as well as written: kit reads it back through `kept` if the agent deletes it.
     let log = std::fs::OpenOptions::new()
         .read(true)
@@ -318,6 +509,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         .env("KIT_PROMPT_FILE", l.prompt_file)
         .env("KIT_ITERATION", l.iteration.to_string())
         .env("KIT_ROOT", l.root)
+        .envs(l.spec.env_with(l.setup))
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2))
@@ -586,15 +778,17 @@ fn claude_result(v: &Value) -> AgentUsage {
     // The split by TTL, when the result carries it; otherwise all writes count as 5-minute.
     let split = usage.get("cache_creation");
     let w1h = split.map_or(0, |s| n(s, "ephemeral_1h_input_tokens")).min(creation);
+    let w5m = split.map_or(0, |s| n(s, "ephemeral_5m_input_tokens"));
     let mut per_model = Vec::new();
     if let Some(Value::Object(models)) = v.get("modelUsage") {
         for (m, mu) in models {
+            let (c5m, c1h) = split_writes(n(mu, "cacheCreationInputTokens"), w5m, w1h);
             per_model.push((
                 m.clone(),
                 Usage {
                     input: n(mu, "inputTokens"),
-                    cache_write_5m: n(mu, "cacheCreationInputTokens"),
-                    cache_write_1h: 0,
+                    cache_write_5m: c5m,
+                    cache_write_1h: c1h,
                     cache_read: n(mu, "cacheReadInputTokens"),
                     output: n(mu, "outputTokens"),
                 },
@@ -613,6 +807,21 @@ fn claude_result(v: &Value) -> AgentUsage {
     }
 }
 
+/// Split one model's cache writes `total` (`modelUsage[m].cacheCreationInputTokens`, which has
+/// no TTL split) into (5-minute, 1-hour) by the result's `usage.cache_creation` figures
+/// `w5m`/`w1h`, which `modelUsage` lacks (real-clis.md §3). `usage` excludes the compaction
+/// call that `modelUsage` includes, so the split is applied as a proportion; with no split
+/// given, all writes count as 5-minute.
+fn split_writes(total: u64, w5m: u64, w1h: u64) -> (u64, u64) {
+    let known = w5m + w1h;
+    if known == 0 || w1h == 0 {
+        return (total, 0);
+    }
+    let h = ((total as u128 * w1h as u128 + known as u128 / 2) / known as u128) as u64;
+    let h = h.min(total);
+    (total - h, h)
+}
+
 fn codex_turn(v: &Value) -> AgentUsage {
     let empty = Value::Null;
     let usage = v.get("usage").unwrap_or(&empty);
@@ -624,6 +833,206 @@ fn codex_turn(v: &Value) -> AgentUsage {
         output_tokens: n(usage, "output_tokens"),
         ..AgentUsage::default()
     }
+}
+
+/// One tool call Claude Code denied, from the `result` event's `permission_denials`
+/// (`[{tool_name, tool_use_id, tool_input}]`, real-clis.md §2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Denial {
+    /// `Bash`, `Write`, `Edit`, …
+    pub tool_name: String,
+    /// The call's input as JSON text, clipped to 300 characters.
+    pub tool_input: String,
+}
+
+impl Denial {
+    /// The `--allowedTools` pattern that would have allowed it: `Bash(PREFIX:*)` for a shell
+    /// command (see [`tool_patterns`]), else the tool's name.
+    pub fn pattern(&self) -> String {
+        if self.tool_name == "Bash" {
+            let cmd = serde_json::from_str::<Value>(&self.tool_input)
+                .ok()
+                .and_then(|v| v.get("command").and_then(Value::as_str).map(str::to_string));
+            if let Some(p) = cmd.as_deref().and_then(|c| tool_patterns(c).into_iter().next()) {
+                return p;
+            }
+        }
+        self.tool_name.clone()
+    }
+
+    /// `Bash: {"command":"npm install"}` — for the prompt and the loop's output.
+    pub fn describe(&self) -> String {
+        format!("{}: {}", self.tool_name, self.tool_input)
+    }
+}
+
+/// The denials in the log's last Claude Code `result` event (empty when there is none).
+pub fn read_denials(log: &Path) -> Vec<Denial> {
+    let Ok(file) = File::open(log) else { return Vec::new() };
+    let mut last = Vec::new();
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        if v.get("type").and_then(Value::as_str) != Some("result") {
+            continue;
+        }
+        last = v
+            .get("permission_denials")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|d| Denial {
+                        tool_name: d
+                            .get("tool_name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string(),
+                        tool_input: clip(
+                            &d.get("tool_input").map(Value::to_string).unwrap_or_default(),
+                            300,
+                        ),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+    last
+}
+
+/// The exact setting that allows `denials`: `[agent] allowed_tools = ["Bash(npm install:*)"]`
+/// in longrun/config.toml, or `permissions = "skip"`.
+pub fn denial_setting(denials: &[Denial]) -> String {
+    let mut pats: Vec<String> = Vec::new();
+    for d in denials {
+        let p = d.pattern();
+        if !pats.contains(&p) {
+            pats.push(p);
+        }
+    }
+    let list = pats.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "add allowed_tools = [{list}] under [agent] in longrun/config.toml (or permissions = \"skip\" to allow everything)"
+    )
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max).collect();
+    t.push('…');
+    t
+}
+
+/// What Codex said went wrong: each `turn.failed` `error.message`, top-level `error` event
+/// `message` and `item.completed` item of type `error` (`message`), in order, each clipped to
+/// 300 characters (formats/codex.md §14.2). Empty for a run without errors.
+pub fn codex_errors(log: &Path) -> Vec<String> {
+    let Ok(file) = File::open(log) else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let msg = match v.get("type").and_then(Value::as_str) {
+            Some("turn.failed") => v.pointer("/error/message"),
+            Some("error") => v.get("message"),
+            Some("item.completed")
+                if v.pointer("/item/type").and_then(Value::as_str) == Some("error") =>
+            {
+                v.pointer("/item/message")
+            }
+            _ => None,
+        };
+        if let Some(m) = msg.and_then(Value::as_str) {
+            out.push(clip(m.trim(), 300));
+        }
+    }
+    out
+}
+
+/// The `thread.started` `thread_id` of a Codex `--json` log.
+pub fn codex_thread_id(log: &Path) -> Option<String> {
+    let file = File::open(log).ok()?;
+    BufReader::new(file).split(b'\n').map_while(|l| l.ok()).find_map(|line| {
+        let v = serde_json::from_slice::<Value>(&line).ok()?;
+        (v.get("type")?.as_str()? == "thread.started")
+            .then(|| v.get("thread_id")?.as_str().map(str::to_string))?
+    })
+}
+
+/// `$CODEX_HOME`, else `~/.codex`.
+pub fn codex_home() -> Option<PathBuf> {
+    match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        Some(h) => Some(PathBuf::from(h)),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")),
+    }
+}
+
+/// The model of Codex thread `thread_id`, read from its rollout
+/// `HOME/sessions/YYYY/MM/DD/rollout-…-<thread_id>.jsonl` (or `.jsonl.zst` is skipped): the
+/// first `turn_context` `payload.model`, or an `event_msg` `thread_settings_applied` `model`
+/// (real-clis.md §2, formats/codex.md §6). The newest day folders are searched first, at most
+/// 14 of them. None when no rollout or no model is found.
+pub fn codex_rollout_model(home: &Path, thread_id: &str) -> Option<String> {
+    let sessions = home.join("sessions");
+    let sorted_desc = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v.reverse();
+        v
+    };
+    let suffix = format!("-{thread_id}.jsonl");
+    let mut days = 0;
+    for y in sorted_desc(&sessions) {
+        for m in sorted_desc(&y) {
+            for d in sorted_desc(&m) {
+                days += 1;
+                if days > 14 {
+                    return None;
+                }
+                let Ok(rd) = std::fs::read_dir(&d) else { continue };
+                for e in rd.filter_map(|e| e.ok()) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("rollout-") && name.ends_with(&suffix) {
+                        return rollout_model(&e.path());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+fn rollout_model(path: &Path) -> Option<String> {
+    let file = File::open(path).ok()?;
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let p = v.get("payload");
+        let model = match v.get("type").and_then(Value::as_str) {
+            Some("turn_context") => p.and_then(|p| p.get("model")),
+            Some("event_msg")
+                if p.and_then(|p| p.get("type")).and_then(Value::as_str)
+                    == Some("thread_settings_applied") =>
+            {
+                p.and_then(|p| p.get("model").or_else(|| p.pointer("/settings/model")))
+            }
+            _ => None,
+        };
+        if let Some(m) = model.and_then(Value::as_str).filter(|m| !m.is_empty()) {
+            return Some(m.to_string());
+        }
+    }
+    None
+}
+
+/// The model a Codex iteration used: config.toml's `model` (passed as `-m`), else the one its
+/// rollout names (see [`codex_rollout_model`]).
+pub fn codex_model(log: &Path, setup: &AgentSetup) -> Option<String> {
+    if !setup.model.is_empty() {
+        return Some(setup.model.clone());
+    }
+    let id = codex_thread_id(log)?;
+    codex_rollout_model(&codex_home()?, &id)
 }
 
 const FAKE_SCENARIO_HINT: &str =
