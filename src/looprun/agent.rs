@@ -1070,8 +1070,13 @@ mod tests {
     #[test]
     fn specs_parse_to_their_argv() {
         let cases = [
-            ("claude", "claude -p --output-format stream-json --verbose"),
-            ("codex", "codex exec --json -"),
+            (
+                "claude",
+                "claude -p --output-format stream-json --verbose --permission-mode acceptEdits \
+                 --allowedTools Bash(git status:*) Bash(git diff:*) Bash(git log:*) \
+                 Bash(git show:*) Bash(kit handoff save:*) --setting-sources project,local",
+            ),
+            ("codex", "codex exec --json --sandbox workspace-write -"),
             ("sh ./agent.sh", "sh -c sh ./agent.sh"),
         ];
         for (spec, argv) in cases {
@@ -1139,5 +1144,175 @@ mod tests {
         assert_eq!(read_usage(log.path(), OutputFormat::Detect).unwrap().output_tokens, 30);
         let plain = log_with(&["hello", "{\"type\":\"other\"}"]);
         assert!(read_usage(plain.path(), OutputFormat::Detect).is_none());
+    }
+
+    fn cfg(f: impl FnOnce(&mut crate::longrun::config::AgentConfig)) -> crate::longrun::config::AgentConfig {
+        let mut c = crate::longrun::config::AgentConfig::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn claude_and_codex_argv_follow_the_config_and_the_criteria() {
+        let base = "claude -p --output-format stream-json --verbose";
+        let git = "Bash(git status:*) Bash(git diff:*) Bash(git log:*) Bash(git show:*) Bash(kit handoff save:*)";
+        let criteria = ["python3 -m unittest tests.test_calc", "cd sub && make check", "./lint.sh -q"];
+        let cases: Vec<(&str, crate::longrun::config::AgentConfig, &[&str], String)> = vec![
+            (
+                "claude",
+                cfg(|_| {}),
+                &criteria,
+                format!("{base} --permission-mode acceptEdits --allowedTools {git} Bash(python3 -m unittest:*) Bash(make check:*) Bash(./lint.sh:*) --setting-sources project,local"),
+            ),
+            (
+                "claude",
+                cfg(|c| {
+                    c.allowed_tools = vec!["Bash(npm install:*)".into(), "WebFetch".into()];
+                    c.setting_sources = String::new();
+                    c.model = "claude-sonnet-4-5".into();
+                }),
+                &[],
+                format!("{base} --permission-mode acceptEdits --allowedTools {git} Bash(npm install:*) WebFetch --model claude-sonnet-4-5"),
+            ),
+            (
+                "claude",
+                cfg(|c| c.permissions = "skip".into()),
+                &criteria,
+                format!("{base} --dangerously-skip-permissions --setting-sources project,local"),
+            ),
+            ("codex", cfg(|_| {}), &criteria, "codex exec --json --sandbox workspace-write -".into()),
+            (
+                "codex",
+                cfg(|c| {
+                    c.sandbox = "danger-full-access".into();
+                    c.model = "gpt-5.3-codex".into();
+                }),
+                &[],
+                "codex exec --json --sandbox danger-full-access -m gpt-5.3-codex -".into(),
+            ),
+            ("sh ./a.sh", cfg(|c| c.permissions = "skip".into()), &[], "sh -c sh ./a.sh".into()),
+        ];
+        for (spec, c, crit, want) in cases {
+            let setup = AgentSetup::new(&c, crit);
+            let spec = AgentSpec::parse(spec).unwrap();
+            assert_eq!(spec.argv_with(&setup).join(" "), want, "{spec:?} {c:?}");
+        }
+        // IS_SANDBOX only for an opted-in skip, and only as root.
+        let skip = AgentSetup::new(&cfg(|c| c.permissions = "skip".into()), &[]);
+        let root = nix::unistd::geteuid().is_root();
+        assert_eq!(!AgentSpec::Claude.env_with(&skip).is_empty(), root);
+        assert!(AgentSpec::Claude.env_with(&AgentSetup::default()).is_empty());
+        assert!(AgentSpec::Codex.env_with(&skip).is_empty());
+    }
+
+    #[test]
+    fn criteria_commands_become_bash_prefix_patterns() {
+        for (cmd, want) in [
+            ("python3 -m unittest discover -s tests", vec!["Bash(python3 -m unittest:*)"]),
+            ("python3 t.py --fast", vec!["Bash(python3 t.py:*)"]),
+            ("cargo test --lib", vec!["Bash(cargo test:*)"]),
+            ("PYTHONPATH=src pytest -q tests/", vec!["Bash(pytest:*)"]),
+            ("cd app && npm test | tail -5", vec!["Bash(npm test:*)", "Bash(tail:*)"]),
+            ("./check.sh", vec!["Bash(./check.sh:*)"]),
+            ("", vec![]),
+        ] {
+            assert_eq!(tool_patterns(cmd), want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn denials_are_read_from_the_last_result_and_name_the_setting() {
+        // The shape Claude Code 2.1.197 prints (real-clis.md §2).
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-opus-4-8[1m]"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_01","tool_input":{"command":"npm install left-pad","description":"install"}},{"tool_name":"Write","tool_use_id":"toolu_02","tool_input":{"file_path":"/etc/x","content":"y"}}],"usage":{"input_tokens":5,"output_tokens":5}}"#,
+        ]);
+        let d = read_denials(log.path());
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].tool_name, "Bash");
+        assert_eq!(d[0].pattern(), "Bash(npm install:*)");
+        assert_eq!(d[1].pattern(), "Write");
+        assert!(d[0].tool_input.contains("npm install left-pad"));
+        assert_eq!(
+            denial_setting(&d),
+            r#"add allowed_tools = ["Bash(npm install:*)", "Write"] under [agent] in longrun/config.toml (or permissions = "skip" to allow everything)"#
+        );
+        let none = log_with(&[r#"{"type":"result","permission_denials":[]}"#]);
+        assert!(read_denials(none.path()).is_empty());
+    }
+
+    #[test]
+    fn one_hour_cache_writes_are_priced_by_the_results_split() {
+        // A 2.1.197 result: modelUsage has no TTL split, usage.cache_creation has it.
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929"}"#,
+            r#"{"type":"result","subtype":"success","total_cost_usd":0.1,"usage":{"input_tokens":10,"cache_creation_input_tokens":4000,"cache_read_input_tokens":20000,"output_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":3000}},"modelUsage":{"claude-sonnet-4-5-20250929":{"inputTokens":10,"outputTokens":300,"cacheReadInputTokens":20000,"cacheCreationInputTokens":4000,"costUSD":0.1,"contextWindow":200000,"maxOutputTokens":32000}},"permission_denials":[]}"#,
+        ]);
+        let u = read_usage(log.path(), OutputFormat::ClaudeStreamJson).unwrap();
+        assert_eq!(u.per_model[0].1.cache_write_5m, 1000);
+        assert_eq!(u.per_model[0].1.cache_write_1h, 3000);
+        let p = price(&u, PriceTable::embedded());
+        // Sonnet 4.5: 3 in, 3.75 5m write, 6 1h write, 0.30 read, 15 out per million.
+        let want = (10.0 * 3.0 + 1000.0 * 3.75 + 3000.0 * 6.0 + 20000.0 * 0.3 + 300.0 * 15.0) / 1e6;
+        assert!((p.cost_usd - want).abs() < 1e-9, "{} vs {want}", p.cost_usd);
+        // modelUsage includes the compaction call that usage lacks: the split is a proportion.
+        assert_eq!(split_writes(8000, 1000, 3000), (2000, 6000));
+        assert_eq!(split_writes(500, 0, 0), (500, 0));
+        assert_eq!(split_writes(7, 1, 2), (2, 5));
+    }
+
+    #[test]
+    fn codex_errors_and_the_model_from_its_rollout() {
+        let log = log_with(&[
+            r#"{"type":"thread.started","thread_id":"019a7c1e-3c5d-7f00-9e2b-1c0ffee00001"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_1","type":"error","message":"command failed: Read-only file system"}}"#,
+            r#"{"type":"error","message":"stream disconnected before completion"}"#,
+            r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":400,"cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":20}}"#,
+        ]);
+        assert_eq!(
+            codex_errors(log.path()),
+            [
+                "command failed: Read-only file system",
+                "stream disconnected before completion",
+                "unexpected status 401 Unauthorized"
+            ]
+        );
+        assert_eq!(codex_thread_id(log.path()).as_deref(), Some("019a7c1e-3c5d-7f00-9e2b-1c0ffee00001"));
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/12/01");
+        std::fs::create_dir_all(&day).unwrap();
+        std::fs::create_dir_all(home.path().join("sessions/2026/11/30")).unwrap();
+        // A 0.171 rollout: session_meta has no model, turn_context does.
+        std::fs::write(
+            day.join("rollout-2026-12-01T10-00-00-019a7c1e-3c5d-7f00-9e2b-1c0ffee00001.jsonl"),
+            [
+                r#"{"timestamp":"2026-12-01T10:00:00Z","type":"session_meta","payload":{"id":"019a7c1e-3c5d-7f00-9e2b-1c0ffee00001","originator":"codex_exec","cli_version":"0.171.0"}}"#,
+                r#"{"timestamp":"2026-12-01T10:00:00Z","type":"event_msg","payload":{"type":"task_started"}}"#,
+                r#"{"timestamp":"2026-12-01T10:00:01Z","type":"turn_context","payload":{"cwd":"/r","approval_policy":"never","sandbox_policy":{"type":"workspace-write"},"model":"gpt-5.3-codex"}}"#,
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        std::fs::write(day.join("rollout-2026-12-01T09-00-00-other.jsonl"), "{}").unwrap();
+        let id = "019a7c1e-3c5d-7f00-9e2b-1c0ffee00001";
+        assert_eq!(codex_rollout_model(home.path(), id).as_deref(), Some("gpt-5.3-codex"));
+        assert_eq!(codex_rollout_model(home.path(), "nope"), None);
+        // thread_settings_applied names it too.
+        let other = home.path().join("sessions/2026/11/30/rollout-x-t2.jsonl");
+        std::fs::write(&other, r#"{"type":"event_msg","payload":{"type":"thread_settings_applied","model":"gpt-5.2-codex"}}"#).unwrap();
+        assert_eq!(codex_rollout_model(home.path(), "t2").as_deref(), Some("gpt-5.2-codex"));
+        // config.toml's model wins (it was passed as -m).
+        let set = AgentSetup::new(&cfg(|c| c.model = "gpt-5".into()), &[]);
+        assert_eq!(codex_model(log.path(), &set).as_deref(), Some("gpt-5"));
+        // Priced once the model is known; unknown stays flagged, never a silent $0.
+        let mut u = read_usage(log.path(), OutputFormat::CodexJson).unwrap();
+        assert!(price(&u, PriceTable::embedded()).unpriced.len() == 1);
+        u.model = Some("gpt-5.3-codex".into());
+        let p = price(&u, PriceTable::embedded());
+        assert!(p.unpriced.is_empty() && p.cost_usd > 0.0, "{p:?}");
+        u.model = Some("gpt-9-unknown".into());
+        assert_eq!(price(&u, PriceTable::embedded()).unpriced, ["gpt-9-unknown"]);
     }
 }
