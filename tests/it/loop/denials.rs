@@ -1,0 +1,63 @@
+//! Claude Code's `permission_denials` (issue 12): a shell agent prints the `result` event Claude
+//! Code 2.1.197 prints when a Bash call was denied, changing nothing; the loop journals the
+//! denials, passes them to no further iteration (it stops at once, exit 3) and names the exact
+//! config.toml setting that allows them. `kit status` shows them in one line.
+
+use super::*;
+
+/// The stream-json lines of a `claude -p` run in which Bash `npm install left-pad` was denied
+/// (shape of Claude Code 2.1.197, real-clis.md §2–3).
+const DENIED: &str = r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929","permissionMode":"acceptEdits"}
+{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"I could not run npm.","session_id":"s1","total_cost_usd":0.01,"usage":{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":20,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}},"modelUsage":{},"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_01","tool_input":{"command":"npm install left-pad","description":"install"}}],"terminal_reason":"completed"}
+"#;
+
+#[test]
+fn an_iteration_that_only_met_denials_stops_the_loop_naming_the_setting() {
+    let d = project(false);
+    write(d.path(), "denied.jsonl", DENIED);
+    write(d.path(), "agent.sh", "cat denied.jsonl\n");
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let setting = r#"add allowed_tools = ["Bash(npm install:*)"] under [agent] in longrun/config.toml (or permissions = "skip" to allow everything)"#;
+    assert_eq!(
+        last_line(&o),
+        format!(
+            "denied: iteration 1 changed nothing and Claude Code denied 1 tool call (Bash(npm install:*)); next: {setting}, then kit loop"
+        )
+    );
+    let ev = events(d.path(), "permission_denials");
+    assert_eq!(ev.len(), 1, "{}", text(&o));
+    assert_eq!(ev[0]["iteration"], 1);
+    assert_eq!(ev[0]["setting"], "agent.allowed_tools");
+    assert_eq!(ev[0]["denials"][0]["tool_name"], "Bash");
+    assert!(ev[0]["denials"][0]["tool_input"].as_str().unwrap().contains("npm install left-pad"));
+    let end = events(d.path(), "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["exit"].as_u64()), (Some("denied"), Some(3)));
+    // The criteria were not run again for nothing.
+    assert!(events(d.path(), "criteria").is_empty());
+    let status = kit(d.path()).arg("status").output().unwrap();
+    let st = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        st.lines().any(|l| l.starts_with("agent: iteration 1: 1 tool call denied (Bash); add allowed_tools")),
+        "{st}"
+    );
+}
+
+#[test]
+fn denials_alongside_real_work_go_to_the_next_prompt() {
+    let d = project(false);
+    write(d.path(), "denied.jsonl", DENIED);
+    // Iteration 1 does part of the work (a new file: the tree changed) and meets a denial;
+    // iteration 2 fixes the code.
+    write(
+        d.path(),
+        "agent.sh",
+        "if [ \"$KIT_ITERATION\" = 1 ]; then echo note > notes.txt; cat denied.jsonl; else sed -i 's/a - b/a + b/' calc.py; fi\n",
+    );
+    let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let prompt = read(d.path(), "longrun/.runs/002.prompt.md");
+    assert!(prompt.contains("# Tool calls denied last time"), "{prompt}");
+    assert!(prompt.contains("- Bash: {\"command\":\"npm install left-pad\""), "{prompt}");
+    assert!(!read(d.path(), "longrun/.runs/001.prompt.md").contains("Tool calls denied"));
+}
