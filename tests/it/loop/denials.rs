@@ -61,3 +61,37 @@ fn denials_alongside_real_work_go_to_the_next_prompt() {
     assert!(prompt.contains("- Bash: {\"command\":\"npm install left-pad\""), "{prompt}");
     assert!(!read(d.path(), "longrun/.runs/001.prompt.md").contains("Tool calls denied"));
 }
+
+#[test]
+fn doctor_prints_the_configured_agents_version_and_what_it_may_do() {
+    let d = project(false);
+    write(d.path(), "bin/claude", "#!/bin/sh\necho '2.1.197 (Claude Code)'\n");
+    write(d.path(), "bin/codex", "#!/bin/sh\necho 'codex-cli 0.171.0'\n");
+    for b in ["bin/claude", "bin/codex"] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d.path().join(b), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        d.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let doctor = |config: &str| {
+        write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[agent]\n{config}"));
+        let o = kit(d.path()).arg("doctor").env("PATH", &path).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = doctor("command = \"claude\"\nallowed_tools = [\"Bash(npm install:*)\"]\n");
+    assert!(out.contains("  version: 2.1.197 (Claude Code)"), "{out}");
+    assert!(out.contains("acceptEdits"), "{out}");
+    assert!(out.contains("Bash(python3 -m unittest:*)"), "{out}");
+    assert!(out.contains("Bash(npm install:*)"), "{out}");
+    assert!(out.contains("widen it with [agent] allowed_tools in longrun/config.toml"), "{out}");
+    assert!(out.contains("--setting-sources project,local"), "{out}");
+    let out = doctor("command = \"claude\"\npermissions = \"skip\"\n");
+    assert!(out.contains("--dangerously-skip-permissions"), "{out}");
+    let out = doctor("command = \"codex\"\n");
+    assert!(out.contains("  version: codex-cli 0.171.0"), "{out}");
+    assert!(out.contains("codex exec --json --sandbox workspace-write -"), "{out}");
+}
