@@ -332,7 +332,9 @@ pub fn agent_notes(run: &[Value]) -> Vec<String> {
             d.get("iteration").and_then(Value::as_u64).unwrap_or(0),
             if n == 1 { "" } else { "s" },
             tools.join(", "),
-            d.get("suggest").and_then(Value::as_str).unwrap_or("widen [agent] allowed_tools in longrun/config.toml")
+            d.get("suggest")
+                .and_then(Value::as_str)
+                .unwrap_or("widen [agent] allowed_tools in longrun/config.toml")
         ));
     }
     let mut models: Vec<String> = Vec::new();

@@ -1146,7 +1146,9 @@ mod tests {
         assert!(read_usage(plain.path(), OutputFormat::Detect).is_none());
     }
 
-    fn cfg(f: impl FnOnce(&mut crate::longrun::config::AgentConfig)) -> crate::longrun::config::AgentConfig {
+    fn cfg(
+        f: impl FnOnce(&mut crate::longrun::config::AgentConfig),
+    ) -> crate::longrun::config::AgentConfig {
         let mut c = crate::longrun::config::AgentConfig::default();
         f(&mut c);
         c
@@ -1156,7 +1158,8 @@ mod tests {
     fn claude_and_codex_argv_follow_the_config_and_the_criteria() {
         let base = "claude -p --output-format stream-json --verbose";
         let git = "Bash(git status:*) Bash(git diff:*) Bash(git log:*) Bash(git show:*) Bash(kit handoff save:*)";
-        let criteria = ["python3 -m unittest tests.test_calc", "cd sub && make check", "./lint.sh -q"];
+        let criteria =
+            ["python3 -m unittest tests.test_calc", "cd sub && make check", "./lint.sh -q"];
         let cases: Vec<(&str, crate::longrun::config::AgentConfig, &[&str], String)> = vec![
             (
                 "claude",
@@ -1279,7 +1282,10 @@ mod tests {
                 "unexpected status 401 Unauthorized"
             ]
         );
-        assert_eq!(codex_thread_id(log.path()).as_deref(), Some("019a7c1e-3c5d-7f00-9e2b-1c0ffee00001"));
+        assert_eq!(
+            codex_thread_id(log.path()).as_deref(),
+            Some("019a7c1e-3c5d-7f00-9e2b-1c0ffee00001")
+        );
         let home = tempfile::tempdir().unwrap();
         let day = home.path().join("sessions/2026/12/01");
         std::fs::create_dir_all(&day).unwrap();

@@ -38,7 +38,9 @@ fn an_iteration_that_only_met_denials_stops_the_loop_naming_the_setting() {
     let status = kit(d.path()).arg("status").output().unwrap();
     let st = String::from_utf8_lossy(&status.stdout);
     assert!(
-        st.lines().any(|l| l.starts_with("agent: iteration 1: 1 tool call denied (Bash); add allowed_tools")),
+        st.lines()
+            .any(|l| l
+                .starts_with("agent: iteration 1: 1 tool call denied (Bash); add allowed_tools")),
         "{st}"
     );
 }
@@ -71,11 +73,8 @@ fn doctor_prints_the_configured_agents_version_and_what_it_may_do() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(d.path().join(b), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let path = format!(
-        "{}:{}",
-        d.path().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path =
+        format!("{}:{}", d.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let doctor = |config: &str| {
         write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[agent]\n{config}"));
         let o = kit(d.path()).arg("doctor").env("PATH", &path).output().unwrap();
