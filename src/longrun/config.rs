@@ -387,6 +387,11 @@ mod tests {
         let c = Config::parse(Path::new("config.toml"), "").unwrap();
         assert_eq!(c.caps.max_iterations, 10);
         assert_eq!(c.memory_max(), 4 << 30);
+        // kit init's template sets every field to its default.
+        let text = crate::embedded::kit_file("templates/config.toml").unwrap();
+        let t = Config::parse(Path::new("config.toml"), text).unwrap();
+        assert_eq!(format!("{:?}", t.agent), format!("{:?}", AgentConfig::default()));
+        assert_eq!(t.agent.setting_sources, "project,local");
     }
 
     #[test]
@@ -404,6 +409,9 @@ mod tests {
             ("[memory]\nmax = \"1K\"\n", 2),
             ("[memory]\nmax = \"99999999999T\"\n", 2),
             ("[context]\ncache_ttl = \"0m\"\n", 2),
+            ("[agent]\ncommand = \"claude\"\npermissions = \"yolo\"\n", 3),
+            ("[agent]\nsandbox = \"write\"\n", 2),
+            ("[agent]\nallowed_tools = [\"Bash(make:*)\", \" \"]\n", 2),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {

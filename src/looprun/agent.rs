@@ -6,8 +6,8 @@
 //!
 //! | spec | argv | usage read from |
 //! |---|---|---|
-//! | `claude` | `claude -p --output-format stream-json --verbose` | the `result` event |
-//! | `codex` | `codex exec --json -` | the last `turn.completed` event |
+//! | `claude` | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools … --setting-sources project,local` (see [`AgentSpec::argv_with`]) | the `result` event |
+//! | `codex` | `codex exec --json --sandbox workspace-write -` | the last `turn.completed` event; the model from `-m` or the rollout ([`codex_model`]) |
 //! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
 //! | anything else | `sh -c SPEC` | whichever of the two it prints; a plain command reports none |
 //!
@@ -25,6 +25,12 @@
 //! `total_cost_usd`; `modelUsage` per model) and the format reference `formats/codex.md` §14.2
 //! (`turn.completed.usage` with `input_tokens` ⊇ `cached_input_tokens`, `output_tokens`; the
 //! thread's cumulative total, so the last one counts).
+//!
+//! Permissions (real-clis.md §2): `claude -p` denies Bash and Write in its default mode and
+//! `codex exec` runs read-only, so kit starts them as [`AgentSetup`] says — from config.toml
+//! `[agent]` (`permissions`, `allowed_tools`, `setting_sources`, `sandbox`, `model`) and the
+//! goal's criteria ([`tool_patterns`]). What Claude Code still denied is read back with
+//! [`read_denials`]; what Codex reported as errors with [`codex_errors`].
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};

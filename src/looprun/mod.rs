@@ -51,7 +51,8 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
+//! | `permission_denials` | `iteration`, `denials` [{`tool_name`, `tool_input` (JSON text, clipped)}], `setting` (`agent.allowed_tools`), `suggest` (the exact line to add) — from Claude Code's `result` event |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
@@ -59,7 +60,11 @@
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//!
+//! `denied` (exit 3): an iteration whose only effect was tool calls Claude Code denied (the tree
+//! as before it, nothing reverted): the next would meet the same denials, so the run stops naming
+//! the `[agent] allowed_tools` line that allows them.
 //!
 //! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
 //! 126 not executable, 127 command not found) and nothing changed; the run stops at once rather
@@ -466,7 +471,7 @@ struct AgentRun {
 }
 
 /// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.
-/// Returns the exit code: 0 done, 3 cap reached, 5 paused.
+/// Returns the exit code: 0 done, 3 cap reached or an iteration only met denials, 5 paused.
 ///
 /// Errors: [`Error::Locked`] (exit 4) when another loop holds `longrun/.lock`; [`Error::Input`]
 /// or [`Error::Usage`] (exit 2) for a bad goal, config or option, or a goal below the required
