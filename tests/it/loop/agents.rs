@@ -1,7 +1,10 @@
-//! Claude Code's `permission_denials` (issue 12): a shell agent prints the `result` event Claude
+//! How kit starts the real agents (issue 12), with stand-ins: Claude Code's
+//! `permission_denials` — a shell agent prints the `result` event Claude
 //! Code 2.1.197 prints when a Bash call was denied, changing nothing; the loop journals the
 //! denials, passes them to no further iteration (it stops at once, exit 3) and names the exact
-//! config.toml setting that allows them. `kit status` shows them in one line.
+//! config.toml setting that allows them; `kit status` shows them in one line. `kit doctor` on the
+//! configured agent's version and permission set-up. A stand-in `codex` on PATH: its sandbox
+//! flag, its model read from the rollout, its errors, and an unknown model flagged unpriced.
 
 use super::*;
 
@@ -93,4 +96,75 @@ fn doctor_prints_the_configured_agents_version_and_what_it_may_do() {
     let out = doctor("command = \"codex\"\n");
     assert!(out.contains("  version: codex-cli 0.171.0"), "{out}");
     assert!(out.contains("codex exec --json --sandbox workspace-write -"), "{out}");
+}
+
+/// A stand-in `codex` on PATH: records its argv, fixes the code, writes the rollout Codex 0.171
+/// writes (the model in `turn_context`) unless `NO_ROLLOUT` exists, and prints the `--json`
+/// stream, which never names the model, with an `error` item.
+const FAKE_CODEX: &str = r#"#!/bin/sh
+echo "$@" > codex-args.txt
+cat > /dev/null
+sed -i 's/a - b/a + b/' calc.py
+tid=019a7c1e-3c5d-7f00-9e2b-1c0ffee00001
+if [ ! -e NO_ROLLOUT ]; then
+  mkdir -p "$CODEX_HOME/sessions/2026/12/01"
+  printf '%s\n' '{"type":"session_meta","payload":{"id":"'$tid'","originator":"codex_exec","cli_version":"0.171.0"}}' '{"type":"turn_context","payload":{"cwd":"/r","model":"gpt-5.3-codex"}}' > "$CODEX_HOME/sessions/2026/12/01/rollout-2026-12-01T10-00-00-$tid.jsonl"
+fi
+echo '{"type":"thread.started","thread_id":"'$tid'"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"item.completed","item":{"id":"item_1","type":"error","message":"command timed out: pip install"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":100000,"cached_input_tokens":40000,"cache_write_input_tokens":0,"output_tokens":2000,"reasoning_output_tokens":500}}'
+"#;
+
+fn codex_loop(no_rollout: bool) -> (tempfile::TempDir, Output) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = project(false);
+    write(d.path(), "bin/codex", FAKE_CODEX);
+    std::fs::set_permissions(d.path().join("bin/codex"), std::fs::Permissions::from_mode(0o755))
+        .unwrap();
+    if no_rollout {
+        write(d.path(), "NO_ROLLOUT", "");
+    }
+    write(d.path(), "longrun/config.toml", &format!("{CONFIG}\n[agent]\ncommand = \"codex\"\n"));
+    let path =
+        format!("{}:{}", d.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let o = kit(d.path())
+        .arg("loop")
+        .env("PATH", path)
+        .env("CODEX_HOME", d.path().join(".home/codex"))
+        .output()
+        .unwrap();
+    (d, o)
+}
+
+#[test]
+fn codex_runs_in_a_workspace_write_sandbox_and_is_priced_from_its_rollout() {
+    let (d, o) = codex_loop(false);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(read(d.path(), "codex-args.txt").trim(), "exec --json --sandbox workspace-write -");
+    let end = events(d.path(), "agent_end").pop().unwrap();
+    assert_eq!(end["usage"]["model"], "gpt-5.3-codex", "{end}");
+    assert_eq!(end["errors"][0], "command timed out: pip install");
+    // gpt-5.3-codex: $1.75 in, $0.175 cached, $14 out per million.
+    let want = (60000.0 * 1.75 + 40000.0 * 0.175 + 2000.0 * 14.0) / 1e6;
+    assert!((end["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9, "{end}");
+    assert!(events(d.path(), "unpriced").is_empty());
+    assert!(text(&o).contains("; codex: command timed out: pip install"), "{}", text(&o));
+    assert!(text(&o).contains("loop: Codex runs with --sandbox workspace-write"), "{}", text(&o));
+}
+
+#[test]
+fn a_codex_iteration_with_no_known_model_is_flagged_unpriced_never_a_silent_zero() {
+    let (d, o) = codex_loop(true);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let un = events(d.path(), "unpriced");
+    assert_eq!(un.len(), 1, "{}", text(&o));
+    assert_eq!(un[0]["models"][0], "(no model reported)");
+    assert!(text(&o).contains("so the cost cap cannot be trusted"), "{}", text(&o));
+    let status = kit(d.path()).arg("status").output().unwrap();
+    let st = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        st.contains("agent: unpriced: (no model reported) (the cost cap cannot be trusted"),
+        "{st}"
+    );
 }
