@@ -141,8 +141,11 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         Err(e) => Some(format!("{e}")),
         Ok(cfg) => {
             let agent = cfg.agent.command.clone();
-            let checked = agent::AgentSpec::parse(&agent)
-                .and_then(|spec| spec.check_installed(&project.root));
+            let parsed = agent::AgentSpec::parse(&agent);
+            let checked = match &parsed {
+                Ok(spec) => spec.check_installed(&project.root),
+                Err(_) => agent::AgentSpec::parse(&agent).map(|_| ()),
+            };
             match checked {
                 Ok(()) => {
                     writeln!(
@@ -152,6 +155,9 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
                         theme.ok("found")
                     )
                     .at(o)?;
+                    if let Ok(spec) = &parsed {
+                        agent_setup(&project, &cfg, spec, theme, out)?;
+                    }
                     None
                 }
                 Err(e) => {
@@ -186,6 +192,78 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         Some(why) => {
             writeln!(out, "{} a loop cannot run here: {why}", theme.bold("doctor:")).at(o)?;
             Ok(1)
+        }
+    }
+}
+
+/// For Claude Code and Codex: the version the configured program reports (`claude --version`,
+/// `codex --version`, at most [`VERSION_TIMEOUT`]) and what a loop will let it do (the
+/// permission set-up from config.toml `[agent]` and the goal's criteria).
+fn agent_setup(
+    project: &crate::longrun::Project,
+    cfg: &crate::longrun::config::Config,
+    spec: &agent::AgentSpec,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let o = Path::new("stdout");
+    let program = match spec {
+        agent::AgentSpec::Claude => "claude",
+        agent::AgentSpec::Codex => "codex",
+        _ => return Ok(()),
+    };
+    let version = agent_version(program);
+    writeln!(out, "  version: {version}").at(o)?;
+    let goal = crate::goal::load(project).ok();
+    let commands: Vec<&str> = goal
+        .as_ref()
+        .map(|g| g.criteria.iter().map(|c| c.command.as_str()).collect())
+        .unwrap_or_default();
+    let setup = agent::AgentSetup::new(&cfg.agent, &commands);
+    if let Some(line) = setup.describe(spec) {
+        writeln!(out, "  {} {line}", theme.bold("allowed:")).at(o)?;
+    }
+    writeln!(out, "  argv: {}", setup_argv(spec, &setup)).at(o)?;
+    Ok(())
+}
+
+fn setup_argv(spec: &agent::AgentSpec, setup: &agent::AgentSetup) -> String {
+    spec.argv_with(setup)
+        .iter()
+        .map(|a| {
+            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./,:=".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{a}'")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// How long `kit doctor` waits for `PROGRAM --version`.
+pub const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The first line `program --version` prints, or why there is none (it timed out, failed).
+fn agent_version(program: &str) -> String {
+    let mut cmd = std::process::Command::new(program);
+    cmd.arg("--version");
+    let how = procs::Spawn { input: None, merge: true, own_group: true };
+    let finished = procs::spawn(&mut cmd, how)
+        .and_then(|r| r.wait(VERSION_TIMEOUT, Some(std::time::Duration::from_secs(1))));
+    match finished {
+        Err(e) => format!("unknown ({program} --version: {e})"),
+        Ok(f) if f.timed_out => format!(
+            "unknown ({program} --version did not answer in {})",
+            crate::duration::format_duration(VERSION_TIMEOUT)
+        ),
+        Ok(f) => {
+            let text = String::from_utf8_lossy(&f.stdout);
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+            match f.code {
+                Some(0) if !first.is_empty() => first.to_string(),
+                c => format!("unknown ({program} --version exited {c:?}: {first})"),
+            }
         }
     }
 }

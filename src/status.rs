@@ -142,6 +142,10 @@ pub struct Status {
     /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
     /// each `{file, error}`: status shows them instead of silently showing defaults.
     pub problems: Vec<Value>,
+    /// What the agent was denied or what kit could not price in the current run (see
+    /// [`agent_notes`]); absent when nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agent_notes: Vec<String>,
 }
 
 /// The journal's last run, as status shows it.
@@ -307,7 +311,47 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         outcome: ended,
         skipped_lines: h.skipped.clone(),
         problems,
+        agent_notes: agent_notes(run),
     })
+}
+
+/// One short line each for the current run's last `permission_denials` event (the patterns
+/// denied and the setting that allows them) and its `unpriced` events (the models kit could not
+/// price, so the cost cap cannot be trusted). Empty when the run had neither.
+pub fn agent_notes(run: &[Value]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(d) = run.iter().rev().find(|e| event_name(e) == "permission_denials") {
+        let n = d.get("denials").and_then(Value::as_array).map_or(0, Vec::len);
+        let tools: Vec<&str> = d
+            .get("denials")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.get("tool_name").and_then(Value::as_str)).collect())
+            .unwrap_or_default();
+        notes.push(format!(
+            "iteration {}: {n} tool call{} denied ({}); {}",
+            d.get("iteration").and_then(Value::as_u64).unwrap_or(0),
+            if n == 1 { "" } else { "s" },
+            tools.join(", "),
+            d.get("suggest")
+                .and_then(Value::as_str)
+                .unwrap_or("widen [agent] allowed_tools in longrun/config.toml")
+        ));
+    }
+    let mut models: Vec<String> = Vec::new();
+    for e in run.iter().filter(|e| event_name(e) == "unpriced") {
+        for m in e.get("models").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(m) = m.as_str().filter(|m| !models.iter().any(|x| x == m)) {
+                models.push(m.to_string());
+            }
+        }
+    }
+    if !models.is_empty() {
+        notes.push(format!(
+            "unpriced: {} (the cost cap cannot be trusted; add [prices.\"MODEL\"] to longrun/config.toml)",
+            models.join(", ")
+        ));
+    }
+    notes
 }
 
 /// The wall time `run` spent in the loop processes before its last one (from the last
@@ -535,6 +579,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             r.spent.describe()
         )?,
         None => writeln!(out, "{} none yet", theme.bold("run:"))?,
+    }
+    for note in &s.agent_notes {
+        writeln!(out, "{} {}", theme.bold("agent:"), theme.warn(note))?;
     }
     if let Some(p) = &s.paused {
         let text = match serde_json::from_value::<crate::looprun::pause::PauseRecord>(p.clone()) {

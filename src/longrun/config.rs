@@ -8,6 +8,11 @@
 //! format_version = 1          # checked: a newer file asks for a newer kit
 //! [agent]
 //! command = "claude"          # "claude" | "codex" | "fake:SCENARIO" | any command line
+//! permissions = "allowlist"   # claude: "allowlist" (acceptEdits + allowed tools) | "skip"
+//! allowed_tools = []          # claude: extra --allowedTools patterns, e.g. "Bash(make:*)"
+//! setting_sources = "project,local" # claude: --setting-sources; "" reads all of them
+//! sandbox = "workspace-write" # codex: --sandbox of codex exec
+//! model = ""                  # --model / -m; "" = the CLI's default
 //! [caps]                      # all on; none may be unlimited (DESIGN §6)
 //! max_iterations = 10         # agent iterations per loop run
 //! max_wall = "4h"             # wall time of one loop run
@@ -70,6 +75,20 @@ pub struct Config {
 pub struct AgentConfig {
     /// `"claude"`, `"codex"`, `"fake:SCENARIO"` or any command line (run through `sh -c`).
     pub command: String,
+    /// Claude Code: `"allowlist"` (default: `--permission-mode acceptEdits` plus the
+    /// `--allowedTools` patterns kit derives from the goal's criteria and [`Self::allowed_tools`])
+    /// or `"skip"` (`--dangerously-skip-permissions`; as root kit sets `IS_SANDBOX=1`).
+    pub permissions: String,
+    /// Claude Code: extra `--allowedTools` patterns, e.g. `"Bash(npm install:*)"`.
+    pub allowed_tools: Vec<String>,
+    /// Claude Code: `--setting-sources` (default `"project,local"`: the host's user settings
+    /// stay out); `""` passes no flag, so Claude Code reads all its settings.
+    pub setting_sources: String,
+    /// Codex: `--sandbox` of `codex exec` (`"workspace-write"` default, `"read-only"`,
+    /// `"danger-full-access"`).
+    pub sandbox: String,
+    /// The model, passed as `--model` (Claude Code) or `-m` (Codex); `""`: the CLI's default.
+    pub model: String,
 }
 
 /// `[caps]`.
@@ -161,7 +180,14 @@ impl Default for Config {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        AgentConfig { command: "claude".into() }
+        AgentConfig {
+            command: "claude".into(),
+            permissions: "allowlist".into(),
+            allowed_tools: Vec::new(),
+            setting_sources: "project,local".into(),
+            sandbox: "workspace-write".into(),
+            model: String::new(),
+        }
     }
 }
 
@@ -279,6 +305,29 @@ impl Config {
         if self.agent.command.trim().is_empty() {
             return bad("command", "agent command is empty".into());
         }
+        if !["allowlist", "skip"].contains(&self.agent.permissions.as_str()) {
+            return bad(
+                "permissions",
+                format!(
+                    "permissions = \"{}\": give \"allowlist\" (acceptEdits plus allowed_tools) or \"skip\" (--dangerously-skip-permissions)",
+                    self.agent.permissions
+                ),
+            );
+        }
+        if !["workspace-write", "read-only", "danger-full-access"]
+            .contains(&self.agent.sandbox.as_str())
+        {
+            return bad(
+                "sandbox",
+                format!(
+                    "sandbox = \"{}\": give \"workspace-write\", \"read-only\" or \"danger-full-access\"",
+                    self.agent.sandbox
+                ),
+            );
+        }
+        if let Some(t) = self.agent.allowed_tools.iter().find(|t| t.trim().is_empty()) {
+            return bad("allowed_tools", format!("allowed_tools holds an empty pattern {t:?}"));
+        }
         let b = &self.context.bands;
         if b.is_empty()
             || b.windows(2).any(|w| w[0] >= w[1])
@@ -338,6 +387,11 @@ mod tests {
         let c = Config::parse(Path::new("config.toml"), "").unwrap();
         assert_eq!(c.caps.max_iterations, 10);
         assert_eq!(c.memory_max(), 4 << 30);
+        // kit init's template sets every field to its default.
+        let text = crate::embedded::kit_file("templates/config.toml").unwrap();
+        let t = Config::parse(Path::new("config.toml"), text).unwrap();
+        assert_eq!(format!("{:?}", t.agent), format!("{:?}", AgentConfig::default()));
+        assert_eq!(t.agent.setting_sources, "project,local");
     }
 
     #[test]
@@ -355,6 +409,9 @@ mod tests {
             ("[memory]\nmax = \"1K\"\n", 2),
             ("[memory]\nmax = \"99999999999T\"\n", 2),
             ("[context]\ncache_ttl = \"0m\"\n", 2),
+            ("[agent]\ncommand = \"claude\"\npermissions = \"yolo\"\n", 3),
+            ("[agent]\nsandbox = \"write\"\n", 2),
+            ("[agent]\nallowed_tools = [\"Bash(make:*)\", \" \"]\n", 2),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {

@@ -6,8 +6,8 @@
 //!
 //! | spec | argv | usage read from |
 //! |---|---|---|
-//! | `claude` | `claude -p --output-format stream-json --verbose` | the `result` event |
-//! | `codex` | `codex exec --json -` | the last `turn.completed` event |
+//! | `claude` | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools … --setting-sources project,local` (see [`AgentSpec::argv_with`]) | the `result` event |
+//! | `codex` | `codex exec --json --sandbox workspace-write -` | the last `turn.completed` event; the model from `-m` or the rollout ([`codex_model`]) |
 //! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
 //! | anything else | `sh -c SPEC` | whichever of the two it prints; a plain command reports none |
 //!
@@ -25,6 +25,12 @@
 //! `total_cost_usd`; `modelUsage` per model) and the format reference `formats/codex.md` §14.2
 //! (`turn.completed.usage` with `input_tokens` ⊇ `cached_input_tokens`, `output_tokens`; the
 //! thread's cumulative total, so the last one counts).
+//!
+//! Permissions (real-clis.md §2): `claude -p` denies Bash and Write in its default mode and
+//! `codex exec` runs read-only, so kit starts them as [`AgentSetup`] says — from config.toml
+//! `[agent]` (`permissions`, `allowed_tools`, `setting_sources`, `sandbox`, `model`) and the
+//! goal's criteria ([`tool_patterns`]). What Claude Code still denied is read back with
+//! [`read_denials`]; what Codex reported as errors with [`codex_errors`].
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -97,14 +103,50 @@ impl AgentSpec {
         }
     }
 
-    /// The argv that runs this agent (before any memory-cap wrapper).
+    /// The argv that runs this agent with the default set-up (see [`AgentSetup::default`]).
     pub fn argv(&self) -> Vec<String> {
+        self.argv_with(&AgentSetup::default())
+    }
+
+    /// The argv that runs this agent as `setup` says (before any memory-cap wrapper):
+    ///
+    /// | spec | argv |
+    /// |---|---|
+    /// | `claude`, allowlist | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools P… [--setting-sources S] [--model M]` |
+    /// | `claude`, skip | `claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--setting-sources S] [--model M]` |
+    /// | `codex` | `codex exec --json --sandbox SANDBOX [-m M] -` |
+    ///
+    /// The fake agent and a command line take no set-up.
+    pub fn argv_with(&self, setup: &AgentSetup) -> Vec<String> {
         let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
             AgentSpec::Claude => {
-                v(&["claude", "-p", "--output-format", "stream-json", "--verbose"])
+                let mut a = v(&["claude", "-p", "--output-format", "stream-json", "--verbose"]);
+                if setup.skip_permissions {
+                    a.push("--dangerously-skip-permissions".into());
+                } else {
+                    a.extend(v(&["--permission-mode", "acceptEdits"]));
+                    if !setup.allowed_tools.is_empty() {
+                        a.push("--allowedTools".into());
+                        a.extend(setup.allowed_tools.iter().cloned());
+                    }
+                }
+                if !setup.setting_sources.is_empty() {
+                    a.extend(["--setting-sources".into(), setup.setting_sources.clone()]);
+                }
+                if !setup.model.is_empty() {
+                    a.extend(["--model".into(), setup.model.clone()]);
+                }
+                a
             }
-            AgentSpec::Codex => v(&["codex", "exec", "--json", "-"]),
+            AgentSpec::Codex => {
+                let mut a = v(&["codex", "exec", "--json", "--sandbox", &setup.sandbox]);
+                if !setup.model.is_empty() {
+                    a.extend(["-m".into(), setup.model.clone()]);
+                }
+                a.push("-".into());
+                a
+            }
             AgentSpec::Fake(scenario) => {
                 let mut a = fake_agent_argv();
                 a.extend(v(&[
@@ -120,6 +162,159 @@ impl AgentSpec {
             AgentSpec::Shell(cmd) => vec!["sh".into(), "-c".into(), cmd.clone()],
         }
     }
+
+    /// Environment kit adds for this agent: `IS_SANDBOX=1` for Claude Code with
+    /// `permissions = "skip"` when kit runs as root (Claude Code refuses
+    /// `--dangerously-skip-permissions` as root otherwise; real-clis.md §1).
+    pub fn env_with(&self, setup: &AgentSetup) -> Vec<(String, String)> {
+        match self {
+            AgentSpec::Claude if setup.skip_permissions && nix::unistd::geteuid().is_root() => {
+                vec![("IS_SANDBOX".into(), "1".into())]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// How kit starts Claude Code or Codex, from `config.toml` `[agent]` and the goal's criteria.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentSetup {
+    /// `permissions = "skip"`: `--dangerously-skip-permissions` instead of the allowlist.
+    pub skip_permissions: bool,
+    /// Every `--allowedTools` pattern: kit's own ([`BASE_TOOLS`]), those derived from the
+    /// criteria's commands ([`tool_patterns`]), then `allowed_tools` from config.toml.
+    pub allowed_tools: Vec<String>,
+    /// `--setting-sources`; empty: no flag.
+    pub setting_sources: String,
+    /// Codex `--sandbox`.
+    pub sandbox: String,
+    /// `--model`/`-m`; empty: the CLI's default.
+    pub model: String,
+}
+
+/// The patterns every Claude Code iteration is allowed besides edits: git's read commands (the
+/// agent looks at its history and its diff) and `kit handoff save` (the hook asks for it).
+pub const BASE_TOOLS: &[&str] = &[
+    "Bash(git status:*)",
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(git show:*)",
+    "Bash(kit handoff save:*)",
+];
+
+/// The config.toml setting that widens what Claude Code may run.
+pub const ALLOW_SETTING: &str = "[agent] allowed_tools in longrun/config.toml";
+
+impl Default for AgentSetup {
+    fn default() -> Self {
+        AgentSetup::new(&crate::longrun::config::AgentConfig::default(), &[])
+    }
+}
+
+impl AgentSetup {
+    /// The set-up for `cfg` and the goal's criteria commands `criteria` (shell command lines).
+    pub fn new(cfg: &crate::longrun::config::AgentConfig, criteria: &[&str]) -> AgentSetup {
+        let mut tools: Vec<String> = BASE_TOOLS.iter().map(|s| s.to_string()).collect();
+        for c in criteria {
+            tools.extend(tool_patterns(c));
+        }
+        tools.extend(cfg.allowed_tools.iter().map(|t| t.trim().to_string()));
+        let mut seen = std::collections::HashSet::new();
+        tools.retain(|t| seen.insert(t.clone()));
+        AgentSetup {
+            skip_permissions: cfg.permissions == "skip",
+            allowed_tools: tools,
+            setting_sources: cfg.setting_sources.trim().to_string(),
+            sandbox: cfg.sandbox.clone(),
+            model: cfg.model.trim().to_string(),
+        }
+    }
+
+    /// One line saying what `spec` will be allowed to do, for `kit loop` and `kit doctor`;
+    /// None for the fake agent and command lines (kit does not set them up).
+    pub fn describe(&self, spec: &AgentSpec) -> Option<String> {
+        match spec {
+            AgentSpec::Claude if self.skip_permissions => Some(format!(
+                "Claude Code may do anything (permissions = \"skip\": --dangerously-skip-permissions{}); \
+                 to allow only edits and listed commands, remove permissions from [agent] in longrun/config.toml",
+                if nix::unistd::geteuid().is_root() { ", IS_SANDBOX=1 as kit runs as root" } else { "" }
+            )),
+            AgentSpec::Claude => Some(format!(
+                "Claude Code may edit files in the repository (acceptEdits) and run {}{}; \
+                 anything else is denied: widen it with {ALLOW_SETTING}",
+                self.allowed_tools.join(", "),
+                match self.setting_sources.as_str() {
+                    "" => "; all of Claude Code's settings are read".to_string(),
+                    s => format!("; settings read: {s} (setting_sources)"),
+                }
+            )),
+            AgentSpec::Codex => Some(format!(
+                "Codex runs with --sandbox {}{}; change it with [agent] sandbox in longrun/config.toml",
+                self.sandbox,
+                match self.sandbox.as_str() {
+                    "workspace-write" => " (it may write in the repository, not elsewhere)",
+                    "read-only" => " (it cannot write anything: no work gets done)",
+                    _ => " (no sandbox at all)",
+                }
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The `--allowedTools` patterns that let Claude Code run a criterion's command line: one
+/// `Bash(PREFIX:*)` per simple command in it (split at `&&`, `||`, `;`, `|`; `cd` and leading
+/// `VAR=value` skipped). PREFIX is the program, with `-m MODULE` for an interpreter
+/// (`python3 -m unittest …` → `Bash(python3 -m unittest:*)`) or a subcommand word for a tool
+/// (`cargo test --lib` → `Bash(cargo test:*)`, `make check` → `Bash(make check:*)`), or the
+/// script it runs (`python3 t.py` → `Bash(python3 t.py:*)`, `./run.sh -q` → `Bash(./run.sh:*)`).
+pub fn tool_patterns(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let normalized = command.replace("&&", ";").replace("||", ";").replace('|', ";");
+    for part in normalized.split([';', '\n']) {
+        if let Some(p) = command_prefix(part) {
+            let pat = format!("Bash({p}:*)");
+            if !out.contains(&pat) {
+                out.push(pat);
+            }
+        }
+    }
+    out
+}
+
+/// The prefix of one simple command that [`tool_patterns`] allows; None for `cd` or nothing.
+fn command_prefix(part: &str) -> Option<String> {
+    let words: Vec<String> = shlex::split(part.trim())
+        .unwrap_or_else(|| part.split_whitespace().map(str::to_string).collect());
+    let mut it = words
+        .iter()
+        .skip_while(|w| w.contains('=') && !w.starts_with('-') && !w.starts_with('='))
+        .peekable();
+    let prog = it.next()?;
+    if ["cd", "true", ":", "exit"].contains(&prog.as_str()) {
+        return None;
+    }
+    let rest: Vec<&String> = it.collect();
+    let interpreter = ["python", "python3", "node", "ruby", "perl", "bash", "sh", "uv", "deno"]
+        .contains(&prog.as_str())
+        || prog.starts_with("python3.");
+    let mut prefix = vec![prog.clone()];
+    match rest.first() {
+        Some(m) if interpreter && m.as_str() == "-m" => {
+            prefix.push("-m".into());
+            prefix.extend(rest.get(1).map(|s| s.to_string()));
+        }
+        Some(arg) if interpreter && !arg.starts_with('-') => prefix.push(arg.to_string()),
+        Some(sub)
+            if !interpreter
+                && !sub.starts_with('-')
+                && sub.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            prefix.push(sub.to_string())
+        }
+        _ => {}
+    }
+    Some(prefix.join(" "))
 }
 
 impl AgentSpec {
@@ -225,6 +420,8 @@ pub fn fake_agent_argv() -> Vec<String> {
 pub struct Launch<'a> {
     /// The agent.
     pub spec: &'a AgentSpec,
+    /// How Claude Code or Codex is started (permissions, sandbox, model).
+    pub setup: &'a AgentSetup,
     /// Repository root: working directory, `KIT_ROOT`.
     pub root: &'a Path,
     /// The prompt file: stdin and `KIT_PROMPT_FILE`.
@@ -296,7 +493,7 @@ pub struct Ended {
 /// Errors: [`Error::Internal`] when the agent cannot be started (program not found) or its tree
 /// cannot be ended; an error from `on_start` is returned after the agent's tree was killed.
 pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> Result<Ended> {
-    let argv = l.enforcer.wrap(l.spec.argv(), l.memory_max);
+    let argv = l.enforcer.wrap(l.spec.argv_with(l.setup), l.memory_max);
     // Read as well as written: kit reads it back through `kept` if the agent deletes it.
     let log = std::fs::OpenOptions::new()
         .read(true)
@@ -318,6 +515,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         .env("KIT_PROMPT_FILE", l.prompt_file)
         .env("KIT_ITERATION", l.iteration.to_string())
         .env("KIT_ROOT", l.root)
+        .envs(l.spec.env_with(l.setup))
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::from(log))
         .stderr(Stdio::from(log2))
@@ -586,15 +784,17 @@ fn claude_result(v: &Value) -> AgentUsage {
     // The split by TTL, when the result carries it; otherwise all writes count as 5-minute.
     let split = usage.get("cache_creation");
     let w1h = split.map_or(0, |s| n(s, "ephemeral_1h_input_tokens")).min(creation);
+    let w5m = split.map_or(0, |s| n(s, "ephemeral_5m_input_tokens"));
     let mut per_model = Vec::new();
     if let Some(Value::Object(models)) = v.get("modelUsage") {
         for (m, mu) in models {
+            let (c5m, c1h) = split_writes(n(mu, "cacheCreationInputTokens"), w5m, w1h);
             per_model.push((
                 m.clone(),
                 Usage {
                     input: n(mu, "inputTokens"),
-                    cache_write_5m: n(mu, "cacheCreationInputTokens"),
-                    cache_write_1h: 0,
+                    cache_write_5m: c5m,
+                    cache_write_1h: c1h,
                     cache_read: n(mu, "cacheReadInputTokens"),
                     output: n(mu, "outputTokens"),
                 },
@@ -613,6 +813,21 @@ fn claude_result(v: &Value) -> AgentUsage {
     }
 }
 
+/// Split one model's cache writes `total` (`modelUsage[m].cacheCreationInputTokens`, which has
+/// no TTL split) into (5-minute, 1-hour) by the result's `usage.cache_creation` figures
+/// `w5m`/`w1h`, which `modelUsage` lacks (real-clis.md §3). `usage` excludes the compaction
+/// call that `modelUsage` includes, so the split is applied as a proportion; with no split
+/// given, all writes count as 5-minute.
+fn split_writes(total: u64, w5m: u64, w1h: u64) -> (u64, u64) {
+    let known = w5m + w1h;
+    if known == 0 || w1h == 0 {
+        return (total, 0);
+    }
+    let h = ((total as u128 * w1h as u128 + known as u128 / 2) / known as u128) as u64;
+    let h = h.min(total);
+    (total - h, h)
+}
+
 fn codex_turn(v: &Value) -> AgentUsage {
     let empty = Value::Null;
     let usage = v.get("usage").unwrap_or(&empty);
@@ -624,6 +839,206 @@ fn codex_turn(v: &Value) -> AgentUsage {
         output_tokens: n(usage, "output_tokens"),
         ..AgentUsage::default()
     }
+}
+
+/// One tool call Claude Code denied, from the `result` event's `permission_denials`
+/// (`[{tool_name, tool_use_id, tool_input}]`, real-clis.md §2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Denial {
+    /// `Bash`, `Write`, `Edit`, …
+    pub tool_name: String,
+    /// The call's input as JSON text, clipped to 300 characters.
+    pub tool_input: String,
+}
+
+impl Denial {
+    /// The `--allowedTools` pattern that would have allowed it: `Bash(PREFIX:*)` for a shell
+    /// command (see [`tool_patterns`]), else the tool's name.
+    pub fn pattern(&self) -> String {
+        if self.tool_name == "Bash" {
+            let cmd = serde_json::from_str::<Value>(&self.tool_input)
+                .ok()
+                .and_then(|v| v.get("command").and_then(Value::as_str).map(str::to_string));
+            if let Some(p) = cmd.as_deref().and_then(|c| tool_patterns(c).into_iter().next()) {
+                return p;
+            }
+        }
+        self.tool_name.clone()
+    }
+
+    /// `Bash: {"command":"npm install"}` — for the prompt and the loop's output.
+    pub fn describe(&self) -> String {
+        format!("{}: {}", self.tool_name, self.tool_input)
+    }
+}
+
+/// The denials in the log's last Claude Code `result` event (empty when there is none).
+pub fn read_denials(log: &Path) -> Vec<Denial> {
+    let Ok(file) = File::open(log) else { return Vec::new() };
+    let mut last = Vec::new();
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        if v.get("type").and_then(Value::as_str) != Some("result") {
+            continue;
+        }
+        last = v
+            .get("permission_denials")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|d| Denial {
+                        tool_name: d
+                            .get("tool_name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string(),
+                        tool_input: clip(
+                            &d.get("tool_input").map(Value::to_string).unwrap_or_default(),
+                            300,
+                        ),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+    last
+}
+
+/// The exact setting that allows `denials`: `[agent] allowed_tools = ["Bash(npm install:*)"]`
+/// in longrun/config.toml, or `permissions = "skip"`.
+pub fn denial_setting(denials: &[Denial]) -> String {
+    let mut pats: Vec<String> = Vec::new();
+    for d in denials {
+        let p = d.pattern();
+        if !pats.contains(&p) {
+            pats.push(p);
+        }
+    }
+    let list = pats.iter().map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "add allowed_tools = [{list}] under [agent] in longrun/config.toml (or permissions = \"skip\" to allow everything)"
+    )
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max).collect();
+    t.push('…');
+    t
+}
+
+/// What Codex said went wrong: each `turn.failed` `error.message`, top-level `error` event
+/// `message` and `item.completed` item of type `error` (`message`), in order, each clipped to
+/// 300 characters (formats/codex.md §14.2). Empty for a run without errors.
+pub fn codex_errors(log: &Path) -> Vec<String> {
+    let Ok(file) = File::open(log) else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let msg = match v.get("type").and_then(Value::as_str) {
+            Some("turn.failed") => v.pointer("/error/message"),
+            Some("error") => v.get("message"),
+            Some("item.completed")
+                if v.pointer("/item/type").and_then(Value::as_str) == Some("error") =>
+            {
+                v.pointer("/item/message")
+            }
+            _ => None,
+        };
+        if let Some(m) = msg.and_then(Value::as_str) {
+            out.push(clip(m.trim(), 300));
+        }
+    }
+    out
+}
+
+/// The `thread.started` `thread_id` of a Codex `--json` log.
+pub fn codex_thread_id(log: &Path) -> Option<String> {
+    let file = File::open(log).ok()?;
+    BufReader::new(file).split(b'\n').map_while(|l| l.ok()).find_map(|line| {
+        let v = serde_json::from_slice::<Value>(&line).ok()?;
+        (v.get("type")?.as_str()? == "thread.started")
+            .then(|| v.get("thread_id")?.as_str().map(str::to_string))?
+    })
+}
+
+/// `$CODEX_HOME`, else `~/.codex`.
+pub fn codex_home() -> Option<PathBuf> {
+    match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+        Some(h) => Some(PathBuf::from(h)),
+        None => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".codex")),
+    }
+}
+
+/// The model of Codex thread `thread_id`, read from its rollout
+/// `HOME/sessions/YYYY/MM/DD/rollout-…-<thread_id>.jsonl` (or `.jsonl.zst` is skipped): the
+/// first `turn_context` `payload.model`, or an `event_msg` `thread_settings_applied` `model`
+/// (real-clis.md §2, formats/codex.md §6). The newest day folders are searched first, at most
+/// 14 of them. None when no rollout or no model is found.
+pub fn codex_rollout_model(home: &Path, thread_id: &str) -> Option<String> {
+    let sessions = home.join("sessions");
+    let sorted_desc = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v.reverse();
+        v
+    };
+    let suffix = format!("-{thread_id}.jsonl");
+    let mut days = 0;
+    for y in sorted_desc(&sessions) {
+        for m in sorted_desc(&y) {
+            for d in sorted_desc(&m) {
+                days += 1;
+                if days > 14 {
+                    return None;
+                }
+                let Ok(rd) = std::fs::read_dir(&d) else { continue };
+                for e in rd.filter_map(|e| e.ok()) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("rollout-") && name.ends_with(&suffix) {
+                        return rollout_model(&e.path());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+fn rollout_model(path: &Path) -> Option<String> {
+    let file = File::open(path).ok()?;
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        let p = v.get("payload");
+        let model = match v.get("type").and_then(Value::as_str) {
+            Some("turn_context") => p.and_then(|p| p.get("model")),
+            Some("event_msg")
+                if p.and_then(|p| p.get("type")).and_then(Value::as_str)
+                    == Some("thread_settings_applied") =>
+            {
+                p.and_then(|p| p.get("model").or_else(|| p.pointer("/settings/model")))
+            }
+            _ => None,
+        };
+        if let Some(m) = model.and_then(Value::as_str).filter(|m| !m.is_empty()) {
+            return Some(m.to_string());
+        }
+    }
+    None
+}
+
+/// The model a Codex iteration used: config.toml's `model` (passed as `-m`), else the one its
+/// rollout names (see [`codex_rollout_model`]).
+pub fn codex_model(log: &Path, setup: &AgentSetup) -> Option<String> {
+    if !setup.model.is_empty() {
+        return Some(setup.model.clone());
+    }
+    let id = codex_thread_id(log)?;
+    codex_rollout_model(&codex_home()?, &id)
 }
 
 const FAKE_SCENARIO_HINT: &str =
@@ -661,8 +1076,13 @@ mod tests {
     #[test]
     fn specs_parse_to_their_argv() {
         let cases = [
-            ("claude", "claude -p --output-format stream-json --verbose"),
-            ("codex", "codex exec --json -"),
+            (
+                "claude",
+                "claude -p --output-format stream-json --verbose --permission-mode acceptEdits \
+                 --allowedTools Bash(git status:*) Bash(git diff:*) Bash(git log:*) \
+                 Bash(git show:*) Bash(kit handoff save:*) --setting-sources project,local",
+            ),
+            ("codex", "codex exec --json --sandbox workspace-write -"),
             ("sh ./agent.sh", "sh -c sh ./agent.sh"),
         ];
         for (spec, argv) in cases {
@@ -730,5 +1150,181 @@ mod tests {
         assert_eq!(read_usage(log.path(), OutputFormat::Detect).unwrap().output_tokens, 30);
         let plain = log_with(&["hello", "{\"type\":\"other\"}"]);
         assert!(read_usage(plain.path(), OutputFormat::Detect).is_none());
+    }
+
+    fn cfg(
+        f: impl FnOnce(&mut crate::longrun::config::AgentConfig),
+    ) -> crate::longrun::config::AgentConfig {
+        let mut c = crate::longrun::config::AgentConfig::default();
+        f(&mut c);
+        c
+    }
+
+    #[test]
+    fn claude_and_codex_argv_follow_the_config_and_the_criteria() {
+        let base = "claude -p --output-format stream-json --verbose";
+        let git = "Bash(git status:*) Bash(git diff:*) Bash(git log:*) Bash(git show:*) Bash(kit handoff save:*)";
+        let criteria =
+            ["python3 -m unittest tests.test_calc", "cd sub && make check", "./lint.sh -q"];
+        let cases: Vec<(&str, crate::longrun::config::AgentConfig, &[&str], String)> = vec![
+            (
+                "claude",
+                cfg(|_| {}),
+                &criteria,
+                format!("{base} --permission-mode acceptEdits --allowedTools {git} Bash(python3 -m unittest:*) Bash(make check:*) Bash(./lint.sh:*) --setting-sources project,local"),
+            ),
+            (
+                "claude",
+                cfg(|c| {
+                    c.allowed_tools = vec!["Bash(npm install:*)".into(), "WebFetch".into()];
+                    c.setting_sources = String::new();
+                    c.model = "claude-sonnet-4-5".into();
+                }),
+                &[],
+                format!("{base} --permission-mode acceptEdits --allowedTools {git} Bash(npm install:*) WebFetch --model claude-sonnet-4-5"),
+            ),
+            (
+                "claude",
+                cfg(|c| c.permissions = "skip".into()),
+                &criteria,
+                format!("{base} --dangerously-skip-permissions --setting-sources project,local"),
+            ),
+            ("codex", cfg(|_| {}), &criteria, "codex exec --json --sandbox workspace-write -".into()),
+            (
+                "codex",
+                cfg(|c| {
+                    c.sandbox = "danger-full-access".into();
+                    c.model = "gpt-5.3-codex".into();
+                }),
+                &[],
+                "codex exec --json --sandbox danger-full-access -m gpt-5.3-codex -".into(),
+            ),
+            ("sh ./a.sh", cfg(|c| c.permissions = "skip".into()), &[], "sh -c sh ./a.sh".into()),
+        ];
+        for (spec, c, crit, want) in cases {
+            let setup = AgentSetup::new(&c, crit);
+            let spec = AgentSpec::parse(spec).unwrap();
+            assert_eq!(spec.argv_with(&setup).join(" "), want, "{spec:?} {c:?}");
+        }
+        // IS_SANDBOX only for an opted-in skip, and only as root.
+        let skip = AgentSetup::new(&cfg(|c| c.permissions = "skip".into()), &[]);
+        let root = nix::unistd::geteuid().is_root();
+        assert_eq!(!AgentSpec::Claude.env_with(&skip).is_empty(), root);
+        assert!(AgentSpec::Claude.env_with(&AgentSetup::default()).is_empty());
+        assert!(AgentSpec::Codex.env_with(&skip).is_empty());
+    }
+
+    #[test]
+    fn criteria_commands_become_bash_prefix_patterns() {
+        for (cmd, want) in [
+            ("python3 -m unittest discover -s tests", vec!["Bash(python3 -m unittest:*)"]),
+            ("python3 t.py --fast", vec!["Bash(python3 t.py:*)"]),
+            ("cargo test --lib", vec!["Bash(cargo test:*)"]),
+            ("PYTHONPATH=src pytest -q tests/", vec!["Bash(pytest:*)"]),
+            ("cd app && npm test | tail -5", vec!["Bash(npm test:*)", "Bash(tail:*)"]),
+            ("./check.sh", vec!["Bash(./check.sh:*)"]),
+            ("", vec![]),
+        ] {
+            assert_eq!(tool_patterns(cmd), want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn denials_are_read_from_the_last_result_and_name_the_setting() {
+        // The shape Claude Code 2.1.197 prints (real-clis.md §2).
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-opus-4-8[1m]"}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_01","tool_input":{"command":"npm install left-pad","description":"install"}},{"tool_name":"Write","tool_use_id":"toolu_02","tool_input":{"file_path":"/etc/x","content":"y"}}],"usage":{"input_tokens":5,"output_tokens":5}}"#,
+        ]);
+        let d = read_denials(log.path());
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].tool_name, "Bash");
+        assert_eq!(d[0].pattern(), "Bash(npm install:*)");
+        assert_eq!(d[1].pattern(), "Write");
+        assert!(d[0].tool_input.contains("npm install left-pad"));
+        assert_eq!(
+            denial_setting(&d),
+            r#"add allowed_tools = ["Bash(npm install:*)", "Write"] under [agent] in longrun/config.toml (or permissions = "skip" to allow everything)"#
+        );
+        let none = log_with(&[r#"{"type":"result","permission_denials":[]}"#]);
+        assert!(read_denials(none.path()).is_empty());
+    }
+
+    #[test]
+    fn one_hour_cache_writes_are_priced_by_the_results_split() {
+        // A 2.1.197 result: modelUsage has no TTL split, usage.cache_creation has it.
+        let log = log_with(&[
+            r#"{"type":"system","subtype":"init","model":"claude-sonnet-4-5-20250929"}"#,
+            r#"{"type":"result","subtype":"success","total_cost_usd":0.1,"usage":{"input_tokens":10,"cache_creation_input_tokens":4000,"cache_read_input_tokens":20000,"output_tokens":300,"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":3000}},"modelUsage":{"claude-sonnet-4-5-20250929":{"inputTokens":10,"outputTokens":300,"cacheReadInputTokens":20000,"cacheCreationInputTokens":4000,"costUSD":0.1,"contextWindow":200000,"maxOutputTokens":32000}},"permission_denials":[]}"#,
+        ]);
+        let u = read_usage(log.path(), OutputFormat::ClaudeStreamJson).unwrap();
+        assert_eq!(u.per_model[0].1.cache_write_5m, 1000);
+        assert_eq!(u.per_model[0].1.cache_write_1h, 3000);
+        let p = price(&u, PriceTable::embedded());
+        // Sonnet 4.5: 3 in, 3.75 5m write, 6 1h write, 0.30 read, 15 out per million.
+        let want = (10.0 * 3.0 + 1000.0 * 3.75 + 3000.0 * 6.0 + 20000.0 * 0.3 + 300.0 * 15.0) / 1e6;
+        assert!((p.cost_usd - want).abs() < 1e-9, "{} vs {want}", p.cost_usd);
+        // modelUsage includes the compaction call that usage lacks: the split is a proportion.
+        assert_eq!(split_writes(8000, 1000, 3000), (2000, 6000));
+        assert_eq!(split_writes(500, 0, 0), (500, 0));
+        assert_eq!(split_writes(7, 1, 2), (2, 5));
+    }
+
+    #[test]
+    fn codex_errors_and_the_model_from_its_rollout() {
+        let log = log_with(&[
+            r#"{"type":"thread.started","thread_id":"019a7c1e-3c5d-7f00-9e2b-1c0ffee00001"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.completed","item":{"id":"item_1","type":"error","message":"command failed: Read-only file system"}}"#,
+            r#"{"type":"error","message":"stream disconnected before completion"}"#,
+            r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":400,"cache_write_input_tokens":0,"output_tokens":50,"reasoning_output_tokens":20}}"#,
+        ]);
+        assert_eq!(
+            codex_errors(log.path()),
+            [
+                "command failed: Read-only file system",
+                "stream disconnected before completion",
+                "unexpected status 401 Unauthorized"
+            ]
+        );
+        assert_eq!(
+            codex_thread_id(log.path()).as_deref(),
+            Some("019a7c1e-3c5d-7f00-9e2b-1c0ffee00001")
+        );
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join("sessions/2026/12/01");
+        std::fs::create_dir_all(&day).unwrap();
+        std::fs::create_dir_all(home.path().join("sessions/2026/11/30")).unwrap();
+        // A 0.171 rollout: session_meta has no model, turn_context does.
+        std::fs::write(
+            day.join("rollout-2026-12-01T10-00-00-019a7c1e-3c5d-7f00-9e2b-1c0ffee00001.jsonl"),
+            [
+                r#"{"timestamp":"2026-12-01T10:00:00Z","type":"session_meta","payload":{"id":"019a7c1e-3c5d-7f00-9e2b-1c0ffee00001","originator":"codex_exec","cli_version":"0.171.0"}}"#,
+                r#"{"timestamp":"2026-12-01T10:00:00Z","type":"event_msg","payload":{"type":"task_started"}}"#,
+                r#"{"timestamp":"2026-12-01T10:00:01Z","type":"turn_context","payload":{"cwd":"/r","approval_policy":"never","sandbox_policy":{"type":"workspace-write"},"model":"gpt-5.3-codex"}}"#,
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        std::fs::write(day.join("rollout-2026-12-01T09-00-00-other.jsonl"), "{}").unwrap();
+        let id = "019a7c1e-3c5d-7f00-9e2b-1c0ffee00001";
+        assert_eq!(codex_rollout_model(home.path(), id).as_deref(), Some("gpt-5.3-codex"));
+        assert_eq!(codex_rollout_model(home.path(), "nope"), None);
+        // thread_settings_applied names it too.
+        let other = home.path().join("sessions/2026/11/30/rollout-x-t2.jsonl");
+        std::fs::write(&other, r#"{"type":"event_msg","payload":{"type":"thread_settings_applied","model":"gpt-5.2-codex"}}"#).unwrap();
+        assert_eq!(codex_rollout_model(home.path(), "t2").as_deref(), Some("gpt-5.2-codex"));
+        // config.toml's model wins (it was passed as -m).
+        let set = AgentSetup::new(&cfg(|c| c.model = "gpt-5".into()), &[]);
+        assert_eq!(codex_model(log.path(), &set).as_deref(), Some("gpt-5"));
+        // Priced once the model is known; unknown stays flagged, never a silent $0.
+        let mut u = read_usage(log.path(), OutputFormat::CodexJson).unwrap();
+        assert!(price(&u, PriceTable::embedded()).unpriced.len() == 1);
+        u.model = Some("gpt-5.3-codex".into());
+        let p = price(&u, PriceTable::embedded());
+        assert!(p.unpriced.is_empty() && p.cost_usd > 0.0, "{p:?}");
+        u.model = Some("gpt-9-unknown".into());
+        assert_eq!(price(&u, PriceTable::embedded()).unpriced, ["gpt-9-unknown"]);
     }
 }

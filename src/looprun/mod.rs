@@ -51,7 +51,8 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms` |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
+//! | `permission_denials` | `iteration`, `denials` [{`tool_name`, `tool_input` (JSON text, clipped)}], `setting` (`agent.allowed_tools`), `suggest` (the exact line to add) — from Claude Code's `result` event |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
@@ -59,7 +60,11 @@
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//!
+//! `denied` (exit 3): an iteration whose only effect was tool calls Claude Code denied (the tree
+//! as before it, nothing reverted): the next would meet the same denials, so the run stops naming
+//! the `[agent] allowed_tools` line that allows them.
 //!
 //! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
 //! 126 not executable, 127 command not found) and nothing changed; the run stops at once rather
@@ -155,6 +160,8 @@ impl LoopOptions {
 #[derive(Clone, Debug)]
 struct Settings {
     spec: AgentSpec,
+    /// How Claude Code or Codex is started; the criteria's patterns are added in `prepare`.
+    setup: agent::AgentSetup,
     agent: String,
     max_iterations: u32,
     max_wall: Duration,
@@ -251,6 +258,7 @@ impl Settings {
         ];
         Ok(Settings {
             spec,
+            setup: agent::AgentSetup::new(&cfg.agent, &[]),
             agent,
             max_iterations: stricter_u32(max_iterations, budget.iterations),
             max_wall: stricter_dur(max_wall_base, budget.wall),
@@ -361,6 +369,8 @@ struct Tally {
     failures: Vec<String>,
     /// Reverts since the last prompt, as prompt lines.
     reverts: Vec<String>,
+    /// Tool calls Claude Code denied in the last iteration, as prompt lines.
+    denials: Vec<String>,
 }
 
 /// One run of the criteria.
@@ -454,10 +464,14 @@ struct AgentRun {
     wall_cut: bool,
     /// The iteration's log, relative to the root.
     log: String,
+    /// Tool calls Claude Code denied (its `result` event's `permission_denials`).
+    denials: Vec<agent::Denial>,
+    /// The working tree is as it was before the agent ran (None: git could not say).
+    tree_unchanged: Option<bool>,
 }
 
 /// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.
-/// Returns the exit code: 0 done, 3 cap reached, 5 paused.
+/// Returns the exit code: 0 done, 3 cap reached or an iteration only met denials, 5 paused.
 ///
 /// Errors: [`Error::Locked`] (exit 4) when another loop holds `longrun/.lock`; [`Error::Input`]
 /// or [`Error::Usage`] (exit 2) for a bad goal, config or option, or a goal below the required
@@ -818,8 +832,10 @@ impl RunCtx<'_> {
         if rating.level < cfg.goal.required_level {
             return Err(below_level(&self.project, rating.level, cfg.goal.required_level, &rating));
         }
-        let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
+        let mut settings = Settings::resolve(&cfg, opts, &goal.budget)?;
         settings.spec.check_installed(&self.project.root)?;
+        let commands: Vec<&str> = goal.criteria.iter().map(|c| c.command.as_str()).collect();
+        settings.setup = agent::AgentSetup::new(&cfg.agent, &commands);
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -866,6 +882,9 @@ impl RunCtx<'_> {
             enforcer.name()
         ));
         self.say(format!("loop: {}", settings.describe_caps()));
+        if let Some(line) = settings.setup.describe(&settings.spec) {
+            self.say(format!("loop: {line}"));
+        }
         if matches!(settings.spec, AgentSpec::Fake(_))
             && std::env::var_os("CLAUDE_CONFIG_DIR").is_none_or(|v| v.is_empty())
         {
@@ -1096,6 +1115,27 @@ impl RunCtx<'_> {
         })
     }
 
+    /// An iteration whose only effect was denied tool calls (the tree as before the agent, no
+    /// revert, denials listed): the next would be denied the same, so the run stops (exit 3,
+    /// outcome `denied`) naming the setting that allows them.
+    fn only_denied(&self, run: &AgentRun) -> Option<Outcome> {
+        if run.denials.is_empty() || run.tree_unchanged != Some(true) || !run.reverts.is_empty() {
+            return None;
+        }
+        Some(Outcome {
+            name: "denied",
+            code: EXIT_CAP,
+            reason: format!(
+                "iteration {} changed nothing and Claude Code denied {} tool call{} ({}); next: {}, then kit loop",
+                self.last_iteration,
+                run.denials.len(),
+                if run.denials.len() == 1 { "" } else { "s" },
+                run.denials.iter().map(|d| d.pattern()).collect::<Vec<_>>().join(", "),
+                agent::denial_setting(&run.denials)
+            ),
+        })
+    }
+
     /// Step 4, once: prompt, agent, restore, criteria on a verified tree, progress.
     fn iteration(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
         let iteration = self.last_iteration + 1;
@@ -1117,6 +1157,9 @@ impl RunCtx<'_> {
             return self.cap_reached(which, used, limit, &words, tally).map(Some);
         }
         if let Some(o) = self.agent_failed(p, tally, &run) {
+            return Ok(Some(o));
+        }
+        if let Some(o) = self.only_denied(&run) {
             return Ok(Some(o));
         }
 
@@ -1191,6 +1234,7 @@ impl RunCtx<'_> {
             handoff: &self.project.handoff(),
             failures: &tally.failures,
             reverts: &tally.reverts,
+            denials: &tally.denials,
         });
         // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
         crate::atomic::create_dir_all(&self.project.runs())?;
@@ -1203,8 +1247,10 @@ impl RunCtx<'_> {
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
         let pause_path = self.project.pause();
+        let tree_before = tree_state(&self.project.root);
         let launch = Launch {
             spec: &s.spec,
+            setup: &s.setup,
             root: &self.project.root,
             prompt_file: &prompt_file,
             iteration,
@@ -1265,7 +1311,17 @@ impl RunCtx<'_> {
             self.journal("agent_start", start_record)?;
         }
         let wall_cut = ended.timed_out && timeout < p.settings.timeout;
-        let usage = agent::read_usage(&log, p.settings.spec.format());
+        let mut usage = agent::read_usage(&log, p.settings.spec.format());
+        let errors = match p.settings.spec {
+            AgentSpec::Codex => {
+                // The stream never names the model: config.toml's `-m`, else the rollout.
+                if let Some(u) = usage.as_mut().filter(|u| u.model.is_none()) {
+                    u.model = agent::codex_model(&log, &p.settings.setup);
+                }
+                agent::codex_errors(&log)
+            }
+            _ => Vec::new(),
+        };
         let priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
         if !priced.unpriced.is_empty() {
             self.journal(
@@ -1276,6 +1332,18 @@ impl RunCtx<'_> {
                     "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
                 }),
             )?;
+            self.say(format!(
+                "iteration {iteration}: {} not in kit's price table: counted ${:.4} (the agent's own \
+                 figure, 0 if it gave none), so the cost cap cannot be trusted; add \
+                 [prices.\"MODEL\"] to longrun/config.toml{}",
+                priced.unpriced.join(", "),
+                priced.cost_usd,
+                if matches!(p.settings.spec, AgentSpec::Codex) {
+                    " or set [agent] model (passed as -m)"
+                } else {
+                    ""
+                }
+            ));
         }
         tally.cost_usd += priced.cost_usd;
         self.journal(
@@ -1295,6 +1363,7 @@ impl RunCtx<'_> {
                 "usage": usage,
                 "cost_usd": priced.cost_usd,
                 "duration_ms": ended.duration_ms,
+                "errors": errors,
             }),
         )?;
         let cost = if priced.cost_usd > 0.0 {
@@ -1302,11 +1371,38 @@ impl RunCtx<'_> {
         } else {
             String::new()
         };
+        let said = match errors.last() {
+            Some(e) => format!("; codex: {e}"),
+            None => String::new(),
+        };
         self.say(format!(
-            "iteration {iteration}: agent {} after {}{cost}",
+            "iteration {iteration}: agent {} after {}{cost}{said}",
             describe_end(&ended, wall_cut, p.enforcer),
             format_duration(Duration::from_millis(ended.duration_ms)),
         ));
+        let denials = match p.settings.spec {
+            AgentSpec::Codex => Vec::new(),
+            _ => agent::read_denials(&log),
+        };
+        if !denials.is_empty() {
+            self.journal(
+                "permission_denials",
+                json!({
+                    "iteration": iteration,
+                    "denials": denials,
+                    "setting": "agent.allowed_tools",
+                    "suggest": agent::denial_setting(&denials),
+                }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: Claude Code denied {} tool call{}: {}; to allow: {}",
+                denials.len(),
+                if denials.len() == 1 { "" } else { "s" },
+                denials.iter().map(|d| d.pattern()).collect::<Vec<_>>().join(", "),
+                agent::denial_setting(&denials)
+            ));
+        }
+        tally.denials = denials.iter().map(agent::Denial::describe).collect();
         self.cheats(&reverts, iteration, "after_agent")?;
         if !reverts.is_empty() {
             self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
@@ -1320,7 +1416,9 @@ impl RunCtx<'_> {
                 "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
             ));
         }
-        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel })
+        let tree_unchanged =
+            tree_before.is_some().then(|| tree_state(&self.project.root) == tree_before);
+        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged })
     }
 
     /// Run every criterion on a sealed journal, end what the criteria left running, and restore

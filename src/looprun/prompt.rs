@@ -29,6 +29,9 @@ pub struct PromptInput<'a> {
     pub failures: &'a [String],
     /// One line per revert (empty when none).
     pub reverts: &'a [String],
+    /// One line per tool call Claude Code denied in the last iteration (empty when none):
+    /// appended as a last section, so the agent does not try them again.
+    pub denials: &'a [String],
 }
 
 /// Render the prompt text.
@@ -72,6 +75,16 @@ pub fn render(input: &PromptInput<'_>) -> String {
         }
     }
     out.push_str(rest);
+    if !input.denials.is_empty() {
+        out.push_str(
+            "\n\n# Tool calls denied last time\n\nThe last iteration was not allowed these calls; \
+             they will be denied again, so do the work without them (or leave a note in \
+             longrun/progress.md saying which command the human should allow):\n",
+        );
+        for d in input.denials {
+            out.push_str(&format!("- {d}\n"));
+        }
+    }
     out
 }
 
@@ -105,6 +118,7 @@ mod tests {
             handoff: &d.path().join("handoff.md"),
             failures: &failures,
             reverts: &reverts,
+            denials: &[],
         });
         assert!(text.contains("iteration 3"));
         assert!(text.contains("# Goal: add\nliteral {{reverts}} stays"));
@@ -112,5 +126,19 @@ mod tests {
         assert!(text.contains("- function: `python3 t.py` exit 1"));
         assert!(text.contains("- tests/t.py (modified): restored"));
         assert!(!text.contains("{{goal}}"));
+        assert!(!text.contains("Tool calls denied"));
+        let denials = vec![r#"Bash: {"command":"npm install"}"#.to_string()];
+        let text = render(&PromptInput {
+            iteration: 4,
+            root: d.path(),
+            goal: &goal,
+            progress: &d.path().join("progress.md"),
+            handoff: &d.path().join("handoff.md"),
+            failures: &[],
+            reverts: &[],
+            denials: &denials,
+        });
+        assert!(text.contains("# Tool calls denied last time"));
+        assert!(text.contains(r#"- Bash: {"command":"npm install"}"#));
     }
 }
