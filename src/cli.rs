@@ -71,8 +71,20 @@ pub enum Command {
     /// Show the loop's state from the journal.
     Status {
         /// Print JSON instead of text.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "watch")]
         json: bool,
+        /// Redraw it in place on the terminal until Ctrl-C (read-only: takes no lock).
+        #[arg(long)]
+        watch: bool,
+        /// Time between redraws with --watch (default 2s).
+        #[arg(long, value_name = "DUR", requires = "watch")]
+        interval: Option<String>,
+        /// Move the "since you last looked" mark even when stdout is not a terminal.
+        #[arg(long, conflicts_with = "no_mark")]
+        mark: bool,
+        /// Leave the "since you last looked" mark where it is.
+        #[arg(long)]
+        no_mark: bool,
     },
     /// Say what this machine offers the loop (memory cap enforcer, agents found).
     Doctor,

@@ -91,8 +91,17 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
                 crate::looprun::run(&ctx.cwd, &opts, out)
             }
         }
-        Command::Status { json } => {
-            crate::status::run(&ctx.cwd, crate::status::StatusOptions { json }, &ctx.theme, out)
+        Command::Status { json, watch, interval, mark, no_mark } => {
+            let interval = match interval.as_deref().map(crate::duration::parse_duration) {
+                None => None,
+                Some(Ok(d)) if !d.is_zero() => Some(d),
+                Some(Ok(_)) => return Err(Error::usage("--interval must be above 0")),
+                Some(Err(msg)) => return Err(Error::usage(format!("--interval: {msg}"))),
+            };
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let opts =
+                crate::status::StatusOptions { json, watch, interval, terminal, mark, no_mark };
+            crate::status::run(&ctx.cwd, opts, &ctx.theme, out)
         }
         Command::Pause { now, reason } => crate::looprun::pause::pause(
             &ctx.cwd,

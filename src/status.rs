@@ -21,7 +21,19 @@
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
 //! limit}, next_action, outcome: {outcome, reason, iteration, exit} | null, interrupted,
-//! skipped_lines}`.
+//! skipped_lines, since: {from (mark/run), at, run, iterations, iteration_range, reverts,
+//! limit_waits, limit_waited_s, flaps, reviews: {pass, fail, ask}, loops_ended, events, marked}
+//! | null (see [`since`]), decisions: [{kind (flap/review/cap/paused), line, text}] (see
+//! [`pending`]), notify: the last `notify` event | null}`.
+//!
+//! For a person coming back: `since …:` says what happened after they last looked (the mark
+//! is moved only by a status on a terminal, `--mark`, or the end of `--watch`; see [`since`]),
+//! `needs you:` lines name the decisions pending, and `--watch` redraws it all in place (see
+//! [`watch`]).
+
+pub mod pending;
+pub mod since;
+pub mod watch;
 
 use std::io::Write;
 use std::path::Path;
@@ -44,6 +56,16 @@ use crate::term::Theme;
 pub struct StatusOptions {
     /// Print JSON instead of text.
     pub json: bool,
+    /// Redraw in place every `interval` until Ctrl-C (`--watch`); needs a terminal.
+    pub watch: bool,
+    /// Time between redraws (`--interval`); None: [`watch::DEFAULT_INTERVAL`].
+    pub interval: Option<Duration>,
+    /// Stdout is a terminal (a person looks): the "since you last looked" mark moves.
+    pub terminal: bool,
+    /// `--mark`: move the mark even when stdout is not a terminal.
+    pub mark: bool,
+    /// `--no-mark`: never move the mark.
+    pub no_mark: bool,
 }
 
 /// One cap: how much of it the current run used, and its limit.
@@ -146,6 +168,15 @@ pub struct Status {
     /// [`agent_notes`]); absent when nothing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agent_notes: Vec<String>,
+    /// What happened since the person last looked (or since the last run started).
+    pub since: Option<since::Since>,
+    /// Decisions pending for a person.
+    pub decisions: Vec<pending::Decision>,
+    /// The last `notify` event (the `[notify]` command's last run), if any.
+    pub notify: Option<Value>,
+    /// The mark that moving it now would write (everything this status read).
+    #[serde(skip)]
+    pub seen: since::Mark,
 }
 
 /// The journal's last run, as status shows it.
@@ -179,7 +210,7 @@ pub struct NextLoop {
 /// the journal cannot be read.
 pub fn gather(cwd: &Path) -> Result<Status> {
     let project = Project::discover_initialised(cwd)?;
-    let h = History::read(&project.journal())?;
+    let mut h = History::read(&project.journal())?;
     let parsed_goal = crate::goal::load(&project).ok();
     let goal = match crate::goal::load(&project) {
         Ok(g) => {
@@ -190,6 +221,12 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         Err(e) => json!({ "error": e.to_string() }),
     };
     let owner = lock::live_holder(&project.lock());
+    if owner.is_some() {
+        // A loop is running: its journal line being written at this instant is not damage.
+        if let Some(n) = unterminated_last_line(&project.journal()) {
+            h.skipped.retain(|&l| l != n);
+        }
+    }
     let run = h.current_run();
     let started = run.first().filter(|e| event_name(e) == "loop_start");
     let ended = run.iter().rev().find(|e| event_name(e) == "loop_end").cloned();
@@ -284,10 +321,18 @@ pub fn gather(cwd: &Path) -> Result<Status> {
             ),
         };
     }
+    let paused_words = pause.as_ref().map(|p| p.describe());
     let paused = pause.map(|p| match p {
         crate::looprun::pause::Paused::Record(r) => json!(r),
         crate::looprun::pause::Paused::ByHand => json!({ "by_hand": true }),
     });
+    let since_mark = since::Mark::read(&since::mark_path(&project));
+    let start = since::run_start(&h);
+    let from_run = start.as_ref().map(|(i, id, at)| (*i, *id, at.as_str()));
+    let since = since::Since::of(&h, since_mark.as_ref(), from_run);
+    let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
+    let decisions = pending::of(run_events, live, paused_words);
+    let notify = h.last("notify").cloned();
     let run_status = last.map(|r| RunStatus {
         id: r.id,
         started: r.started.clone(),
@@ -312,6 +357,10 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         skipped_lines: h.skipped.clone(),
         problems,
         agent_notes: agent_notes(run),
+        since,
+        decisions,
+        notify,
+        seen: since::Mark::now(&h),
     })
 }
 
@@ -533,9 +582,30 @@ fn strip_comments(text: &str) -> String {
     out
 }
 
-/// `kit status`: print the status (text or JSON). Always exits 0 when it could read the state.
+/// `kit status`: print the status (text or JSON), or watch it (`--watch`). Always exits 0 when
+/// it could read the state.
+///
+/// Errors: [`crate::Error::Usage`] (exit 2) for `--watch` when stdout is not a terminal; those
+/// of [`gather`].
 pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
-    let s = gather(cwd)?;
+    if opts.watch {
+        if !opts.terminal {
+            return Err(crate::Error::usage(
+                "kit status --watch redraws the screen in place, and stdout is not a terminal",
+            )
+            .with_hint("run kit status to print it once, or kit status --json for a program"));
+        }
+        let interval = opts.interval.unwrap_or(watch::DEFAULT_INTERVAL);
+        return watch::watch(cwd, interval, !opts.no_mark, theme, out, &terminal_size);
+    }
+    let mut s = gather(cwd)?;
+    // A person looked (a terminal), or a caller asked: what this status showed is now seen.
+    if !opts.no_mark && (opts.mark || (opts.terminal && !opts.json)) {
+        let moved = move_mark(cwd, &s);
+        if let Some(since) = s.since.as_mut() {
+            since.marked = moved;
+        }
+    }
     let stdout = Path::new("stdout");
     if opts.json {
         let text =
@@ -547,6 +617,30 @@ pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) 
     Ok(0)
 }
 
+/// Move the "since you last looked" mark of the project containing `cwd` to what `s` read.
+/// Returns whether it was written (a read-only folder leaves it where it was, silently: the
+/// mark is a courtesy, not state).
+fn move_mark(cwd: &Path, s: &Status) -> bool {
+    Project::discover_initialised(cwd).is_ok_and(|p| s.seen.write(&since::mark_path(&p)).is_ok())
+}
+
+/// The terminal on stdout as (rows, columns), if it is one.
+fn terminal_size() -> Option<(usize, usize)> {
+    console::Term::stdout().size_checked().map(|(r, c)| (usize::from(r), usize::from(c)))
+}
+
+/// The 1-based number of the journal's last line when the file does not end in a newline (a
+/// line being written, or torn); None when it does, is empty or cannot be read.
+fn unterminated_last_line(path: &Path) -> Option<usize> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return None;
+    }
+    Some(bytes.iter().filter(|&&b| b == b'\n').count() + 1)
+}
+
+/// The text of `kit status`, line by line (see the module doc). Each line is one `writeln!`
+/// in the order shown; a new line goes where it reads best, as its own statement.
 fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result<()> {
     match (s.goal.get("title").and_then(Value::as_str), s.goal.get("error").and_then(Value::as_str))
     {
@@ -591,6 +685,13 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             _ => crate::looprun::pause::Paused::ByHand.describe(),
         };
         writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
+    }
+    if let Some(since) = &s.since {
+        writeln!(out, "{} {}", theme.bold(&format!("{}:", since.label())), since.describe())?;
+    }
+    // `paused` has its own line above.
+    for d in s.decisions.iter().filter(|d| d.kind != "paused") {
+        writeln!(out, "{} {}", theme.warn("needs you:"), d.text)?;
     }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;
@@ -768,6 +869,15 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             theme.warn("problem:"),
             p["file"].as_str().unwrap_or("?"),
             p["error"].as_str().unwrap_or("?")
+        )?;
+    }
+    if let Some(n) = s.notify.as_ref().filter(|n| !n["error"].is_null()) {
+        writeln!(
+            out,
+            "{} the [notify] command failed on {}: {} (the journal's notify event has its output)",
+            theme.warn("notify:"),
+            n["on"].as_str().unwrap_or("?"),
+            n["error"].as_str().unwrap_or("?")
         )?;
     }
     if !s.skipped_lines.is_empty() {

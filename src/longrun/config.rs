@@ -30,6 +30,9 @@
 //! compaction_point = 0        # tokens; 0 = derive (DESIGN §10)
 //! bands = [50, 70, 85]        # % of the compaction point: checkpoint, handoff, wrap up
 //! cache_ttl = "5m"            # prompt-cache TTL assumed when a transcript does not say
+//! [notify]
+//! command = ""                # sh -c in the repository root on done, cap, limit wait, pause; "" = none
+//! timeout = "30s"             # then its process group is killed; its failure never stops the loop
 //! [prices."claude-opus-4-6"]  # optional overrides, USD per million tokens
 //! input = 5.0
 //! ```
@@ -67,6 +70,25 @@ pub struct Config {
     pub context: ContextConfig,
     /// Per-model price overrides (USD per million tokens), keyed by model id.
     pub prices: BTreeMap<String, PriceOverride>,
+    /// The command run when the loop needs a person to know (`looprun::notify`).
+    pub notify: NotifyConfig,
+}
+
+/// `[notify]`: a command kit runs when the loop ends done, stops at a cap, starts waiting for a
+/// usage limit, or pauses (see `looprun::notify` for its environment and journal event).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Run through `sh -c` in the repository root; empty (the default): no notification.
+    pub command: String,
+    /// Its time limit, e.g. `"30s"`; then its process group is killed.
+    pub timeout: String,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig { command: String::new(), timeout: "30s".into() }
+    }
 }
 
 /// `[agent]`.
@@ -174,6 +196,7 @@ impl Default for Config {
             goal: GoalConfig::default(),
             context: ContextConfig::default(),
             prices: BTreeMap::new(),
+            notify: NotifyConfig::default(),
         }
     }
 }
@@ -267,6 +290,7 @@ impl Config {
             ("grace", &self.timeouts.grace, true),
             ("criterion", &self.timeouts.criterion, false),
             ("cache_ttl", &self.context.cache_ttl, false),
+            ("timeout", &self.notify.timeout, false),
         ] {
             match parse_duration(v) {
                 Err(msg) => return bad(key, msg),
@@ -358,6 +382,10 @@ impl Config {
     pub fn memory_max(&self) -> u64 {
         parse_size(&self.memory.max).unwrap_or(4 << 30)
     }
+    /// Time limit of the `[notify]` command.
+    pub fn notify_timeout(&self) -> Duration {
+        parse_duration(&self.notify.timeout).unwrap_or(Duration::from_secs(30))
+    }
     /// Assumed cache TTL.
     pub fn cache_ttl(&self) -> Duration {
         parse_duration(&self.context.cache_ttl).unwrap_or(Duration::from_secs(300))
@@ -412,6 +440,7 @@ mod tests {
             ("[agent]\ncommand = \"claude\"\npermissions = \"yolo\"\n", 3),
             ("[agent]\nsandbox = \"write\"\n", 2),
             ("[agent]\nallowed_tools = [\"Bash(make:*)\", \" \"]\n", 2),
+            ("[notify]\ncommand = \"true\"\ntimeout = \"soon\"\n", 3),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {

@@ -60,6 +60,7 @@
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
+//! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`notify`]) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //!
 //! `denied` (exit 3): an iteration whose only effect was tool calls Claude Code denied (the tree
@@ -77,6 +78,7 @@ pub mod ensure;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
 pub use crate::longrun::lock; // moved: crate::longrun::lock (issue 11)
 pub mod memcap;
+pub mod notify;
 pub mod pause;
 pub use crate::proc as procs; // moved: crate::proc (issue 11)
 pub mod prompt;
@@ -539,6 +541,15 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
                 }),
             );
             ctx.say(format!("{}: {}", o.name, o.reason));
+            if let Some(event) = notify::event_for(o.name) {
+                let env = [
+                    ("KIT_OUTCOME", format!("{}: {}", o.name, o.reason)),
+                    ("KIT_RUN_ID", run_id.to_string()),
+                    ("KIT_ITERATION", ctx.last_iteration.to_string()),
+                    ("KIT_EXIT_CODE", o.code.to_string()),
+                ];
+                notify::fire(&ctx.project, &ctx.journal, event, &env);
+            }
             Ok(o.code)
         }
         Err(e) => {
