@@ -17,8 +17,10 @@
 //!    under the timeout and the memory cap ([`agent`], [`memcap`]), end its leftovers, restore
 //!    the frozen files, run the criteria, end whatever they left running, restore again (a
 //!    process may have edited meanwhile).
-//!    Done only when every criterion passes and the second restore found nothing. What the
-//!    agent says counts for nothing.
+//!    Done only when every criterion passes and the second restore found nothing, then passes
+//!    again in the flake guard's runs and every review criterion's evaluator says pass (see
+//!    [`confirm`]: a flapping criterion or a review asking a human may stop the run, exit 3).
+//!    What the agent says counts for nothing.
 //!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
 //!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
 //!    the iteration's log written again from kit's open handle.
@@ -59,7 +61,8 @@
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! | `confirm`, `flap`, `review` | see [`confirm`] |
+//! | `loop_end` | `outcome` (`done`/`cap`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //!
 //! `agent_failed` (exit 2): on the run's first iteration `sh` could not start the agent (exit
 //! 126 not executable, 127 command not found) and nothing changed; the run stops at once rather
@@ -67,6 +70,7 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
+mod confirm;
 pub mod durable;
 pub mod ensure;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
@@ -333,6 +337,8 @@ struct Prepared {
     started: Instant,
     /// Wall time the run spent in earlier loop processes.
     spent_wall: Duration,
+    /// The flake guard and the reviews, before done is accepted (see [`confirm`]).
+    layers: confirm::Layers,
 }
 
 impl Prepared {
@@ -820,6 +826,7 @@ impl RunCtx<'_> {
         }
         let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
         settings.spec.check_installed(&self.project.root)?;
+        let layers = confirm::Layers::new(&cfg, &goal, &self.project)?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -914,6 +921,7 @@ impl RunCtx<'_> {
             env,
             started: Instant::now(),
             spent_wall: spent.wall(),
+            layers,
         })
     }
 
@@ -941,17 +949,19 @@ impl RunCtx<'_> {
         tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
-        if c.all_pass() {
-            self.say(c.canary_line());
+        if !c.all_pass() {
+            return Ok(None);
         }
-        Ok(c.all_pass().then(|| Outcome {
+        self.say(c.canary_line());
+        let done = Outcome {
             name: "done",
             code: EXIT_OK,
             reason: format!(
                 "every criterion passes ({} of {}) at iteration 0, before any agent ran",
                 c.passed, tally.total
             ),
-        }))
+        };
+        self.accept_done(p, tally, 0, &c, done)
     }
 
     /// Before each iteration: the lock still ours, no stop asked, no PAUSE file, no cap reached.
@@ -1157,10 +1167,11 @@ impl RunCtx<'_> {
             c.views.len(),
             if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
         ));
-        if c.all_pass() {
-            self.say(c.canary_line());
+        if !c.all_pass() {
+            return Ok(None);
         }
-        Ok(c.all_pass().then(|| Outcome {
+        self.say(c.canary_line());
+        let done = Outcome {
             name: "done",
             code: EXIT_OK,
             reason: format!(
@@ -1168,7 +1179,8 @@ impl RunCtx<'_> {
                 c.passed,
                 c.views.len()
             ),
-        }))
+        };
+        self.accept_done(p, tally, iteration, &c, done)
     }
 
     /// Write the prompt, run the agent under its timeout and memory cap, end its leftovers,
