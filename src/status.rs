@@ -137,6 +137,10 @@ pub struct Status {
     pub outcome: Option<Value>,
     /// True when the last run started and never ended and nobody holds the lock (killed).
     pub interrupted: bool,
+    /// Decisions pending for a human in the current run: a flapping criterion, a review that
+    /// asks (see `looprun::confirm::pending`); omitted when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// Torn or malformed journal lines that were skipped (1-based).
     pub skipped_lines: Vec<usize>,
     /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
@@ -305,6 +309,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         caps,
         next_action,
         outcome: ended,
+        pending: crate::looprun::confirm::pending(run),
         skipped_lines: h.skipped.clone(),
         problems,
     })
@@ -544,6 +549,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             _ => crate::looprun::pause::Paused::ByHand.describe(),
         };
         writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
+    }
+    for p in &s.pending {
+        writeln!(out, "{} {p}", theme.warn("decision pending:"))?;
     }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;

@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{end_strays, restore, Check, Outcome, Prepared, RunCtx, Tally};
 use crate::error::{Error, Result, EXIT_CAP};
@@ -305,5 +305,69 @@ impl RunCtx<'_> {
         }
         tally.failures = refused;
         Ok(Some(None))
+    }
+}
+
+/// The decisions a human must take, from the events of the current run (`kit status`): each
+/// criterion whose last confirmation flapped (cleared by a later confirmation where every run
+/// passed), and the question of a review whose last verdict was `ask`. One line each, in words.
+pub fn pending(run: &[Value]) -> Vec<String> {
+    let mut flaps: Vec<(u64, String)> = Vec::new();
+    let mut asks: Vec<(u64, String)> = Vec::new();
+    for e in run {
+        let line = e.get("line").and_then(Value::as_u64).unwrap_or(0);
+        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        match super::history::event_name(e) {
+            "flap" => {
+                flaps.retain(|f| f.0 != line);
+                let runs: Vec<&str> = e
+                    .get("runs")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().map(|b| if b.as_bool() == Some(true) { "pass" } else { "fail" }).collect())
+                    .unwrap_or_default();
+                flaps.push((
+                    line,
+                    format!(
+                        "criterion goal.md:{line} `{}` flaps ({} on the same tree, iteration {}): fix the test or the environment",
+                        s("criterion"),
+                        runs.join(", "),
+                        e.get("iteration").and_then(Value::as_u64).unwrap_or(0)
+                    ),
+                ));
+            }
+            "confirm" if e.get("all_pass").and_then(Value::as_bool) == Some(true) => flaps.clear(),
+            "review" => {
+                asks.retain(|a| a.0 != line);
+                if s("verdict") == "ask" {
+                    asks.push((line, format!("review goal.md:{line} asks: {}", s("reason"))));
+                }
+            }
+            _ => {}
+        }
+    }
+    flaps.into_iter().chain(asks).map(|(_, t)| t).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_decisions_are_the_last_flaps_and_asks_of_the_run() {
+        let run = [
+            json!({"event": "flap", "iteration": 1, "line": 11, "criterion": "bench", "runs": [true, false]}),
+            json!({"event": "review", "line": 12, "verdict": "ask", "reason": "strings too?"}),
+        ];
+        assert_eq!(
+            pending(&run),
+            [
+                "criterion goal.md:11 `bench` flaps (pass, fail on the same tree, iteration 1): fix the test or the environment",
+                "review goal.md:12 asks: strings too?"
+            ]
+        );
+        let mut later = run.to_vec();
+        later.push(json!({"event": "confirm", "runs": 2, "all_pass": true}));
+        later.push(json!({"event": "review", "line": 12, "verdict": "pass", "reason": ""}));
+        assert!(pending(&later).is_empty());
     }
 }

@@ -70,7 +70,7 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
-mod confirm;
+pub mod confirm;
 pub mod durable;
 pub mod ensure;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)

@@ -94,6 +94,8 @@ fn a_review_that_asks_stops_the_loop_with_the_question() {
     assert_eq!(outcome(root), "review_ask");
     assert!(last_line(&o).contains("should add accept strings?"), "{t}");
     assert!(events(root, "agent_start").is_empty());
+    let st = text(&kit(root).arg("status").output().unwrap());
+    assert!(st.contains("decision pending: review goal.md:9 asks: should add accept strings?"), "{st}");
 }
 
 #[test]
@@ -156,4 +158,6 @@ fn a_flapping_criterion_never_yields_done_and_stops_the_loop_the_second_time() {
     let prompt = read(root, "longrun/.runs/002.prompt.md");
     assert!(prompt.contains("goal.md:11 `python3 -B tools/bench_durations.py` flaps"), "{prompt}");
     assert!(events(root, "confirm").iter().all(|c| c["all_pass"] == false));
+    let st = text(&kit(root).arg("status").output().unwrap());
+    assert!(st.contains("decision pending: criterion goal.md:11 `python3 -B tools/bench_durations.py` flaps"), "{st}");
 }
