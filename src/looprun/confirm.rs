@@ -65,7 +65,7 @@ impl Layers {
     pub(super) fn new(cfg: &Config, goal: &Goal, project: &Project) -> Result<Layers> {
         if let (Some(r), true) = (goal.reviews.first(), cfg.review.evaluator.trim().is_empty()) {
             return Err(Error::input(
-                &project.goal(),
+                project.goal(),
                 Some(r.line),
                 "a review criterion needs an evaluator, and config.toml sets none",
             )
