@@ -54,7 +54,7 @@ use crate::longrun::Project;
 
 pub use check::{check, CheckOptions};
 pub use criteria::{run_all, run_criterion, CriterionResult, OUTPUT_TAIL_LINES};
-pub use lint::{rate, Rating, Shortcut};
+pub use lint::{Rating, Shortcut};
 pub use parse::parse;
 
 /// The three kinds of criterion. A level 4 goal has at least one of each.
@@ -202,6 +202,14 @@ pub struct Goal {
 /// The files kit freezes implicitly, whatever frozen.toml says (DESIGN §5).
 pub const IMPLICITLY_FROZEN: [&str; 3] =
     ["longrun/goal.md", "longrun/config.toml", "longrun/frozen.toml"];
+
+/// Rate `goal` on the done-criterion scale 0–4 (see `lint`): the criteria's commands, their
+/// shortcuts and coverage, with the review criteria weighed by [`review::weigh`] (a goal whose
+/// only evidence is reviews is level 2 at most). `frozen` holds the repo-relative paths
+/// frozen.toml protects; `root` is the repository root.
+pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
+    review::weigh(goal, lint::rate(goal, frozen, root))
+}
 
 /// Read and parse the project's `longrun/goal.md`.
 ///

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::Review;
+use super::{Goal, Rating, Review};
 
 /// An evaluator's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -291,6 +291,35 @@ pub fn parse_verdict(stdout: &str) -> std::result::Result<(Verdict, String), Str
     Ok((verdict, reason))
 }
 
+/// The linter's `rating` of `goal`, with its review criteria weighed: reviews never raise a goal
+/// with commands (tests are the floor), and a goal whose only evidence is review criteria — no
+/// command, no prose — is rated 2, never more: the evaluator runs, but its opinion is no floor.
+/// Its third reason says so and what to add.
+pub fn weigh(goal: &Goal, mut rating: Rating) -> Rating {
+    let n = goal.reviews.len();
+    if n == 0 || !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() {
+        return rating;
+    }
+    let reviews = if n == 1 { "1 review criterion".to_string() } else { format!("{n} review criteria") };
+    let lines: Vec<String> = goal.reviews.iter().map(|r| format!("goal.md:{}", r.line)).collect();
+    rating.level = 2;
+    let why = [
+        format!("criteria: {reviews} written under `## Criteria` ({})", lines.join(", ")),
+        format!("commands: the loop runs the [review] evaluator on {reviews}, but no test decides them"),
+        "no shortcut: not yet — only review criteria: an evaluator's opinion is not a floor, so \
+         level 2 at most; add the tests that decide the work (- function: `COMMAND` → `OUTPUT`, \
+         - regression: …) and keep the reviews for what no test can judge"
+            .to_string(),
+    ];
+    for (i, w) in why.into_iter().enumerate() {
+        match rating.reasons.get_mut(i) {
+            Some(r) => *r = w,
+            None => rating.reasons.push(w),
+        }
+    }
+    rating
+}
+
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -322,6 +351,35 @@ mod tests {
             let e = parse_verdict(out).unwrap_err();
             assert!(e.contains(word), "{out}: {e}");
         }
+    }
+
+    #[test]
+    fn a_goal_with_only_reviews_is_rated_2_at_most_and_reviews_never_raise_a_goal() {
+        let root = Path::new("/nonexistent");
+        let only = super::super::parse(
+            Path::new("goal.md"),
+            "# G\n## End state\nx\n## Criteria\n- review: the messages are clear\n",
+        )
+        .unwrap();
+        let r = super::super::rate(&only, &[], root);
+        assert_eq!(r.level, 2, "{r:?}");
+        assert!(r.reasons[2].contains("level 2 at most"), "{r:?}");
+        assert!(r.reasons[0].contains("goal.md:5"), "{r:?}");
+        let with_prose = super::super::parse(
+            Path::new("goal.md"),
+            "# G\n## Criteria\n- it works\n- review: the messages are clear\n",
+        )
+        .unwrap();
+        assert_eq!(super::super::rate(&with_prose, &[], root).level, 1);
+        let tested = "# G\n## Criteria\n- function: `python3 -m unittest t` → `Ran 3 tests` and `re:^OK$`\n";
+        let plain = super::super::parse(Path::new("goal.md"), tested).unwrap();
+        let reviewed = super::super::parse(
+            Path::new("goal.md"),
+            &format!("{tested}- review: the messages are clear\n"),
+        )
+        .unwrap();
+        let (a, b) = (super::super::rate(&plain, &[], root), super::super::rate(&reviewed, &[], root));
+        assert_eq!((a.level, a.reasons), (b.level, b.reasons));
     }
 
     #[test]
