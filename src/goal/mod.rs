@@ -9,6 +9,8 @@
 //!   satisfy a criterion without doing the work (`→ OK` alone, `|| true`, an unfrozen test file…).
 //! - [`run_criterion`] / [`run_all`] run criteria the way the loop does: `sh -c` in the repository
 //!   root, in their own process group, killed as a group at the timeout.
+//! - [`review`] runs the `- review:` criteria through the evaluator command (layered
+//!   verification: tests are the floor, a review judges what no test can).
 //! - [`check`] is `kit goal check [--json]`, the teaching view of the rating.
 //!
 //! The format, by example (DESIGN §4):
@@ -39,6 +41,7 @@ mod criteria;
 pub mod env;
 mod lint;
 mod parse;
+pub mod review;
 mod shell;
 
 use std::path::{Path, PathBuf};
@@ -51,7 +54,7 @@ use crate::longrun::Project;
 
 pub use check::{check, CheckOptions};
 pub use criteria::{run_all, run_criterion, CriterionResult, OUTPUT_TAIL_LINES};
-pub use lint::{rate, Rating, Shortcut};
+pub use lint::{Rating, Shortcut};
 pub use parse::parse;
 
 /// The three kinds of criterion. A level 4 goal has at least one of each.
@@ -151,6 +154,20 @@ pub struct Criterion {
     pub exit: i32,
 }
 
+/// A criterion of kind `review`: `- review: WHAT THE EVALUATOR MUST JUDGE` (prose, backquotes
+/// allowed). No test decides it: the `[review] evaluator` command of config.toml reads the goal,
+/// the diff since the base commit and the deterministic criteria's results, and answers
+/// `VERDICT: pass|fail|ask REASON` (see [`review`]). A review never replaces a test: it runs only
+/// when every deterministic criterion passes, and the linter rates a goal with reviews only at
+/// level 2 at most.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Review {
+    /// 1-based line in goal.md.
+    pub line: usize,
+    /// What the evaluator must judge, as written after `review:`.
+    pub text: String,
+}
+
 /// The budget section. Each item is optional; the loop's caps in config.toml apply regardless.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Budget {
@@ -173,6 +190,9 @@ pub struct Goal {
     pub criteria: Vec<Criterion>,
     /// Items of `## Criteria` written in prose (no command): `(line, text)`.
     pub prose_criteria: Vec<(usize, String)>,
+    /// The `- review:` items of `## Criteria`: judged by the evaluator in config.toml, only
+    /// once every deterministic criterion passes (see [`review`]).
+    pub reviews: Vec<Review>,
     /// The items of `## Constraints`.
     pub constraints: Vec<String>,
     /// The `## Budget` section.
@@ -182,6 +202,14 @@ pub struct Goal {
 /// The files kit freezes implicitly, whatever frozen.toml says (DESIGN §5).
 pub const IMPLICITLY_FROZEN: [&str; 3] =
     ["longrun/goal.md", "longrun/config.toml", "longrun/frozen.toml"];
+
+/// Rate `goal` on the done-criterion scale 0–4 (see `lint`): the criteria's commands, their
+/// shortcuts and coverage, with the review criteria weighed by [`review::weigh`] (a goal whose
+/// only evidence is reviews is level 2 at most). `frozen` holds the repo-relative paths
+/// frozen.toml protects; `root` is the repository root.
+pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
+    review::weigh(goal, lint::rate(goal, frozen, root))
+}
 
 /// Read and parse the project's `longrun/goal.md`.
 ///

@@ -11,6 +11,9 @@
 //! ITEM := literal text | re:REGEX              a longer run of backquotes may delimit
 //!                                              text holding a backquote: `` a`b ``
 //! ```
+//!
+//! A review criterion is `- review: TEXT`: prose (backquotes allowed) that the evaluator of
+//! config.toml's `[review]` judges (see [`super::review`]).
 
 use std::path::Path;
 
@@ -30,6 +33,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
         end_state: String::new(),
         criteria: Vec::new(),
         prose_criteria: Vec::new(),
+        reviews: Vec::new(),
         constraints: Vec::new(),
         budget: Budget::default(),
     };
@@ -113,6 +117,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
             Section::Criteria => match parse_item(path, n, &text)? {
                 Item::Criterion(c) => goal.criteria.push(c),
                 Item::Prose(p) => goal.prose_criteria.push((n, p)),
+                Item::Review(text) => goal.reviews.push(super::Review { line: n, text }),
             },
             Section::Constraints => goal.constraints.push(text),
             Section::Budget => {
@@ -352,10 +357,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
 enum Item {
     Criterion(Criterion),
     Prose(String),
+    /// `- review: TEXT`: the text the evaluator judges.
+    Review(String),
 }
 
 const CRITERION_SHAPE: &str = "write it as - function: `COMMAND` → `EXPECTED OUTPUT` \
 (kinds: function, regression, limit; see kit lesson 2)";
+
+const REVIEW_SHAPE: &str = "write it as - review: WHAT THE EVALUATOR MUST JUDGE, e.g. - review: \
+every error message names the file and line (the evaluator is [review] evaluator in config.toml)";
 
 fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
     let err = |msg: String, hint: &str| Err(Error::input(path, Some(line), msg).with_hint(hint));
@@ -363,6 +373,16 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
         Some((w, r)) if is_kind_word(w) => (Some(w.trim().trim_matches(['*', '_'])), r.trim()),
         _ => (None, text.trim()),
     };
+    if word.is_some_and(|w| w.eq_ignore_ascii_case("review")) {
+        let text = rest.trim().trim_end_matches('.').trim();
+        if text.is_empty() {
+            return err(
+                "the review criterion says nothing for the evaluator to judge".into(),
+                REVIEW_SHAPE,
+            );
+        }
+        return Ok(Item::Review(rest.trim().to_string()));
+    }
     let kind = word.and_then(Kind::from_word);
     if kind.is_none() {
         // Prose, unless it looks like a criterion that is only slightly wrong.
@@ -759,6 +779,19 @@ mod tests {
         // Prose that merely has a colon and backquotes stays prose.
         let g = p("## Criteria\nNote: `cargo test` must stay green.\n- Note: `x` too\n").unwrap();
         assert!(g.criteria.is_empty());
+    }
+
+    #[test]
+    fn review_items_are_kept_apart_from_the_criteria() {
+        let g = p("## Criteria\n- function: `a` → `x`\n- review: every error names\n  `goal.md:LINE` and the fix\n- Review: no new dependency\n").unwrap();
+        assert_eq!(g.criteria.len(), 1);
+        let got: Vec<(usize, &str)> = g.reviews.iter().map(|r| (r.line, r.text.as_str())).collect();
+        assert_eq!(got, [(3, "every error names `goal.md:LINE` and the fix"), (5, "no new dependency")]);
+        assert!(g.prose_criteria.is_empty());
+        match p("## Criteria\n- review:\n") {
+            Err(Error::Input { line: Some(2), .. }) => {}
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -26,6 +26,10 @@
 //! max = "4G"                  # MemoryMax of the agent's process tree
 //! [goal]
 //! required_level = 3          # kit loop refuses a goal rated below this
+//! confirm_runs = 2            # passing runs of every criterion before done (1 = no re-run)
+//! [review]                    # the evaluator of `- review:` criteria (goal::review)
+//! evaluator = ""              # a command line (sh -c); "" = none (a review criterion is refused)
+//! timeout = "10m"             # one evaluator run
 //! [context]
 //! compaction_point = 0        # tokens; 0 = derive (DESIGN §10)
 //! bands = [50, 70, 85]        # % of the compaction point: checkpoint, handoff, wrap up
@@ -66,6 +70,8 @@ pub struct Config {
     pub memory: Memory,
     /// Goal requirements.
     pub goal: GoalConfig,
+    /// The evaluator of the goal's `review` criteria.
+    pub review: ReviewConfig,
     /// Context bands, compaction point and cache TTL.
     pub context: ContextConfig,
     /// Per-model price overrides (USD per million tokens), keyed by model id.
@@ -153,6 +159,36 @@ pub struct Memory {
 pub struct GoalConfig {
     /// Minimum done-criterion level (0–4) for `kit loop` to start.
     pub required_level: u8,
+    /// The flake guard: how many runs of the criteria must pass, all of them, before the loop
+    /// accepts done — the run that found every criterion passing counts as the first, so the
+    /// default 2 runs them once more on the same tree; 1 turns the guard off (≥ 1, at most 10).
+    /// A criterion that passes in one run and fails in another is *flapping*: done is refused
+    /// (see `looprun::confirm`).
+    #[serde(default = "default_confirm_runs")]
+    pub confirm_runs: u32,
+}
+
+fn default_confirm_runs() -> u32 {
+    2
+}
+
+/// `[review]`: the evaluator, a command separate from the agent (the executor) and from kit's
+/// prompt (the planner), that judges the goal's `review` criteria (see `goal::review` for what
+/// it receives and the verdict it must print).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// A command line run through `sh -c` in the repository root; empty = none configured
+    /// (a goal with a review criterion is then refused by `kit loop`, exit 2).
+    pub evaluator: String,
+    /// One evaluator run, e.g. `"10m"`; then its process group is killed and the verdict is fail.
+    pub timeout: String,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig { evaluator: String::new(), timeout: "10m".into() }
+    }
 }
 
 /// `[context]`.
@@ -194,6 +230,7 @@ impl Default for Config {
             timeouts: Timeouts::default(),
             memory: Memory::default(),
             goal: GoalConfig::default(),
+            review: ReviewConfig::default(),
             context: ContextConfig::default(),
             prices: BTreeMap::new(),
             notify: NotifyConfig::default(),
@@ -234,7 +271,7 @@ impl Default for Memory {
 
 impl Default for GoalConfig {
     fn default() -> Self {
-        GoalConfig { required_level: 3 }
+        GoalConfig { required_level: 3, confirm_runs: default_confirm_runs() }
     }
 }
 
@@ -291,6 +328,7 @@ impl Config {
             ("criterion", &self.timeouts.criterion, false),
             ("cache_ttl", &self.context.cache_ttl, false),
             ("timeout", &self.notify.timeout, false),
+            ("timeout", &self.review.timeout, false),
         ] {
             match parse_duration(v) {
                 Err(msg) => return bad(key, msg),
@@ -325,6 +363,13 @@ impl Config {
         }
         if self.goal.required_level > 4 {
             return bad("required_level", "required_level is 0 to 4".into());
+        }
+        if !(1..=10).contains(&self.goal.confirm_runs) {
+            return bad(
+                "confirm_runs",
+                "confirm_runs is 1 (no second run) to 10: the passing runs needed before done"
+                    .into(),
+            );
         }
         if self.agent.command.trim().is_empty() {
             return bad("command", "agent command is empty".into());
@@ -385,6 +430,9 @@ impl Config {
     /// Time limit of the `[notify]` command.
     pub fn notify_timeout(&self) -> Duration {
         parse_duration(&self.notify.timeout).unwrap_or(Duration::from_secs(30))
+    /// Timeout of one review evaluator run.
+    pub fn review_timeout(&self) -> Duration {
+        parse_duration(&self.review.timeout).unwrap_or(Duration::from_secs(600))
     }
     /// Assumed cache TTL.
     pub fn cache_ttl(&self) -> Duration {
@@ -420,6 +468,10 @@ mod tests {
         let t = Config::parse(Path::new("config.toml"), text).unwrap();
         assert_eq!(format!("{:?}", t.agent), format!("{:?}", AgentConfig::default()));
         assert_eq!(t.agent.setting_sources, "project,local");
+        assert_eq!(c.goal.confirm_runs, 2);
+        let c = Config::parse(Path::new("config.toml"), "[goal]\nrequired_level = 2\n").unwrap();
+        assert_eq!(c.goal.confirm_runs, 2);
+        assert!(c.review.evaluator.is_empty());
     }
 
     #[test]
@@ -441,6 +493,8 @@ mod tests {
             ("[agent]\nsandbox = \"write\"\n", 2),
             ("[agent]\nallowed_tools = [\"Bash(make:*)\", \" \"]\n", 2),
             ("[notify]\ncommand = \"true\"\ntimeout = \"soon\"\n", 3),
+            ("[goal]\nconfirm_runs = 0\n", 2),
+            ("[review]\nevaluator = \"x\"\ntimeout = \"never\"\n", 3),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {

@@ -17,8 +17,10 @@
 //!    under the timeout and the memory cap ([`agent`], [`memcap`]), end its leftovers, restore
 //!    the frozen files, run the criteria, end whatever they left running, restore again (a
 //!    process may have edited meanwhile).
-//!    Done only when every criterion passes and the second restore found nothing. What the
-//!    agent says counts for nothing.
+//!    Done only when every criterion passes and the second restore found nothing, then passes
+//!    again in the flake guard's runs and every review criterion's evaluator says pass (see
+//!    [`confirm`]: a flapping criterion or a review asking a human may stop the run, exit 3).
+//!    What the agent says counts for nothing.
 //!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
 //!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
 //!    the iteration's log written again from kit's open handle.
@@ -61,7 +63,8 @@
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
 //! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`notify`]) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! | `confirm`, `flap`, `review` | see [`confirm`] |
+//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //!
 //! `denied` (exit 3): an iteration whose only effect was tool calls Claude Code denied (the tree
 //! as before it, nothing reverted): the next would meet the same denials, so the run stops naming
@@ -73,6 +76,7 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
+pub mod confirm;
 pub mod durable;
 pub mod ensure;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
@@ -343,6 +347,8 @@ struct Prepared {
     started: Instant,
     /// Wall time the run spent in earlier loop processes.
     spent_wall: Duration,
+    /// The flake guard and the reviews, before done is accepted (see [`confirm`]).
+    layers: confirm::Layers,
 }
 
 impl Prepared {
@@ -847,6 +853,7 @@ impl RunCtx<'_> {
         settings.spec.check_installed(&self.project.root)?;
         let commands: Vec<&str> = goal.criteria.iter().map(|c| c.command.as_str()).collect();
         settings.setup = agent::AgentSetup::new(&cfg.agent, &commands);
+        let layers = confirm::Layers::new(&cfg, &goal, &self.project)?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
         self.journal(
@@ -944,6 +951,7 @@ impl RunCtx<'_> {
             env,
             started: Instant::now(),
             spent_wall: spent.wall(),
+            layers,
         })
     }
 
@@ -971,17 +979,19 @@ impl RunCtx<'_> {
         tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
-        if c.all_pass() {
-            self.say(c.canary_line());
+        if !c.all_pass() {
+            return Ok(None);
         }
-        Ok(c.all_pass().then(|| Outcome {
+        self.say(c.canary_line());
+        let done = Outcome {
             name: "done",
             code: EXIT_OK,
             reason: format!(
                 "every criterion passes ({} of {}) at iteration 0, before any agent ran",
                 c.passed, tally.total
             ),
-        }))
+        };
+        self.accept_done(p, tally, 0, &c, done)
     }
 
     /// Before each iteration: the lock still ours, no stop asked, no PAUSE file, no cap reached.
@@ -1211,10 +1221,11 @@ impl RunCtx<'_> {
             c.views.len(),
             if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
         ));
-        if c.all_pass() {
-            self.say(c.canary_line());
+        if !c.all_pass() {
+            return Ok(None);
         }
-        Ok(c.all_pass().then(|| Outcome {
+        self.say(c.canary_line());
+        let done = Outcome {
             name: "done",
             code: EXIT_OK,
             reason: format!(
@@ -1222,7 +1233,8 @@ impl RunCtx<'_> {
                 c.passed,
                 c.views.len()
             ),
-        }))
+        };
+        self.accept_done(p, tally, iteration, &c, done)
     }
 
     /// Write the prompt, run the agent under its timeout and memory cap, end its leftovers,

@@ -1,0 +1,315 @@
+//! Where the loop accepts done: the flake guard, then the review criteria (layered verification,
+//! DESIGN §4 and §6). A check in which every criterion passed on a verified tree (see
+//! `Check::all_pass`) is only a *candidate*; done is accepted when, in this order:
+//!
+//! 1. **Confirmation** (`[goal] confirm_runs` in config.toml, default 2): the criteria have run
+//!    `confirm_runs` times in a row on the same tree and every criterion passed every time — the
+//!    candidate's check is the first run, so the default runs them once more; 1 turns the guard
+//!    off. Each extra run ends the strays and restores the frozen files like any check (a revert
+//!    then refuses done: the tree changed under the criteria). The runs stop at the first failing
+//!    one. A criterion that passed in one run and failed in another **flaps**: journaled `flap`,
+//!    a line in the output, done refused, and the next prompt names it. The same criterion
+//!    flapping a second time in this loop process stops the loop (exit 3, outcome `flapping`,
+//!    "criterion goal.md:N flaps; fix the test or the environment") instead of burning the
+//!    remaining iterations on luck; the run stays unfinished, so after the fix `kit loop` goes on.
+//!    A clean confirmation is journaled (`confirm`) and says nothing.
+//! 2. **Reviews** (`- review:` items of goal.md, see [`crate::goal::review`]): only now, with the
+//!    deterministic floor passing, each review's evaluator (`[review] evaluator`) judges it, one
+//!    after the other. `pass` → the next one; `fail` (or a malformed answer) → done refused, the
+//!    reason goes to the next prompt; `ask` → the loop stops (exit 3, outcome `review_ask`) with
+//!    the evaluator's question, a decision for a human (`kit status` shows it); the run stays
+//!    unfinished. A review can only refuse done: it never runs while a test fails.
+//!
+//! Journal events written here (each also with `ts` and `event`):
+//!
+//! | event | fields |
+//! |---|---|
+//! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
+//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this loop process) |
+//! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{end_strays, restore, Check, Outcome, Prepared, RunCtx, Tally};
+use crate::error::{Error, Result, EXIT_CAP};
+use crate::goal::review::{self, Verdict};
+use crate::goal::Goal;
+use crate::longrun::config::Config;
+use crate::longrun::Project;
+
+/// A criterion that flapped this many times in one loop process stops the loop.
+pub const FLAPS_TO_STOP: u32 = 2;
+
+/// The settings of the layers above the candidate check, fixed at the start of the run, and the
+/// flaps seen so far in this loop process.
+#[derive(Debug)]
+pub(super) struct Layers {
+    confirm_runs: u32,
+    evaluator: String,
+    review_timeout: Duration,
+    /// frozen.toml's `base_commit` (empty when there is none): where the evaluator's diff starts.
+    base: String,
+    /// Flaps per goal.md line in this loop process.
+    flaps: HashMap<u64, u32>,
+}
+
+impl Layers {
+    /// Read what the layers need from `cfg` and frozen.toml.
+    ///
+    /// Errors: [`Error::Input`] naming `goal.md:LINE` when the goal has a review criterion and
+    /// config.toml sets no `[review] evaluator` (exit 2, before anything runs); a malformed
+    /// frozen.toml as [`crate::frozen::manifest::Manifest::load`].
+    pub(super) fn new(cfg: &Config, goal: &Goal, project: &Project) -> Result<Layers> {
+        if let (Some(r), true) = (goal.reviews.first(), cfg.review.evaluator.trim().is_empty()) {
+            return Err(Error::input(
+                project.goal(),
+                Some(r.line),
+                "a review criterion needs an evaluator, and config.toml sets none",
+            )
+            .with_hint(
+                "set [review] evaluator = \"COMMAND\" in longrun/config.toml (it must print \
+                 VERDICT: pass|fail|ask REASON; see kit lesson 2), or remove the review",
+            ));
+        }
+        let base = crate::frozen::manifest::Manifest::load(&project.frozen())?.base_commit;
+        Ok(Layers {
+            confirm_runs: cfg.goal.confirm_runs.max(1),
+            evaluator: cfg.review.evaluator.clone(),
+            review_timeout: cfg.review_timeout(),
+            base,
+            flaps: HashMap::new(),
+        })
+    }
+}
+
+impl RunCtx<'_> {
+    /// `first` passed every criterion on a verified tree at `iteration`: confirm it, then run
+    /// the reviews. Returns `done` when accepted, another outcome when the loop must stop
+    /// (a criterion flapping again, a review that asks), or None when done is refused and the
+    /// loop goes on (`tally.failures` then says why, for the next prompt).
+    pub(super) fn accept_done(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+        first: &Check,
+        done: Outcome,
+    ) -> Result<Option<Outcome>> {
+        let Some(outcome) = self.confirm(p, tally, iteration, first)? else {
+            return Ok(None);
+        };
+        if outcome.is_some() {
+            return Ok(outcome);
+        }
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
+        match self.reviews(p, tally, iteration, first)? {
+            Some(o) => Ok(o),
+            None => Ok(Some(done)),
+        }
+    }
+
+    /// The flake guard. Some(None) when confirmed, Some(Some(stop)) when the loop must stop,
+    /// None when done is refused and the loop goes on.
+    fn confirm(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+        first: &Check,
+    ) -> Result<Option<Option<Outcome>>> {
+        let required = p.layers.confirm_runs;
+        // (line, command, passed per run)
+        let mut runs: Vec<(u64, String, Vec<bool>)> =
+            first.views.iter().map(|v| (v.line, v.command.clone(), vec![v.passed])).collect();
+        let mut made = 1;
+        let mut changed = Vec::new();
+        while made < required {
+            made += 1;
+            p.guard.seal_journal()?;
+            let kit_len = super::journal_len(&self.project.journal());
+            let stop = self.stop;
+            let results = crate::goal::run_all(
+                &p.goal,
+                &self.project.root,
+                p.settings.criterion_timeout,
+                Some(&p.env),
+                &|| stop.requested().is_some(),
+            );
+            end_strays()?;
+            if super::cut_appends(&self.project.journal(), kit_len, &[])? {
+                self.journal(
+                    "cheat",
+                    json!({ "iteration": iteration, "phase": "confirm", "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
+                )?;
+            }
+            let late = restore(&p.guard)?;
+            self.cheats(&late, iteration, "confirm")?;
+            if self.stop.requested().is_some() {
+                return Ok(Some(self.interrupted()));
+            }
+            for r in &results {
+                if let Some(e) = runs.iter_mut().find(|e| e.0 == r.line as u64) {
+                    e.2.push(r.passed);
+                }
+            }
+            changed.extend(late.iter().map(super::describe_revert));
+            if !late.is_empty() || results.iter().any(|r| !r.passed) {
+                break;
+            }
+        }
+        let flapping: Vec<&(u64, String, Vec<bool>)> =
+            runs.iter().filter(|e| e.2.contains(&true) && e.2.contains(&false)).collect();
+        let all_pass = flapping.is_empty() && changed.is_empty();
+        self.journal(
+            "confirm",
+            json!({ "iteration": iteration, "runs": made, "all_pass": all_pass, "required": required }),
+        )?;
+        if all_pass {
+            return Ok(Some(None));
+        }
+        let mut failures = Vec::new();
+        let mut stop_on = None;
+        for (line, command, passed) in flapping {
+            let times = {
+                let n = p.layers.flaps.entry(*line).or_insert(0);
+                *n += 1;
+                *n
+            };
+            self.journal(
+                "flap",
+                json!({ "iteration": iteration, "line": line, "criterion": command, "runs": passed, "times": times }),
+            )?;
+            let shown: Vec<&str> = passed.iter().map(|&b| if b { "pass" } else { "fail" }).collect();
+            self.say(format!(
+                "iteration {iteration}: goal.md:{line} flaps ({} on the same tree): done refused",
+                shown.join(", ")
+            ));
+            failures.push(format!(
+                "goal.md:{line} `{command}` flaps: it passed and then failed on the same tree when \
+                 kit ran the criteria again ({}). Kit never accepts done on a flapping criterion. \
+                 Find what makes it nondeterministic (test order, time, randomness, a file outside \
+                 git, the network, a leftover process) and make the code or the test deterministic.",
+                shown.join(", ")
+            ));
+            if times >= FLAPS_TO_STOP && stop_on.is_none() {
+                stop_on = Some((*line, times));
+            }
+        }
+        if !changed.is_empty() {
+            self.say(format!(
+                "iteration {iteration}: reverted {} while the criteria ran again: done refused",
+                changed.join(", ")
+            ));
+            failures.push(format!(
+                "kit restored {} while it ran the criteria again: something the criteria start \
+                 edits frozen files; done is refused until the tree stays as verified",
+                changed.join(", ")
+            ));
+        }
+        tally.failures = failures;
+        if let Some((line, times)) = stop_on {
+            return Ok(Some(Some(Outcome {
+                name: "flapping",
+                code: EXIT_CAP,
+                reason: format!(
+                    "criterion goal.md:{line} flaps; fix the test or the environment (it passed \
+                     and failed on the same tree {times} times in this loop); then kit loop goes \
+                     on with run {}",
+                    self.run_id()
+                ),
+            })));
+        }
+        Ok(None)
+    }
+
+    /// The review criteria, in goal order. None when all pass; Some(None) when one fails (done
+    /// refused, the loop goes on); Some(Some(stop)) when one asks.
+    fn reviews(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+        first: &Check,
+    ) -> Result<Option<Option<Outcome>>> {
+        if p.goal.reviews.is_empty() {
+            return Ok(None);
+        }
+        let goal_text = std::fs::read_to_string(self.project.goal()).unwrap_or_default();
+        let dir = self.project.runs().join(format!("{iteration:03}.review"));
+        let dir_rel = super::rel(&self.project, &dir);
+        let inputs = review::Inputs {
+            goal_text: &goal_text,
+            criteria: &first.results,
+            base: &p.layers.base,
+            iteration,
+            dir: &dir,
+        };
+        let mut refused = Vec::new();
+        let mut asked = None;
+        for r in p.goal.reviews.clone() {
+            let res = review::run(&r, &p.layers.evaluator, &self.project.root, &inputs, p.layers.review_timeout);
+            end_strays()?;
+            self.journal(
+                "review",
+                json!({
+                    "iteration": iteration, "line": r.line, "text": r.text,
+                    "evaluator": res.evaluator, "verdict": res.verdict.as_str(),
+                    "reason": res.reason, "exit": res.exit, "timed_out": res.timed_out,
+                    "duration_ms": res.duration_ms, "dir": dir_rel,
+                }),
+            )?;
+            let reason = if res.reason.is_empty() { "no reason given".to_string() } else { res.reason.clone() };
+            self.say(format!(
+                "iteration {iteration}: review goal.md:{}: {} ({reason})",
+                r.line,
+                res.verdict.as_str()
+            ));
+            match res.verdict {
+                Verdict::Pass => {}
+                Verdict::Fail => refused.push(format!(
+                    "review goal.md:{} (\"{}\") was judged fail by the evaluator: {reason}. Every \
+                     test passes; this is what is still missing.",
+                    r.line, r.text
+                )),
+                Verdict::Ask => {
+                    asked = Some((r.line, reason));
+                    break;
+                }
+            }
+            if self.stop.requested().is_some() {
+                return Ok(Some(self.interrupted()));
+            }
+        }
+        // The evaluator runs in the tree: whatever it changed in a frozen file is put back.
+        let after = restore(&p.guard)?;
+        self.cheats(&after, iteration, "review")?;
+        tally.reverts.extend(after.iter().map(super::describe_revert));
+        if let Some((line, question)) = asked {
+            return Ok(Some(Some(Outcome {
+                name: "review_ask",
+                code: EXIT_CAP,
+                reason: format!(
+                    "review goal.md:{line} asks a human: {question}; answer it in goal.md (the \
+                     review's words, a constraint) or in the code, then kit loop goes on with run {}",
+                    self.run_id()
+                ),
+            })));
+        }
+        if refused.is_empty() {
+            return Ok(None);
+        }
+        tally.failures = refused;
+        Ok(Some(None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+}
