@@ -307,9 +307,3 @@ impl RunCtx<'_> {
         Ok(Some(None))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-}
