@@ -430,6 +430,7 @@ impl Config {
     /// Time limit of the `[notify]` command.
     pub fn notify_timeout(&self) -> Duration {
         parse_duration(&self.notify.timeout).unwrap_or(Duration::from_secs(30))
+    }
     /// Timeout of one review evaluator run.
     pub fn review_timeout(&self) -> Duration {
         parse_duration(&self.review.timeout).unwrap_or(Duration::from_secs(600))
