@@ -32,10 +32,16 @@ for name, size in [('1m', 1 << 20), ('100m', 100 << 20), ('1g', 1 << 30)]:
         while n + len(body) < size:
             f.write(body); n += len(body)
         f.write(body)
+# The last tool_use id of the tail: the event names it, so each run also does the flush check
+# (src/hook/mod.rs wait_for_flush) and finds it at once, as with a flushed transcript.
+import re
+ids = re.findall(rb'"id":"(toolu_[A-Za-z0-9]+)"', body)
+open(f'{work}/tool_use_id', 'wb').write(ids[-1] if ids else b'')
 PY
+tool_use_id=$(cat "$work/tool_use_id")
 for n in 1m 100m 1g; do
-  printf '{"session_id":"bench-%s","transcript_path":"%s/%s.jsonl","cwd":"%s/project","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":""}}' \
-    "$n" "$work" "$n" "$work" > "$work/$n.event.json"
+  printf '{"session_id":"bench-%s","transcript_path":"%s/%s.jsonl","cwd":"%s/project","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":""},"tool_use_id":"%s"}' \
+    "$n" "$work" "$n" "$work" "$tool_use_id" > "$work/$n.event.json"
 done
 cd "$work/project"
 hyperfine --warmup 50 --runs 1000 --export-json "$work/hook.json" \

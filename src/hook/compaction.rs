@@ -14,8 +14,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub use crate::transcript::point::{Point, Trigger};
 use crate::transcript::point::{self, PointEnv, PointInputs};
+pub use crate::transcript::point::{Point, Trigger};
 
 /// The context window assumed when nothing says otherwise, tokens (formats §4.4).
 pub const DEFAULT_WINDOW: u64 = crate::transcript::DEFAULT_WINDOW;

@@ -421,7 +421,13 @@ impl Run<'_> {
             .map(PathBuf::from)
             .or_else(|| self.project.and_then(Path::parent).map(Path::to_path_buf))
             .unwrap_or_else(|| self.input.cwd.clone().unwrap_or_else(|| self.env.cwd.clone()));
-        let p = compaction::resolve(configured, self.env.var, model.as_deref(), st.peak, Some(&project));
+        let p = compaction::resolve(
+            configured,
+            self.env.var,
+            model.as_deref(),
+            st.peak,
+            Some(&project),
+        );
         st.point = Some(p.clone());
         st.point_model = model;
         p

@@ -137,7 +137,7 @@ fn known(f: &str) -> bool {
 }
 
 fn k(tokens: u64) -> String {
-    if tokens % 1000 == 0 {
+    if tokens.is_multiple_of(1000) {
         format!("{}k", tokens / 1000)
     } else {
         crate::units::thousands(tokens)
@@ -177,12 +177,10 @@ pub fn resolve(i: &PointInputs) -> Point {
         Some((967_000, format!("{name}: default auto window 967k")))
     } else if window == DEFAULT_WINDOW
         && !inferred
-        && (i.env.disable_1m
-            || f == "claude-opus-4-6"
-            || f == "claude-sonnet-4-6"
-            || !known(&f))
+        && (i.env.disable_1m || f == "claude-opus-4-6" || f == "claude-sonnet-4-6" || !known(&f))
     {
-        let why = if known(&f) || i.env.disable_1m { "" } else { " (an id Claude Code does not know)" };
+        let why =
+            if known(&f) || i.env.disable_1m { "" } else { " (an id Claude Code does not know)" };
         Some((DEFAULT_WINDOW, format!("{name}{why}: 200k")))
     } else {
         None
@@ -278,8 +276,22 @@ mod tests {
             ("claude-opus-4-6", 0, &[(p, "50")], None, 90_000, Proactive),
             ("claude-opus-4-6", 0, &[(p, "95")], None, 167_000, Proactive), // only lowers
             ("claude-sonnet-4-5", 0, &[(p, "50")], None, 200_000, Reactive), // proactive only
-            ("claude-opus-4-6", 0, &[("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "8000")], None, 179_000, Proactive),
-            ("claude-opus-4-8[1m]", 0, &[("CLAUDE_CODE_DISABLE_1M_CONTEXT", "1")], None, 167_000, Proactive),
+            (
+                "claude-opus-4-6",
+                0,
+                &[("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "8000")],
+                None,
+                179_000,
+                Proactive,
+            ),
+            (
+                "claude-opus-4-8[1m]",
+                0,
+                &[("CLAUDE_CODE_DISABLE_1M_CONTEXT", "1")],
+                None,
+                167_000,
+                Proactive,
+            ),
             ("claude-opus-4-6", 0, &[("DISABLE_AUTO_COMPACT", "1")], None, 200_000, Reactive),
         ];
         for (model, observed, vars, setting, want, trigger) in rows {
@@ -291,7 +303,11 @@ mod tests {
                 ..PointInputs::default()
             };
             let got = resolve(&i);
-            assert_eq!((got.tokens, got.trigger), (*want, *trigger), "{model} {observed} {vars:?} {setting:?}: {got:?}");
+            assert_eq!(
+                (got.tokens, got.trigger),
+                (*want, *trigger),
+                "{model} {observed} {vars:?} {setting:?}: {got:?}"
+            );
         }
         let i = PointInputs {
             configured: 150_000,
@@ -315,7 +331,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a.json");
         let b = d.path().join("b.json");
-        std::fs::write(&a, r#"{"autoCompactWindow": 300000, "autoCompactEnabled": false}"#).unwrap();
+        std::fs::write(&a, r#"{"autoCompactWindow": 300000, "autoCompactEnabled": false}"#)
+            .unwrap();
         std::fs::write(&b, r#"{"autoCompactWindow": 500000, "autoCompactEnabled": true}"#).unwrap();
         assert_eq!(settings(&[a.clone(), b.clone()]), (Some(500_000), false));
         assert_eq!(settings(&[a.clone(), d.path().join("missing.json")]), (Some(300_000), true));

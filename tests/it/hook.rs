@@ -798,8 +798,11 @@ fn model_call(s: &Session, model: &str, context: u64, tool_id: &str) {
 }
 
 fn read_event(s: &Session, tool_id: &str) -> Value {
-    s.event("PostToolUse", json!({"tool_name": "Read", "tool_input": {"file_path": "/r/README.md"},
-        "tool_response": {"type": "text"}, "tool_use_id": tool_id, "duration_ms": 3}))
+    s.event(
+        "PostToolUse",
+        json!({"tool_name": "Read", "tool_input": {"file_path": "/r/README.md"},
+        "tool_response": {"type": "text"}, "tool_use_id": tool_id, "duration_ms": 3}),
+    )
 }
 
 #[test]
@@ -842,7 +845,10 @@ fn the_hook_waits_for_the_flush_of_a_quick_tools_call() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(journal_actions(d.path()), ["checkpoint@50", "transcript_late@null"]);
     // A Stop waits for its last assistant message the same way.
-    let stop = s.event("Stop", json!({"stop_hook_active": false, "last_assistant_message": "no such text"}));
+    let stop = s.event(
+        "Stop",
+        json!({"stop_hook_active": false, "last_assistant_message": "no such text"}),
+    );
     hook(d.path(), &stop);
     assert_eq!(journal_actions(d.path()).last().unwrap(), "transcript_late@null");
 }
@@ -859,13 +865,17 @@ fn a_1m_window_session_at_150k_gets_no_wrap_up() {
     // with the [1m] suffix, which the hook remembers for the session.
     let d = project();
     let s = Session::new(d.path());
-    let start = s.event("SessionStart", json!({"source": "compact", "model": "claude-opus-4-6[1m]"}));
+    let start =
+        s.event("SessionStart", json!({"source": "compact", "model": "claude-opus-4-6[1m]"}));
     hook(d.path(), &start);
     model_call(&s, "claude-opus-4-6", 150_000, "toolu_b");
     let r = hook(d.path(), &read_event(&s, "toolu_b"));
     assert_eq!(r.stdout.trim(), "", "{}", r.stdout);
     let st = fs::read_to_string(d.path().join(format!("longrun/.hook/{}.json", s.id))).unwrap();
-    assert!(st.contains("\"model\":\"claude-opus-4-6[1m]\"") && st.contains("\"tokens\":1000000"), "{st}");
+    assert!(
+        st.contains("\"model\":\"claude-opus-4-6[1m]\"") && st.contains("\"tokens\":1000000"),
+        "{st}"
+    );
     let stop = s.event("Stop", json!({"stop_hook_active": false}));
     assert_eq!(hook(d.path(), &stop).stdout.trim(), "");
     // Without the suffix the same context wraps up.
@@ -873,7 +883,11 @@ fn a_1m_window_session_at_150k_gets_no_wrap_up() {
     let s = Session::new(d.path());
     model_call(&s, "claude-opus-4-6", 150_000, "toolu_c");
     let r = hook(d.path(), &read_event(&s, "toolu_c"));
-    assert!(r.context_text().contains("Wrap up") && r.context_text().contains("of 167,000 tokens"), "{}", r.stdout);
+    assert!(
+        r.context_text().contains("Wrap up") && r.context_text().contains("of 167,000 tokens"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -884,7 +898,10 @@ fn a_model_without_a_proactive_point_is_measured_against_its_window() {
     model_call(&s, "claude-sonnet-4-5-20250929", 150_000, "toolu_r");
     let r = hook(d.path(), &read_event(&s, "toolu_r"));
     let text = r.context_text();
-    assert!(text.contains("(150,000 of 200,000 tokens)") && text.contains("kit handoff save"), "{text}");
+    assert!(
+        text.contains("(150,000 of 200,000 tokens)") && text.contains("kit handoff save"),
+        "{text}"
+    );
     // Outside a project the note says the point is reactive.
     let bare = tempfile::tempdir().unwrap();
     let s = Session::new(bare.path());
