@@ -305,7 +305,10 @@ pub fn weigh(goal: &Goal, mut rating: Rating) -> Rating {
     rating.level = 2;
     let why = [
         format!("criteria: {reviews} written under `## Criteria` ({})", lines.join(", ")),
-        format!("commands: the loop runs the [review] evaluator on {reviews}, but no test decides them"),
+        format!(
+            "commands: the loop runs the [review] evaluator on {reviews}, but no test decides {}",
+            if n == 1 { "it" } else { "them" }
+        ),
         "no shortcut: not yet — only review criteria: an evaluator's opinion is not a floor, so \
          level 2 at most; add the tests that decide the work (- function: `COMMAND` → `OUTPUT`, \
          - regression: …) and keep the reviews for what no test can judge"
