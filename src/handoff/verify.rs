@@ -98,7 +98,7 @@ fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report)
         ));
     } else {
         let path = key::project_path(&project.root)?;
-        match key::load(&path)? {
+        match crate::keys::load(&path)? {
             None => r.problems.push(format!(
                 "no handoff key at {}: this stamp was not made by `kit handoff save` for this user (another user or machine, or written by hand)",
                 path.display()
