@@ -40,7 +40,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::stamp;
 use crate::error::{Error, Result};
 
 /// The progress file's schema id.
@@ -186,7 +185,7 @@ pub struct Pass {
     pub time: String,
     /// The sandbox that passed.
     pub dir: PathBuf,
-    /// [`stamp::edited_digest`] of the exercise's `edit` files when it passed.
+    /// [`super::stamp::edited_digest`] of the exercise's `edit` files when it passed.
     pub digest: String,
     /// The lab whose progress file recorded it (canonical; absent in passes of kits before it
     /// was recorded, which count only when `dir` is inside the lab).

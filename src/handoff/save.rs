@@ -12,6 +12,7 @@ use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
 use super::*;
+use crate::digest::sha256_hex;
 
 /// Options of `kit handoff save`.
 #[derive(Clone, Debug)]

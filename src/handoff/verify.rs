@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::longrun::Project;
 
 use super::*;
+use crate::digest::sha256_hex;
 
 /// What [`check`] found: the checks that passed and the problems, one line each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
