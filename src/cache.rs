@@ -413,7 +413,6 @@ fn rate_of(r: &crate::prices::Rates, ttl: Ttl) -> f64 {
     }
 }
 
-
 fn fmt_rate(r: f64) -> String {
     format!("{r:.2}")
 }
