@@ -205,8 +205,10 @@ impl Pass {
             lab: Some(canonical(lab)),
             stamp: String::new(),
         };
-        p.stamp =
-            crate::keys::sign(key, &p.fields(id, slug).iter().map(String::as_str).collect::<Vec<_>>());
+        p.stamp = crate::keys::sign(
+            key,
+            &p.fields(id, slug).iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         p
     }
 
@@ -229,7 +231,11 @@ impl Pass {
     /// Whether the stamp is kit's for exercise `id` (`slug`) under `key`.
     pub fn verifies(&self, key: &[u8], id: u32, slug: &str) -> bool {
         let fields = self.fields(id, slug);
-        crate::keys::verify(key, &fields.iter().map(String::as_str).collect::<Vec<_>>(), &self.stamp)
+        crate::keys::verify(
+            key,
+            &fields.iter().map(String::as_str).collect::<Vec<_>>(),
+            &self.stamp,
+        )
     }
 
     /// Whether this pass was recorded in `lab`: its recorded lab is `lab`, or (a pass from before
