@@ -413,8 +413,6 @@ fn rate_of(r: &crate::prices::Rates, ttl: Ttl) -> f64 {
     }
 }
 
-pub use crate::units::usd4 as fmt_usd; // moved: crate::units::usd4 (issue 11)
-
 fn fmt_rate(r: f64) -> String {
     format!("{r:.2}")
 }

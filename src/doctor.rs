@@ -59,7 +59,7 @@ const TOOLS: [Tool; 5] = [
     },
 ];
 
-pub use crate::proc::find_on_path; // moved: crate::proc::find_on_path (issue 11)
+use crate::proc::find_on_path;
 
 /// `kit doctor`: print what the loop will use on this machine, and for the project containing
 /// `cwd` (if any) whether its configured agent can start.

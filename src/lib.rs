@@ -24,8 +24,6 @@
 //! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
 //! 8. the command line: `cli`, `run`
 
-#![warn(clippy::print_stdout, clippy::print_stderr)]
-
 pub mod atomic;
 pub mod cache;
 pub mod cli;

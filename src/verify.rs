@@ -35,7 +35,7 @@ pub struct Options {
     pub timings: bool,
 }
 
-pub use crate::golden::this_binaries; // moved: crate::golden::this_binaries (issue 11)
+use crate::golden::this_binaries;
 
 /// One case `kit verify` runs.
 pub enum Job {

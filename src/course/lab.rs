@@ -40,7 +40,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::stamp;
 use crate::error::{Error, Result};
 
 /// The progress file's schema id.
@@ -186,13 +185,13 @@ pub struct Pass {
     pub time: String,
     /// The sandbox that passed.
     pub dir: PathBuf,
-    /// [`stamp::edited_digest`] of the exercise's `edit` files when it passed.
+    /// [`super::stamp::edited_digest`] of the exercise's `edit` files when it passed.
     pub digest: String,
     /// The lab whose progress file recorded it (canonical; absent in passes of kits before it
     /// was recorded, which count only when `dir` is inside the lab).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<PathBuf>,
-    /// [`stamp::sign`] of [`Pass::fields`].
+    /// [`crate::keys::sign`] of [`Pass::fields`].
     pub stamp: String,
 }
 
@@ -206,8 +205,10 @@ impl Pass {
             lab: Some(canonical(lab)),
             stamp: String::new(),
         };
-        p.stamp =
-            stamp::sign(key, &p.fields(id, slug).iter().map(String::as_str).collect::<Vec<_>>());
+        p.stamp = crate::keys::sign(
+            key,
+            &p.fields(id, slug).iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         p
     }
 
@@ -230,7 +231,11 @@ impl Pass {
     /// Whether the stamp is kit's for exercise `id` (`slug`) under `key`.
     pub fn verifies(&self, key: &[u8], id: u32, slug: &str) -> bool {
         let fields = self.fields(id, slug);
-        stamp::verify(key, &fields.iter().map(String::as_str).collect::<Vec<_>>(), &self.stamp)
+        crate::keys::verify(
+            key,
+            &fields.iter().map(String::as_str).collect::<Vec<_>>(),
+            &self.stamp,
+        )
     }
 
     /// Whether this pass was recorded in `lab`: its recorded lab is `lab`, or (a pass from before
@@ -308,7 +313,7 @@ impl Progress {
     /// Errors: unreadable or malformed file, or an unknown schema ([`Error::Input`]); a
     /// malformed course key.
     pub fn load(lab: &Path) -> Result<Progress> {
-        Self::load_with(lab, stamp::load_key()?.as_deref())
+        Self::load_with(lab, crate::keys::load_course_key()?.as_deref())
     }
 
     /// [`Progress::load`] checking stamps against `key` (`None`: nothing verifies).
@@ -591,7 +596,7 @@ mod other_lab_tests {
         let mut pass =
             Pass::new(b"k", 1, "01-init", a.path(), &a.path().join("01-init"), "d".into());
         pass.lab = None;
-        pass.stamp = stamp::sign(
+        pass.stamp = crate::keys::sign(
             b"k",
             &pass.fields(1, "01-init").iter().map(String::as_str).collect::<Vec<_>>(),
         );

@@ -8,7 +8,6 @@ pub mod commands;
 pub mod exercise;
 pub mod lab;
 pub mod lesson;
-pub use crate::sandbox as marker; // moved: crate::sandbox (issue 11)
 pub mod stamp;
 
 use std::path::Path;

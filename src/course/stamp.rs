@@ -20,14 +20,13 @@ use crate::error::{IoContext, Result};
 /// File name of the key inside `<state dir>/kit/`.
 pub const FILE: &str = crate::keys::COURSE_FILE;
 
-// moved: crate::keys (issue 11)
-pub use crate::keys::{course_key_path as key_path, load_course_key as load_key, sign, verify};
+use crate::keys::course_key_path;
 
 /// The course key, created first when missing.
 ///
-/// Errors: as [`load_key`], or the key cannot be created.
+/// Errors: as [`crate::keys::load_course_key`], or the key cannot be created.
 pub fn key() -> Result<Vec<u8>> {
-    crate::keys::load_or_create(&key_path()?)
+    crate::keys::load_or_create(&course_key_path()?)
 }
 
 /// SHA-256 of the files `edit` names under `sandbox` (a folder counts as every file below it),

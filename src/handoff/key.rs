@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-pub use crate::keys::{hmac_sha256, load, load_or_create, state_dir, LEN}; // moved: crate::keys (issue 11)
+use crate::keys::state_dir;
 
 /// File name of the key inside `<state dir>/kit/`.
 pub const FILE: &str = crate::keys::HANDOFF_FILE;

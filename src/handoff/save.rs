@@ -12,6 +12,7 @@ use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
 use super::*;
+use crate::digest::sha256_hex;
 
 /// Options of `kit handoff save`.
 #[derive(Clone, Debug)]
@@ -53,7 +54,7 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
         return Err(Error::usage("no handoff summary to save: longrun/handoff.md holds no summary (only the template) and nothing came on stdin")
             .with_hint("write the summary and next action into longrun/handoff.md, or: echo \"…\" | kit handoff save"));
     }
-    let key = key::load_or_create(&key::project_path(&project.root)?)?;
+    let key = crate::keys::load_or_create(&key::project_path(&project.root)?)?;
     let stamp = stamp_now(&project, &key, &summary)?;
     let block = toml::to_string(&stamp).map_err(|e| Error::internal(e.to_string()))?;
     let text = format!("{summary}\n\n{MARKER}\n{FENCE}\n{}```\n", block);

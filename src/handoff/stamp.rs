@@ -135,7 +135,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Handoff> {
     })
 }
 
-pub use crate::digest::sha256_hex; // moved: crate::digest::sha256_hex (issue 11)
+use crate::digest::sha256_hex;
 
 /// The stamp id of the handoff at `path`, if it has a block that parses (cheap; for the hook).
 pub fn current_stamp_id(path: &Path) -> Option<String> {

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::longrun::Project;
 
 use super::*;
+use crate::digest::sha256_hex;
 
 /// What [`check`] found: the checks that passed and the problems, one line each.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,7 +99,7 @@ fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report)
         ));
     } else {
         let path = key::project_path(&project.root)?;
-        match key::load(&path)? {
+        match crate::keys::load(&path)? {
             None => r.problems.push(format!(
                 "no handoff key at {}: this stamp was not made by `kit handoff save` for this user (another user or machine, or written by hand)",
                 path.display()

@@ -25,7 +25,7 @@ pub mod compaction;
 pub mod install;
 pub mod rehearse;
 pub mod state;
-pub use crate::transcript::tail; // moved: crate::transcript::tail (issue 11)
+use crate::transcript::tail;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -240,7 +240,7 @@ fn note(msg: String) -> Outcome {
     Outcome { note: Some(msg), ..Outcome::default() }
 }
 
-pub use crate::longrun::find_longrun; // moved: crate::longrun::find_longrun (issue 11)
+use crate::longrun::find_longrun;
 
 struct Run<'a> {
     input: &'a HookInput,

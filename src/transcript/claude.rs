@@ -32,7 +32,7 @@ use super::{
 use crate::error::Result;
 use crate::prices::Usage;
 
-pub use super::discover::SessionFiles; // moved: crate::transcript::discover::SessionFiles (issue 11)
+use super::discover::SessionFiles;
 
 /// A session read whole: its summary and the main conversation's API calls in order.
 #[derive(Debug)]

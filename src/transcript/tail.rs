@@ -253,7 +253,6 @@ struct CompactMetadata {
     post_tokens: Option<u64>,
 }
 
-pub use super::discover::{claude_roots, claude_roots_in, find_session}; // moved: crate::transcript::discover (issue 11)
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -724,7 +724,7 @@ fn checking_an_earlier_exercise_once_all_passed_says_the_course_is_done() {
     pass_exercise_1(&lab, &sandbox);
     // Every other exercise passed too (stamped under this learner's course key, as kit would).
     let key_file = d.path().join(".home/.local/state/kit/course.key");
-    let key = kit::handoff::key::load(&key_file).unwrap().unwrap();
+    let key = kit::keys::load(&key_file).unwrap().unwrap();
     let mut p = kit::course::lab::Progress::load_with(&lab, Some(&key)).unwrap();
     for ex in kit::course::exercise::load_all().unwrap().into_iter().skip(1) {
         let dir = lab.join(&ex.slug);

@@ -285,7 +285,7 @@ fn verify_never_prints_the_id_it_expects_and_says_what_differs() {
         out.split(|c: char| !c.is_ascii_hexdigit()).filter(|w| w.len() == 12).collect();
     assert!(ids.iter().all(|w| *w == id), "no other 12-hex id may appear: {out}");
     // What the id should be under the key (known here only because the test reads the key).
-    let key = kit::handoff::key::load(&key_path(d.path())).unwrap().unwrap();
+    let key = kit::keys::load(&key_path(d.path())).unwrap().unwrap();
     let edited = fs::read_to_string(&p).unwrap();
     let h = kit::handoff::parse(&p, &edited).unwrap();
     let right = h.stamp.as_ref().unwrap().compute_id(&key, &h.summary);
@@ -340,7 +340,7 @@ fn the_key_is_private_and_another_users_key_fails_the_stamp() {
     assert_eq!(save_with_stdin(d.path(), "Done: f.\n").0, 0);
     let key = key_path(d.path());
     assert_eq!(fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
-    assert_eq!(kit::handoff::key::load(&key).unwrap().unwrap().len(), 32);
+    assert_eq!(kit::keys::load(&key).unwrap().unwrap().len(), 32);
     // The same handoff under another user's key (or none) does not verify.
     fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
     let (code, out) = run(d.path(), &["handoff", "verify"]);

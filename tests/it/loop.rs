@@ -921,7 +921,7 @@ fn an_agent_that_is_not_installed_is_named_before_anything_runs() {
     // A PATH with only what kit and the criteria need, so `codex` is missing on any machine.
     let bin = tempfile::tempdir().unwrap();
     for tool in ["git", "python3", "sh"] {
-        let found = kit::doctor::find_on_path(tool).unwrap();
+        let found = kit::proc::find_on_path(tool).unwrap();
         std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
     }
     let o =

@@ -1,0 +1,185 @@
+//! Frozen coverage: which paths frozen.toml protects ([`Frozen`]), whether each test file,
+//! folder, script and runner configuration a criterion exercises is among them, and the files
+//! the agent writes itself (its notes, longrun/) that no criterion may read.
+
+use super::runner::{looks_like_test, walk_matching, Target};
+use super::{abbreviate, Kind, Lint, IMPLICITLY_FROZEN};
+
+/// The frozen paths, normalised (`./tests/` → `tests`).
+pub(super) struct Frozen {
+    paths: Vec<String>,
+}
+
+impl Frozen {
+    pub(super) fn new(frozen: &[String]) -> Frozen {
+        let paths = frozen
+            .iter()
+            .map(String::as_str)
+            .chain(IMPLICITLY_FROZEN)
+            .map(normalise)
+            .filter(|p| !p.is_empty())
+            .collect();
+        Frozen { paths }
+    }
+
+    /// Whether `path` (normalised, repo-relative) is frozen itself or lies in a frozen folder.
+    fn covers(&self, path: &str) -> bool {
+        self.paths.iter().any(|f| {
+            f == "."
+                || path == f
+                || (path.starts_with(f.as_str()) && path[f.len()..].starts_with('/'))
+        })
+    }
+}
+
+/// `./tests/` → `tests`; `a//b` → `a/b`.
+pub(super) fn normalise(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+impl Lint<'_> {
+    pub(super) fn agent_files(&mut self, line: usize, words: &[String]) {
+        for w in words {
+            let w = w.trim_start_matches(['<', '>']);
+            let p = normalise(w);
+            let base = p.rsplit('/').next().unwrap_or(&p);
+            let in_longrun = p == "longrun" || p.starts_with("longrun/");
+            let protected =
+                IMPLICITLY_FROZEN.contains(&p.as_str()) || p.starts_with("longrun/.frozen");
+            let agent_written = matches!(base, "progress.md" | "decisions.md" | "handoff.md");
+            if (in_longrun && !protected) || (agent_written && !w.contains("://")) {
+                self.flag(
+                    line,
+                    format!("reads `{w}`, which the agent writes: it can put the expected text there instead of doing the work"),
+                    "check the work itself (tests, the program's output), never the agent's notes",
+                );
+            }
+        }
+    }
+
+    pub(super) fn target(&mut self, line: usize, kind: Kind, t: &Target) {
+        match t {
+            Target::File(p) => {
+                if self.frozen.covers(p) {
+                    self.exercised.insert(p.clone());
+                } else if !self.root.join(p).exists() {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent would write the test it is judged by"),
+                        format!("write the test first, then kit freeze {p}"),
+                    );
+                } else if kind == Kind::Limit && !looks_like_test(p) {
+                    self.flag(
+                        line,
+                        format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
+                        format!("kit freeze {p}"),
+                    );
+                } else {
+                    self.flag(
+                        line,
+                        format!("{p} is not frozen: the agent can edit the test until it passes"),
+                        format!("kit freeze {p}"),
+                    );
+                }
+            }
+            Target::Script(p) => {
+                if self.frozen.covers(p) {
+                    self.exercised.insert(p.clone());
+                } else if !self.root.join(p).exists() {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent could write a {p} that prints the expected output"),
+                        format!("write {p} first, then kit freeze {p}"),
+                    );
+                } else if kind == Kind::Limit {
+                    self.flag(
+                        line,
+                        format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
+                        format!("kit freeze {p}"),
+                    );
+                } else {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but is not frozen: the agent could change what it checks"),
+                        format!("kit freeze {p}"),
+                    );
+                }
+            }
+            Target::Config { path, runner, must_exist } => {
+                if self.frozen.covers(path) {
+                    self.exercised.insert(path.clone());
+                } else if self.root.join(path).exists() {
+                    self.flag(
+                        line,
+                        format!("{path} decides what `{runner}` runs, but is not frozen: the agent could change it until nothing fails"),
+                        format!("kit freeze {path}"),
+                    );
+                } else if *must_exist {
+                    self.flag(
+                        line,
+                        format!("{path}, which `{runner}` runs from, does not exist: the agent would write what the criterion runs"),
+                        format!("write {path} first, then kit freeze {path}"),
+                    );
+                }
+            }
+            Target::Dir(d, patterns) => {
+                if self.frozen.covers(d) {
+                    self.exercised.insert(format!("{d}/"));
+                    return;
+                }
+                let files = walk_matching(self.root, d, patterns);
+                if files.is_empty() {
+                    let what = if self.root.join(d).is_dir() {
+                        format!("{d} holds no test file ({}) yet", patterns.join(", "))
+                    } else {
+                        format!("{d} does not exist")
+                    };
+                    self.flag(
+                        line,
+                        format!("{what}, and the criterion runs the tests found there: the agent would write the tests it is judged by"),
+                        format!("write the tests first, then kit freeze {d}/"),
+                    );
+                    return;
+                }
+                let unfrozen: Vec<&str> =
+                    files.iter().map(String::as_str).filter(|f| !self.frozen.covers(f)).collect();
+                if unfrozen.is_empty() {
+                    self.exercised.extend(files.iter().cloned());
+                    return;
+                }
+                let folder = if d == "." { common_folder(&unfrozen) } else { Some(d.clone()) };
+                let fix = match folder {
+                    Some(f) => format!("kit freeze {f}/ (a frozen folder also catches new files)"),
+                    None => format!("kit freeze {}", unfrozen.join(" ")),
+                };
+                let what = if unfrozen.len() == 1 {
+                    format!(
+                        "{} is not frozen: the agent can edit the test until it passes",
+                        unfrozen[0]
+                    )
+                } else {
+                    format!(
+                        "{} test files the command runs are not frozen ({}): the agent can edit them until they pass",
+                        unfrozen.len(),
+                        abbreviate(&unfrozen, 3)
+                    )
+                };
+                self.flag(line, what, fix);
+            }
+        }
+    }
+}
+
+/// The first folder shared by all `files`, if they share one.
+fn common_folder(files: &[&str]) -> Option<String> {
+    let first = files.first()?.split_once('/')?.0;
+    files
+        .iter()
+        .all(|f| f.split_once('/').is_some_and(|(d, _)| d == first))
+        .then(|| first.to_string())
+}

@@ -1,0 +1,724 @@
+//! Runner knowledge: the test runners kit understands (`python -m unittest`, `pytest`,
+//! `cargo test`, `go test`), what their arguments select or skip, which test files, scripts and
+//! configuration files a command runs ([`Target`]), and [`runner_test_files`] for the canary.
+
+use std::path::Path;
+
+use super::coverage::normalise;
+use super::expect::count_example;
+use super::{shell, Criterion, Lint};
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Target {
+    /// One file (which may not exist yet).
+    File(String),
+    /// The files under a folder whose names match one of the patterns (`test*.py`).
+    Dir(String, Vec<String>),
+    /// A script or program from the repository the command runs (`./run_tests.sh`,
+    /// `python3 tools/check.py`), which may not exist yet.
+    Script(String),
+    /// A file that decides what a runner runs (`Makefile` for `make test`, `package.json` for
+    /// `npm test`, `pytest.ini`, `.cargo/config.toml`), with the runner it configures. Must
+    /// be frozen when it exists; `must_exist` when the command cannot run without it.
+    Config { path: String, runner: &'static str, must_exist: bool },
+}
+
+impl Target {
+    /// The target seen from the root when it was found from folder `cwd` ("" for the root).
+    pub(super) fn under(self, cwd: &str) -> Target {
+        if cwd.is_empty() {
+            return self;
+        }
+        let join = |p: String| normalise(&format!("{cwd}/{p}"));
+        match self {
+            Target::File(p) => Target::File(join(p)),
+            Target::Dir(d, pats) => Target::Dir(join(d), pats),
+            Target::Script(p) => Target::Script(join(p)),
+            Target::Config { path, runner, must_exist } => {
+                Target::Config { path: join(path), runner, must_exist }
+            }
+        }
+    }
+}
+
+const UNITTEST_PATTERN: &str = "test*.py";
+const PYTEST_PATTERNS: [&str; 2] = ["test_*.py", "*_test.py"];
+
+impl Lint<'_> {
+    pub(super) fn runner_flags(&mut self, c: &Criterion, r: &Runner, pinned: bool) {
+        let line = c.line;
+        for (flag, value) in &r.selecting {
+            let shown = match value {
+                Some(v) => format!("{flag} {v}"),
+                None => flag.clone(),
+            };
+            self.flag(
+                line,
+                format!("`{shown}` selects or skips tests: the ones left out may fail unseen"),
+                "run the whole file or suite the criterion names",
+            );
+        }
+        if !pinned {
+            for flag in &r.stop_early {
+                self.flag(
+                    line,
+                    format!("`{flag}` stops at the first failure and the expectation pins no count, so a partial run can pass"),
+                    format!("drop `{flag}`, or pin the count a full run reports: {}", count_example(c)),
+                );
+            }
+        }
+    }
+}
+
+/// Whether a script's name says it runs the tests: a path component with `test` in it
+/// ([`looks_like_test`]), or a name such as `check.sh`, `verify`, `ci.sh`, `run_checks.py`.
+pub(super) fn runs_tests(p: &str) -> bool {
+    let base = p.rsplit('/').next().unwrap_or(p);
+    let stem = base.split('.').next().unwrap_or(base).to_ascii_lowercase();
+    looks_like_test(p)
+        || matches!(
+            stem.as_str(),
+            "check"
+                | "checks"
+                | "verify"
+                | "ci"
+                | "spec"
+                | "specs"
+                | "run_checks"
+                | "run-checks"
+                | "check_all"
+                | "check-all"
+                | "runchecks"
+        )
+}
+
+pub(super) fn looks_like_test(p: &str) -> bool {
+    p.split('/').any(|c| c.to_ascii_lowercase().contains("test"))
+}
+
+/// A test runner the linter understands, with what its arguments select.
+#[derive(Debug, Default)]
+pub(super) struct Runner {
+    /// Which runner it is.
+    pub(super) kind: RunnerKind,
+    /// Positional arguments (test names, files, folders), flags removed.
+    positional: Vec<String>,
+    /// Flags that select or skip tests: `(flag, value)`.
+    selecting: Vec<(String, Option<String>)>,
+    /// Flags that stop at the first failure.
+    stop_early: Vec<String>,
+    /// `-s`/`-p` of `unittest discover`, `--test` of `cargo test`.
+    options: Vec<(String, String)>,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub(super) enum RunnerKind {
+    #[default]
+    Unittest,
+    Pytest,
+    Cargo,
+    Go,
+}
+
+impl Runner {
+    pub(super) fn of(words: &[String]) -> Option<Runner> {
+        let (prog, args) = shell::program(words)?;
+        let base = prog.rsplit('/').next().unwrap_or(prog);
+        let module = if base.starts_with("python") { python_module(args) } else { None };
+        let (kind, args) = if matches!(base, "pytest" | "py.test") {
+            (RunnerKind::Pytest, args)
+        } else if let Some(("pytest", rest)) = module {
+            (RunnerKind::Pytest, rest)
+        } else if let Some(("unittest", rest)) = module {
+            (RunnerKind::Unittest, rest)
+        } else if base == "cargo" && args.first().is_some_and(|a| a == "test") {
+            (RunnerKind::Cargo, &args[1..])
+        } else if base == "go" && args.first().is_some_and(|a| a == "test") {
+            (RunnerKind::Go, &args[1..])
+        } else {
+            return None;
+        };
+        let mut r = Runner { kind, ..Runner::default() };
+        r.read_args(args);
+        Some(r)
+    }
+
+    fn read_args(&mut self, args: &[String]) {
+        let mut i = 0;
+        let mut after_dashdash = false;
+        while i < args.len() {
+            let a = args[i].as_str();
+            let next = args.get(i + 1).cloned();
+            i += 1;
+            if a == "--" {
+                after_dashdash = true;
+                continue;
+            }
+            if a.contains('>') || a.contains('<') {
+                continue; // a redirection
+            }
+            let (flag, inline) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
+                _ => (a, None),
+            };
+            let take = |i: &mut usize| -> Option<String> {
+                if inline.is_some() {
+                    return inline.clone();
+                }
+                *i += 1;
+                next.clone()
+            };
+            match (&self.kind, after_dashdash) {
+                (RunnerKind::Pytest, _) => match flag {
+                    "-k" | "-m" | "--deselect" | "--ignore" | "--ignore-glob" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "--lf" | "--last-failed" | "--sw" | "--stepwise" | "--sw-skip" => {
+                        self.selecting.push((flag.into(), None))
+                    }
+                    "-x" | "--exitfirst" => self.stop_early.push(flag.into()),
+                    "--maxfail" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.stop_early.push(format!("--maxfail {v}"));
+                    }
+                    "-p" | "-c" | "-o" | "-W" | "-r" | "--rootdir" | "--tb" | "--durations"
+                    | "--junitxml" | "--basetemp" | "--confcutdir" | "--timeout" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with("--") => {}
+                    f if f.starts_with('-') && f.len() > 1 => {
+                        // A cluster of short flags: -xvs, -vk NAME.
+                        for (k, c) in f[1..].char_indices() {
+                            match c {
+                                'x' => self.stop_early.push("-x".into()),
+                                'k' | 'm' => {
+                                    let rest = &f[1 + k + 1..];
+                                    let v = if rest.is_empty() {
+                                        take(&mut i)
+                                    } else {
+                                        Some(rest.to_string())
+                                    };
+                                    self.selecting.push((format!("-{c}"), v));
+                                    break;
+                                }
+                                'p' | 'c' | 'o' | 'W' | 'r' => {
+                                    if f[1 + k + 1..].is_empty() {
+                                        take(&mut i);
+                                    }
+                                    break;
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => self.positional.push(a.into()),
+                },
+                (RunnerKind::Unittest, _) => match flag {
+                    "-k" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "-f" | "--failfast" => self.stop_early.push(flag.into()),
+                    "-s"
+                    | "--start-directory"
+                    | "-p"
+                    | "--pattern"
+                    | "-t"
+                    | "--top-level-directory" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.options.push((flag.into(), v));
+                    }
+                    "--durations" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {
+                        if f.len() > 2 && !f.starts_with("--") && f.contains('f') {
+                            self.stop_early.push("-f".into());
+                        }
+                    }
+                    _ => self.positional.push(a.into()),
+                },
+                (RunnerKind::Cargo, false) => match flag {
+                    "--test" | "--bench" | "--example" | "--bin" => {
+                        let v = take(&mut i).unwrap_or_default();
+                        self.options.push((flag.into(), v));
+                    }
+                    "-p" | "--package" | "--features" | "-F" | "--target" | "--profile" | "-j"
+                    | "--jobs" | "--manifest-path" | "--color" | "--message-format"
+                    | "--target-dir" | "-Z" | "--config" | "--exclude" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {}
+                    _ => self.selecting.push(("a test name filter".into(), Some(a.into()))),
+                },
+                (RunnerKind::Cargo, true) => match flag {
+                    "--skip" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "--ignored" => self.selecting.push((flag.into(), None)),
+                    "--exact" => {}
+                    "--test-threads" | "--format" | "--color" | "-Z" => {
+                        take(&mut i);
+                    }
+                    f if f.starts_with('-') => {}
+                    _ => self.selecting.push(("a test name filter".into(), Some(a.into()))),
+                },
+                (RunnerKind::Go, _) => match flag.trim_start_matches('-') {
+                    "run" | "skip" => {
+                        let v = take(&mut i);
+                        self.selecting.push((flag.into(), v));
+                    }
+                    "failfast" => self.stop_early.push(flag.into()),
+                    "timeout" | "count" | "tags" | "p" | "parallel" | "coverprofile" | "o"
+                    | "exec" | "bench" | "cpu" | "covermode" => {
+                        if inline.is_none() && !flag.is_empty() && flag.starts_with('-') {
+                            take(&mut i);
+                        }
+                    }
+                    _ if flag.starts_with('-') => {}
+                    _ => self.positional.push(a.into()),
+                },
+            }
+        }
+    }
+
+    fn option(&self, names: &[&str]) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(f, _)| names.contains(&f.as_str()))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The runner's configuration files that exist: each can skip, deselect or rewrite tests.
+    /// pytest: `pytest.ini`, `conftest.py` at the root, and `pyproject.toml` / `tox.ini` /
+    /// `setup.cfg` when they hold a pytest section (source: pytest's "Configuration" page,
+    /// rootdir and configfile rules); cargo: `.cargo/config.toml` / `.cargo/config` (a
+    /// `runner` there replaces the test binary). A conftest.py inside a test folder is frozen
+    /// with the folder.
+    pub(super) fn config_files(&self, root: &Path) -> Vec<Target> {
+        let exists = |p: &str| root.join(p).is_file();
+        let holds = |p: &str, section: &str| {
+            std::fs::read_to_string(root.join(p)).is_ok_and(|t| t.contains(section))
+        };
+        let mut out = Vec::new();
+        let mut add = |p: &str, runner: &'static str| {
+            out.push(Target::Config { path: p.to_string(), runner, must_exist: false })
+        };
+        match self.kind {
+            RunnerKind::Pytest => {
+                for p in ["pytest.ini", ".pytest.ini", "conftest.py"] {
+                    if exists(p) {
+                        add(p, "pytest");
+                    }
+                }
+                for (p, section) in [
+                    ("pyproject.toml", "[tool.pytest"),
+                    ("tox.ini", "[pytest]"),
+                    ("setup.cfg", "[tool:pytest]"),
+                ] {
+                    if holds(p, section) {
+                        add(p, "pytest");
+                    }
+                }
+            }
+            RunnerKind::Cargo => {
+                for p in [".cargo/config.toml", ".cargo/config"] {
+                    if exists(p) {
+                        add(p, "cargo test");
+                    }
+                }
+            }
+            RunnerKind::Unittest | RunnerKind::Go => {}
+        }
+        out
+    }
+
+    /// What this run exercises that must be frozen.
+    pub(super) fn targets(&self, root: &Path) -> Vec<Target> {
+        match self.kind {
+            RunnerKind::Unittest => {
+                if self.positional.first().is_some_and(|p| p == "discover")
+                    || self.positional.is_empty()
+                {
+                    let pos =
+                        if self.positional.is_empty() { &[][..] } else { &self.positional[1..] };
+                    let start = self
+                        .option(&["-s", "--start-directory"])
+                        .or(pos.first().map(String::as_str))
+                        .unwrap_or(".");
+                    let pattern = self
+                        .option(&["-p", "--pattern"])
+                        .or(pos.get(1).map(String::as_str))
+                        .unwrap_or(UNITTEST_PATTERN);
+                    return vec![Target::Dir(normalise(start), vec![pattern.to_string()])];
+                }
+                self.positional.iter().map(|p| unittest_target(p, root)).collect()
+            }
+            RunnerKind::Pytest => {
+                let patterns: Vec<String> = PYTEST_PATTERNS.iter().map(|s| s.to_string()).collect();
+                if self.positional.is_empty() {
+                    return vec![Target::Dir(".".into(), patterns)];
+                }
+                self.positional
+                    .iter()
+                    .map(|p| {
+                        let path = normalise(p.split("::").next().unwrap_or(p));
+                        if root.join(&path).is_dir() {
+                            Target::Dir(path, patterns.clone())
+                        } else {
+                            Target::File(path)
+                        }
+                    })
+                    .collect()
+            }
+            RunnerKind::Cargo => {
+                if let Some(name) = self.option(&["--test"]) {
+                    let file = format!("tests/{name}.rs");
+                    if root.join(&file).exists() || !root.join("tests").join(name).is_dir() {
+                        return vec![Target::File(file)];
+                    }
+                    return vec![Target::Dir(format!("tests/{name}"), vec!["*.rs".into()])];
+                }
+                vec![Target::Dir("tests".into(), vec!["*.rs".into()])]
+            }
+            RunnerKind::Go => vec![Target::Dir(".".into(), vec!["*_test.go".into()])],
+        }
+    }
+}
+
+/// The language of the test files a known runner runs, for the canary ([`super::canary`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TestLanguage {
+    /// unittest or pytest: `.py` files.
+    Python,
+    /// `cargo test`: the integration test crates directly under `tests/`.
+    Rust,
+    /// `go test`: `*_test.go` files.
+    Go,
+}
+
+/// The test files criterion `c` runs through a runner kit knows (unittest, pytest, cargo test,
+/// go test), repo-relative and existing, with their language; None when no known runner runs
+/// (a script, `make test`) or it runs no file kit can find.
+pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLanguage, Vec<String>)> {
+    let mut lang = None;
+    let mut files: Vec<String> = Vec::new();
+    for (cwd, words) in in_folders(&shell::simple_commands(&c.command)) {
+        let Some(runner) = Runner::of(words) else {
+            // `python3 tests/test_x.py`: a test file run as a script (unittest.main()).
+            if let Some((prog, args)) = shell::program(words) {
+                let base = prog.rsplit('/').next().unwrap_or(prog);
+                let script = args.iter().find(|a| !a.starts_with('-'));
+                if let Some(script) =
+                    script.filter(|s| base.starts_with("python") && s.ends_with(".py"))
+                {
+                    let p = normalise(&format!("{cwd}/{script}"));
+                    let p = p.trim_start_matches("./").to_string();
+                    if looks_like_test(&p)
+                        && root.join(&p).is_file()
+                        && lang != Some(TestLanguage::Rust)
+                        && lang != Some(TestLanguage::Go)
+                    {
+                        lang = Some(TestLanguage::Python);
+                        if !files.contains(&p) {
+                            files.push(p);
+                        }
+                    }
+                }
+            }
+            continue;
+        };
+        let this = match runner.kind {
+            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
+            RunnerKind::Cargo => TestLanguage::Rust,
+            RunnerKind::Go => TestLanguage::Go,
+        };
+        if lang.is_some_and(|l| l != this) {
+            continue;
+        }
+        lang = Some(this);
+        for t in runner.targets(&root.join(&cwd)) {
+            match t.under(&cwd) {
+                Target::File(p) => {
+                    if root.join(&p).is_file() && !files.contains(&p) {
+                        files.push(p);
+                    }
+                }
+                Target::Script(_) | Target::Config { .. } => {}
+                Target::Dir(d, patterns) => {
+                    for f in walk_matching(root, &d, &patterns) {
+                        let direct =
+                            f.strip_prefix(&format!("{d}/")).is_some_and(|r| !r.contains('/'));
+                        if (this != TestLanguage::Rust || direct) && !files.contains(&f) {
+                            files.push(f);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let lang = lang?;
+    (!files.is_empty()).then_some((lang, files))
+}
+
+/// The simple commands (from [`shell::simple_commands`]) other than `cd`, each with the folder
+/// the `cd DIR` commands before it moved to, relative to the root ("" for the root itself). A
+/// `cd` to an absolute path, to one with `..` or to nowhere goes back to the root: kit looks
+/// only inside the repository.
+pub(super) fn in_folders(commands: &[Vec<String>]) -> Vec<(String, &[String])> {
+    let mut cwd = String::new();
+    let mut out = Vec::new();
+    for words in commands {
+        if words.first().is_some_and(|w| w == "cd") {
+            cwd = match words.get(1) {
+                Some(d) if !d.starts_with('/') && !d.split('/').any(|c| c == "..") => {
+                    let joined = normalise(&format!("{cwd}/{d}"));
+                    if joined == "." {
+                        String::new()
+                    } else {
+                        joined
+                    }
+                }
+                _ => String::new(),
+            };
+            continue;
+        }
+        out.push((cwd.clone(), words.as_slice()));
+    }
+    out
+}
+
+/// The module of `python [OPTIONS] -m MODULE ARGS…` and its arguments: interpreter options
+/// such as `-B`, `-u`, `-X dev` may come before `-m`.
+fn python_module(args: &[String]) -> Option<(&str, &[String])> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.as_str() {
+            "-m" => return args.get(i + 1).map(|m| (m.as_str(), &args[i + 2..])),
+            "-X" | "-W" | "--check-hash-based-pycs" => i += 2,
+            a if a.starts_with('-') && a != "-c" && a != "-" => i += 1,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)
+/// or a package folder; a path (`tests/test_a.py`) as is.
+fn unittest_target(name: &str, root: &Path) -> Target {
+    if name.ends_with(".py") || name.contains('/') {
+        return Target::File(normalise(name));
+    }
+    let parts: Vec<&str> = name.split('.').collect();
+    for k in (1..=parts.len()).rev() {
+        let base = parts[..k].join("/");
+        if root.join(format!("{base}.py")).is_file() {
+            return Target::File(format!("{base}.py"));
+        }
+        if root.join(&base).is_dir() {
+            return Target::Dir(base, vec![UNITTEST_PATTERN.into()]);
+        }
+    }
+    Target::File(format!("{}.py", parts.join("/")))
+}
+
+/// Paths in a command's words that name a test (a component containing `test`) and exist.
+pub(super) fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
+    let mut out = Vec::new();
+    for w in words {
+        if w.starts_with('-') || w.contains("://") || w.contains('$') {
+            continue;
+        }
+        let w = w.trim_start_matches(['<', '>']);
+        let w = w.split("::").next().unwrap_or(w);
+        if w.starts_with('/') || w.split('/').any(|c| c == "..") || !w.contains(['/', '.']) {
+            continue;
+        }
+        let p = normalise(w);
+        if p == "." || !looks_like_test(&p) {
+            continue;
+        }
+        let full = root.join(&p);
+        if full.is_file() {
+            out.push(Target::File(p));
+        } else if full.is_dir() {
+            out.push(Target::Dir(p, vec!["*".into()]));
+        }
+    }
+    out
+}
+
+/// The script or program from the repository a command runs: `./run_tests.sh`,
+/// `scripts/check`, `sh run_tests.sh`, `python3 tools/bench.py`, `node check.js` — whether or
+/// not it exists yet (a criterion that runs a file the agent will write is judged by the agent).
+/// Not `python3 -m MODULE` or `sh -c SCRIPT` (their own checks read those).
+pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
+    let _ = root;
+    let (prog, args) = shell::program(words)?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    let interpreter = base.starts_with("python")
+        || matches!(
+            base,
+            "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "deno" | "bun" | "php"
+        );
+    let script = if interpreter {
+        if args.iter().any(|a| {
+            a == "-c"
+                || a == "-m"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
+        }) {
+            return None;
+        }
+        let s = args.iter().find(|a| !a.starts_with('-'))?.as_str();
+        let known = [".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php"];
+        if !s.contains('/') && !known.iter().any(|e| s.ends_with(e)) {
+            return None;
+        }
+        s
+    } else if prog.contains('/') {
+        prog
+    } else {
+        return None;
+    };
+    if script.starts_with('/')
+        || script.starts_with('~')
+        || script.contains('$')
+        || script.split('/').any(|c| c == "..")
+    {
+        return None;
+    }
+    let p = normalise(script);
+    (p != ".").then_some(Target::Script(p))
+}
+
+/// The build file that defines what `make TARGET` or `npm test` runs: `Makefile` (or `-f FILE`,
+/// in `-C DIR`), `package.json` for `npm`/`yarn`/`pnpm`/`bun` `test`/`run NAME`/`t`.
+pub(super) fn build_files(words: &[String], root: &Path) -> Vec<Target> {
+    let Some((prog, args)) = shell::program(words) else { return Vec::new() };
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    match base {
+        "make" | "gmake" => {
+            let mut dir = String::new();
+            let mut file = None;
+            let mut i = 0;
+            while i < args.len() {
+                match args[i].as_str() {
+                    "-C" | "--directory" => {
+                        dir = args.get(i + 1).cloned().unwrap_or_default();
+                        i += 1;
+                    }
+                    "-f" | "--file" | "--makefile" => {
+                        file = args.get(i + 1).cloned();
+                        i += 1;
+                    }
+                    a if a.starts_with("-C") && a.len() > 2 => dir = a[2..].to_string(),
+                    a if a.starts_with("-f") && a.len() > 2 => file = Some(a[2..].to_string()),
+                    _ => {}
+                }
+                i += 1;
+            }
+            let at = |name: &str| {
+                if dir.is_empty() {
+                    name.to_string()
+                } else {
+                    normalise(&format!("{dir}/{name}"))
+                }
+            };
+            let path = match file {
+                Some(f) => at(&f),
+                None => ["GNUmakefile", "makefile", "Makefile"]
+                    .iter()
+                    .map(|n| at(n))
+                    .find(|p| root.join(p).is_file())
+                    .unwrap_or_else(|| at("Makefile")),
+            };
+            vec![Target::Config { path, runner: "make", must_exist: true }]
+        }
+        "npm" | "yarn" | "pnpm" | "bun" => {
+            let sub = args.iter().find(|a| !a.starts_with('-')).map(String::as_str);
+            if matches!(sub, Some("test" | "t" | "run" | "run-script" | "tst")) {
+                let runner: &'static str = match base {
+                    "npm" => "npm test",
+                    "yarn" => "yarn",
+                    "pnpm" => "pnpm",
+                    _ => "bun",
+                };
+                vec![Target::Config { path: "package.json".into(), runner, must_exist: true }]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Repo-relative files under `dir` whose names match one of `patterns`, sorted. Skips hidden
+/// folders, longrun/, build outputs and virtual environments; stops after 10,000 entries.
+pub(super) fn walk_matching(root: &Path, dir: &str, patterns: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![if dir == "." { String::new() } else { dir.to_string() }];
+    let mut budget = 10_000usize;
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&rel)) else { continue };
+        for e in entries.flatten() {
+            if budget == 0 {
+                return out;
+            }
+            budget -= 1;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                let skip = name.starts_with('.')
+                    || matches!(
+                        name.as_str(),
+                        "longrun"
+                            | "target"
+                            | "node_modules"
+                            | "__pycache__"
+                            | "venv"
+                            | "build"
+                            | "dist"
+                    );
+                if !skip {
+                    stack.push(path);
+                }
+            } else if patterns.iter().any(|p| glob_match(p, &name)) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Shell-style name matching with `*` and `?` (what unittest's `-p` and pytest's patterns use).
+pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
