@@ -106,7 +106,8 @@ pub fn classify(text: &str, dialect: Dialect, now: Timestamp) -> Option<Limit> {
             Some("rate_limit_event") if claude => {
                 let info = &v["rate_limit_info"];
                 if info["status"].as_str() == Some("rejected") {
-                    let until = info["resetsAt"].as_i64().and_then(|s| Timestamp::from_second(s).ok());
+                    let until =
+                        info["resetsAt"].as_i64().and_then(|s| Timestamp::from_second(s).ok());
                     let what = info["rateLimitType"].as_str().unwrap_or("usage").to_string();
                     rejected = Some((until, what));
                 }
@@ -135,7 +136,11 @@ pub fn classify(text: &str, dialect: Dialect, now: Timestamp) -> Option<Limit> {
 
 /// A Claude `result` event: a limit when it is an error whose text names one (or when a
 /// `rate_limit_event` said `rejected`), or the machine-readable old form.
-fn claude_result(r: &Value, rejected: Option<(Option<Timestamp>, String)>, now: Timestamp) -> Option<Limit> {
+fn claude_result(
+    r: &Value,
+    rejected: Option<(Option<Timestamp>, String)>,
+    now: Timestamp,
+) -> Option<Limit> {
     let is_error = r["is_error"].as_bool().unwrap_or(false);
     let text = match (&r["result"], &r["errors"]) {
         (Value::String(s), _) => s.clone(),
@@ -143,8 +148,9 @@ fn claude_result(r: &Value, rejected: Option<(Option<Timestamp>, String)>, now: 
         _ => String::new(),
     };
     let message = clip(&text);
-    static OLD: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^Claude AI usage limit reached\|(\d{9,11})\s*$").expect("valid"));
+    static OLD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^Claude AI usage limit reached\|(\d{9,11})\s*$").expect("valid")
+    });
     if let Some(c) = OLD.captures(text.trim()) {
         let until = c[1].parse::<i64>().ok().and_then(|s| Timestamp::from_second(s).ok());
         return Some(Limit { kind: Kind::Usage, until, message });
@@ -188,7 +194,10 @@ pub fn claude_reset_text(text: &str, now: Timestamp) -> Option<Timestamp> {
         .expect("valid")
     });
     let c = AT.captures(text)?;
-    let tz = c.get(6).and_then(|z| TimeZone::get(z.as_str().trim()).ok()).unwrap_or_else(TimeZone::system);
+    let tz = c
+        .get(6)
+        .and_then(|z| TimeZone::get(z.as_str().trim()).ok())
+        .unwrap_or_else(TimeZone::system);
     let hour = to_24h(c[3].parse().ok()?, &c[5])?;
     let minute: i8 = c.get(4).map_or(Some(0), |m| m.as_str().parse().ok())?;
     let month = c.get(1).and_then(|m| month_number(m.as_str()));
@@ -220,7 +229,11 @@ pub fn codex_reset_text(text: &str, now: Timestamp) -> Option<Timestamp> {
     let hour = to_24h(c[4].parse().ok()?, &c[6])?;
     let minute: i8 = c[5].parse().ok()?;
     if let (Some(mon), Some(day), Some(year)) = (c.get(1), c.get(2), c.get(3)) {
-        let date = civil::date(year.as_str().parse().ok()?, month_number(mon.as_str())?, day.as_str().parse().ok()?);
+        let date = civil::date(
+            year.as_str().parse().ok()?,
+            month_number(mon.as_str())?,
+            day.as_str().parse().ok()?,
+        );
         return date.at(hour, minute, 0, 0).to_zoned(tz).ok().map(|z| z.timestamp());
     }
     next_wall_time(now, &tz, None, hour, minute)
@@ -252,16 +265,24 @@ fn to_24h(h: i8, ampm: &str) -> Option<i8> {
 }
 
 fn month_number(m: &str) -> Option<i8> {
-    const M: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    const M: [&str; 12] =
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
     M.iter().position(|x| x.eq_ignore_ascii_case(m)).map(|i| i as i8 + 1)
 }
 
 /// The first `hour:minute` in `tz` after `now` (on `month`/`day` when given: this year's, or
 /// next year's when that is long past).
-fn next_wall_time(now: Timestamp, tz: &TimeZone, date: Option<(i8, i8)>, hour: i8, minute: i8) -> Option<Timestamp> {
+fn next_wall_time(
+    now: Timestamp,
+    tz: &TimeZone,
+    date: Option<(i8, i8)>,
+    hour: i8,
+    minute: i8,
+) -> Option<Timestamp> {
     let local = now.to_zoned(tz.clone());
     let today = local.date();
-    let at = |d: civil::Date| d.at(hour, minute, 0, 0).to_zoned(tz.clone()).ok().map(|z| z.timestamp());
+    let at =
+        |d: civil::Date| d.at(hour, minute, 0, 0).to_zoned(tz.clone()).ok().map(|z| z.timestamp());
     match date {
         Some((m, d)) => {
             let this = civil::Date::new(today.year(), m, d).ok()?;
@@ -384,11 +405,14 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// (what, log lines, expected kind and reset).
+    type Row = (&'static str, Vec<&'static str>, Option<(Kind, Option<&'static str>)>);
+
     const RESULT_OK: &str = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"Implemented it.","total_cost_usd":0.1}"#;
 
     #[test]
     fn claude_limits_are_read_from_real_shapes() {
-        let rows: Vec<(&str, Vec<&str>, Option<(Kind, Option<&str>)>)> = vec![
+        let rows: Vec<Row> = vec![
             (
                 "rejected rate_limit_event, then the result",
                 vec![
@@ -401,32 +425,44 @@ mod tests {
             ),
             (
                 "the new text alone, a zone named",
-                vec![r#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 3am (Europe/Berlin)"}"#],
+                vec![
+                    r#"{"type":"result","subtype":"success","is_error":true,"result":"You've hit your limit · resets 3am (Europe/Berlin)"}"#,
+                ],
                 Some((Kind::Usage, Some("2026-10-02T01:00:00Z"))),
             ),
             (
                 "session limit with minutes",
-                vec![r#"{"type":"result","is_error":true,"result":"You've hit your session limit · resets 12:50am (America/Los_Angeles)"}"#],
+                vec![
+                    r#"{"type":"result","is_error":true,"result":"You've hit your session limit · resets 12:50am (America/Los_Angeles)"}"#,
+                ],
                 Some((Kind::Usage, Some("2026-10-01T07:50:00Z"))),
             ),
             (
                 "weekly limit with a date",
-                vec![r#"{"type":"result","is_error":true,"result":"You've hit your weekly limit · resets Oct 7 at 12am (UTC)"}"#],
+                vec![
+                    r#"{"type":"result","is_error":true,"result":"You've hit your weekly limit · resets Oct 7 at 12am (UTC)"}"#,
+                ],
                 Some((Kind::Usage, Some("2026-10-07T00:00:00Z"))),
             ),
             (
                 "old machine-readable form",
-                vec![r#"{"type":"result","subtype":"success","is_error":false,"result":"Claude AI usage limit reached|1755615600"}"#],
+                vec![
+                    r#"{"type":"result","subtype":"success","is_error":false,"result":"Claude AI usage limit reached|1755615600"}"#,
+                ],
                 Some((Kind::Usage, Some("2025-08-19T15:00:00Z"))),
             ),
             (
                 "old human form",
-                vec![r#"{"type":"result","is_error":true,"result":"Claude usage limit reached. Your limit will reset at 5pm (UTC)."}"#],
+                vec![
+                    r#"{"type":"result","is_error":true,"result":"Claude usage limit reached. Your limit will reset at 5pm (UTC)."}"#,
+                ],
                 Some((Kind::Usage, Some("2026-10-01T17:00:00Z"))),
             ),
             (
                 "a per-model 429 (claude-code#79500): rate, no reset",
-                vec![r#"{"type":"result","subtype":"success","is_error":true,"stop_reason":"stop_sequence","duration_api_ms":0,"result":"API Error: Rate limit reached"}"#],
+                vec![
+                    r#"{"type":"result","subtype":"success","is_error":true,"stop_reason":"stop_sequence","duration_api_ms":0,"result":"API Error: Rate limit reached"}"#,
+                ],
                 Some((Kind::Rate, None)),
             ),
             // Negative rows.
@@ -449,7 +485,9 @@ mod tests {
             ),
             (
                 "the model talking about limits in a successful answer",
-                vec![r#"{"type":"result","is_error":false,"result":"If you've hit your limit, the loop waits until it resets 3am (UTC)."}"#],
+                vec![
+                    r#"{"type":"result","is_error":false,"result":"If you've hit your limit, the loop waits until it resets 3am (UTC)."}"#,
+                ],
                 None,
             ),
             (
@@ -463,20 +501,32 @@ mod tests {
             ),
             (
                 "an ordinary API error",
-                vec![r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":500,"result":"API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}"}"#],
+                vec![
+                    r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":500,"result":"API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}"}"#,
+                ],
                 None,
             ),
             (
                 "an overloaded server is not the usage limit",
-                vec![r#"{"type":"result","is_error":true,"result":"Server is temporarily limiting requests (not your usage limit)"}"#],
+                vec![
+                    r#"{"type":"result","is_error":true,"result":"Server is temporarily limiting requests (not your usage limit)"}"#,
+                ],
                 None,
             ),
             (
                 "a network error",
-                vec![r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["API Error: Connection error. (ECONNRESET)"]}"#],
+                vec![
+                    r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["API Error: Connection error. (ECONNRESET)"]}"#,
+                ],
                 None,
             ),
-            ("max turns", vec![r#"{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30}"#], None),
+            (
+                "max turns",
+                vec![
+                    r#"{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30}"#,
+                ],
+                None,
+            ),
             ("plain text output", vec!["You've hit your limit · resets 3am (UTC)"], None),
         ];
         for (what, lines, want) in rows {
@@ -489,7 +539,7 @@ mod tests {
 
     #[test]
     fn codex_limits_are_read_from_turn_failed_and_error_items() {
-        let rows: Vec<(&str, Vec<&str>, Option<(Kind, Option<&str>)>)> = vec![
+        let rows: Vec<Row> = vec![
             (
                 "usage limit with a time today (TZ of the machine: the test sets none, so checked below)",
                 vec![
@@ -544,12 +594,21 @@ mod tests {
         // The time in codex's text is the machine's local time: in UTC it reads as written.
         let utc = TimeZone::UTC;
         let t = civil::date(2026, 10, 1).at(3, 10, 0, 0).to_zoned(utc).unwrap().timestamp();
-        let local = civil::date(2026, 10, 1).at(3, 10, 0, 0).to_zoned(TimeZone::system()).unwrap().timestamp();
+        let local = civil::date(2026, 10, 1)
+            .at(3, 10, 0, 0)
+            .to_zoned(TimeZone::system())
+            .unwrap()
+            .timestamp();
         assert_eq!(codex_reset_text("or try again at Oct 1st, 2026 3:10 AM.", now()), Some(local));
         assert!(t.as_second() - local.as_second() <= 14 * 3600 + 1);
         let snap = serde_json::json!({"primary":{"used_percent":100.0,"window_minutes":300,"resets_at":1790824200},"secondary":{"used_percent":40.0,"resets_at":1791000000}});
         assert_eq!(codex_reset_from_rate_limits(&snap), Some(ts("2026-10-01T03:10:00Z")));
-        assert_eq!(codex_reset_from_rate_limits(&serde_json::json!({"primary":{"used_percent":6.0,"resets_at":1}})), None);
+        assert_eq!(
+            codex_reset_from_rate_limits(
+                &serde_json::json!({"primary":{"used_percent":6.0,"resets_at":1}})
+            ),
+            None
+        );
     }
 
     #[test]
@@ -558,7 +617,11 @@ mod tests {
             [1, 2, 3, 4, 5, 6, 9].map(|n| backoff(n).as_secs() / 60),
             [1, 2, 4, 8, 16, 30, 30]
         );
-        let l = Limit { kind: Kind::Usage, until: Some(ts("2026-10-01T03:10:00Z")), message: String::new() };
+        let l = Limit {
+            kind: Kind::Usage,
+            until: Some(ts("2026-10-01T03:10:00Z")),
+            message: String::new(),
+        };
         assert_eq!(wait_for(&l, now(), 1), (Duration::from_secs(2 * 3600 + 4 * 60 + 60), false));
         let past = Limit { until: Some(ts("2026-10-01T00:00:00Z")), ..l.clone() };
         assert_eq!(wait_for(&past, now(), 1).0, RESET_MARGIN);
@@ -580,7 +643,10 @@ mod tests {
         assert_eq!(describe_until(ts("2026-10-01T03:10:00Z")), "03:10 UTC");
         let w = serde_json::json!({"event":"limit_wait","kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440});
         let r = serde_json::json!({"event":"limit_resume","waited_s":7440});
-        assert_eq!(waiting(&[w.clone()]).as_deref(), Some("waiting for the usage limit until 03:10 UTC"));
+        assert_eq!(
+            waiting(std::slice::from_ref(&w)).as_deref(),
+            Some("waiting for the usage limit until 03:10 UTC")
+        );
         assert_eq!(waiting(&[w.clone(), r]), None);
         let b = serde_json::json!({"event":"limit_wait","kind":"rate","until":null,"wait_s":240});
         assert_eq!(waiting(&[b]).as_deref(), Some("waiting for the rate limit (backoff 4m)"));

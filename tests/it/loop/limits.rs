@@ -26,13 +26,18 @@ fn a_usage_limited_iteration_is_waited_out_and_retried_under_its_number() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.contains("loop: usage limit reached; waiting until 03:10 UTC (2h 5m), bounded by the wall cap"),
+        out.contains(
+            "loop: usage limit reached; waiting until 03:10 UTC (2h 5m), bounded by the wall cap"
+        ),
         "{out}"
     );
     let wait = events(root, "limit_wait");
     assert_eq!(wait.len(), 1, "{out}");
     let w = &wait[0];
-    assert_eq!((w["iteration"].as_u64(), w["kind"].as_str(), w["agent"].as_str()), (Some(1), Some("usage"), Some("fake")));
+    assert_eq!(
+        (w["iteration"].as_u64(), w["kind"].as_str(), w["agent"].as_str()),
+        (Some(1), Some("usage"), Some("fake"))
+    );
     assert_eq!(w["until"], "2026-10-01T03:10:00Z");
     assert!(w["message"].as_str().unwrap().contains("You've hit your limit · resets 3:10am (UTC)"));
     let resume = events(root, "limit_resume");
@@ -47,7 +52,10 @@ fn a_usage_limited_iteration_is_waited_out_and_retried_under_its_number() {
     assert_eq!(criteria.len(), 1, "no criteria ran after the limited call");
     assert_eq!(criteria[0]["no_progress"], 0);
     let end = &events(root, "loop_end")[0];
-    assert_eq!((end["outcome"].as_str(), end["iterations"].as_u64(), end["run_iterations"].as_u64()), (Some("done"), Some(1), Some(1)));
+    assert_eq!(
+        (end["outcome"].as_str(), end["iterations"].as_u64(), end["run_iterations"].as_u64()),
+        (Some("done"), Some(1), Some(1))
+    );
     // The virtual wait counts as the run's wall time.
     assert!(end["wall_s"].as_f64().unwrap() >= 2.0 * 3600.0, "{end}");
 }
@@ -62,7 +70,10 @@ fn a_reset_after_the_wall_cap_stops_the_run_at_the_cap_saying_so() {
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(out.contains("it resets at 03:10 UTC, after the wall cap ends"), "{out}");
     assert!(last_line(&o).contains("wall cap reached"), "{out}");
-    assert!(last_line(&o).contains("the usage limit resets at 03:10 UTC, after the wall cap ends"), "{out}");
+    assert!(
+        last_line(&o).contains("the usage limit resets at 03:10 UTC, after the wall cap ends"),
+        "{out}"
+    );
     assert_eq!(events(root, "limit_resume")[0]["cut_short"], "wall");
     assert_eq!(events(root, "cap")[0]["which"], "wall");
     assert!(events(root, "criteria").is_empty());
