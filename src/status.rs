@@ -143,6 +143,10 @@ pub struct Status {
     pub run: Option<RunStatus>,
     /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
     pub paused: Option<Value>,
+    /// `waiting for the usage limit until 03:10 UTC` while the journal's last `limit_wait` has
+    /// no `limit_resume` after it (see [`crate::looprun::limits::waiting`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_wait: Option<String>,
     /// What a plain `kit loop` would do now.
     pub next_loop: NextLoop,
     /// The last iteration number started (0: none).
@@ -345,6 +349,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
         goal,
         run: run_status,
         paused,
+        limit_wait: crate::looprun::limits::waiting(&h.events),
         next_loop,
         interrupted: started.is_some() && ended.is_none() && owner.is_none(),
         owner,
@@ -692,6 +697,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
     // `paused` has its own line above.
     for d in s.decisions.iter().filter(|d| d.kind != "paused") {
         writeln!(out, "{} {}", theme.warn("needs you:"), d.text)?;
+    }
+    if let Some(w) = &s.limit_wait {
+        writeln!(out, "{} {w}", theme.warn("limit:"))?;
     }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;

@@ -122,7 +122,19 @@ fn run(args: &Args) -> Result<u8> {
     let steps = scenario.steps_for(invocation).unwrap_or(&[]);
     let ending =
         steps::Runner::new(&mut session, &cwd, invocation).run(steps, &scenario.otherwise)?;
-    session.finish(&ending.text, ending.code)?;
+    match ending.how {
+        steps::How::Result => session.finish(&ending.text, ending.code)?,
+        steps::How::Limit(minutes) => session.limit_hit(minutes)?,
+        steps::How::Crash(signal) => {
+            // A crash is this invocation's end: the next call does the next `when`.
+            crate::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;
+            let _ = std::io::stdout().flush();
+            if let Ok(sig) = nix::sys::signal::Signal::try_from(signal) {
+                let _ = nix::sys::signal::raise(sig);
+            }
+            return Ok(128u8.wrapping_add(signal as u8));
+        }
+    }
     // Counted once finished: an invocation interrupted (Ctrl-C, a pause, a timeout) is done again
     // by the next one, so a resumed `kit loop --agent fake:finish` still does the work.
     crate::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;

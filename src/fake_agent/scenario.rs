@@ -138,8 +138,23 @@ pub enum Step {
     },
     /// Stop here with this exit status (a `result` with `is_error` when non-zero).
     Exit { code: u8 },
+    /// Stop here as Claude Code does when the plan's usage limit is reached: a
+    /// `rate_limit_event` with `status: "rejected"` and `resetsAt` `reset_minutes` after the
+    /// kit clock's now (rounded up to the minute), a `<synthetic>` assistant line and a `result`
+    /// with `is_error` whose text is `You've hit your limit · resets 3:10am (UTC)`; exit 1. The
+    /// invocation counts as finished.
+    Limit { reset_minutes: u64 },
+    /// Crash here: no `result`, the process ends by `signal` (default 9, SIGKILL) mid-stream.
+    /// The invocation counts as finished, so the next call goes on to the next `when`.
+    Crash {
+        #[serde(default = "default_signal")]
+        signal: i32,
+    },
 }
 
+fn default_signal() -> i32 {
+    9
+}
 fn default_step_mb() -> u64 {
     50
 }

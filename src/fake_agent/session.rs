@@ -397,6 +397,65 @@ impl Session {
         }
     }
 
+    /// End as Claude Code does on the plan's usage limit (formats in `looprun::limits`): a
+    /// rejected `rate_limit_event` with `resetsAt` `minutes` after now (rounded up to the
+    /// minute), a `<synthetic>` assistant line with the text, and an error `result`.
+    pub fn limit_hit(mut self, minutes: u64) -> Result<()> {
+        let now = self.now().as_second();
+        let reset = (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
+        let at = Timestamp::from_second(reset).unwrap_or_else(|_| self.now());
+        let (h, m) = (at.strftime("%-I").to_string(), at.strftime("%M").to_string());
+        let ampm = at.strftime("%P").to_string();
+        let shown = if m == "00" { format!("{h}{ampm}") } else { format!("{h}:{m}{ampm}") };
+        let text = format!("You've hit your limit · resets {shown} (UTC)");
+        let uuid = self.uuid();
+        self.emit(&json!({
+            "type": "rate_limit_event",
+            "rate_limit_info": {"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour", "overageStatus": "rejected", "overageDisabledReason": "org_level_disabled", "isUsingOverage": false},
+            "uuid": uuid,
+            "session_id": self.session_id,
+        }))?;
+        let message = json!({
+            "id": format!("msg_01{}", self.base62("msg", 22)),
+            "model": "<synthetic>",
+            "role": "assistant",
+            "type": "message",
+            "stop_reason": "stop_sequence",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        });
+        let mut line = self.envelope("assistant");
+        line.insert("message".into(), message.clone());
+        line.insert("error".into(), json!("rate_limit"));
+        line.insert("isApiErrorMessage".into(), json!(true));
+        let uuid = line["uuid"].clone();
+        self.record(line)?;
+        self.emit(&json!({"type": "assistant", "message": message, "parent_tool_use_id": null, "session_id": self.session_id, "uuid": uuid, "error": "rate_limit"}))?;
+        let result = json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": true,
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "num_turns": 1,
+            "result": text,
+            "stop_reason": "stop_sequence",
+            "session_id": self.session_id,
+            "total_cost_usd": 0,
+            "usage": {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 0},
+            "modelUsage": {},
+            "permission_denials": [],
+            "terminal_reason": "api_error",
+            "api_error_status": 429,
+            "uuid": self.uuid(),
+        });
+        match self.spec.output {
+            OutputFormat::StreamJson => self.emit(&result),
+            OutputFormat::Json => self.print(&result.to_string()),
+            OutputFormat::Text => self.print(&text),
+        }
+    }
+
     fn account(&mut self, u: &Usage) {
         let t = &mut self.totals;
         t.input += u.input;

@@ -20,6 +20,19 @@ pub struct Ending {
     pub text: String,
     /// The process exit status.
     pub code: u8,
+    /// How it ends besides a plain `result`.
+    pub how: How,
+}
+
+/// How an invocation ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum How {
+    /// The `result` event.
+    Result,
+    /// The usage limit (`limit` step): reset this many minutes from now.
+    Limit(u64),
+    /// A crash by this signal (`crash` step).
+    Crash(i32),
 }
 
 /// Runs steps against one working directory, holding what must outlive a step (memory).
@@ -55,8 +68,15 @@ impl<'a> Runner<'a> {
     /// said.
     pub fn run(&mut self, steps: &[Step], otherwise: &str) -> Result<Ending> {
         for step in steps {
-            if let Step::Exit { code } = step {
-                return self.answer(otherwise, *code);
+            match step {
+                Step::Exit { code } => return self.answer(otherwise, *code),
+                Step::Limit { reset_minutes } => {
+                    return Ok(Ending { text: String::new(), code: 1, how: How::Limit(*reset_minutes) })
+                }
+                Step::Crash { signal } => {
+                    return Ok(Ending { text: String::new(), code: 1, how: How::Crash(*signal) })
+                }
+                _ => {}
             }
             self.step(step)?;
         }
@@ -70,7 +90,7 @@ impl<'a> Runner<'a> {
         self.session.api_call(&[json!({"type": "text", "text": text})], "end_turn")?;
         // Memory stays held until here: the process is about to end.
         self.held.clear();
-        Ok(Ending { text, code })
+        Ok(Ending { text, code, how: How::Result })
     }
 
     fn fill(&self, s: &str) -> String {
@@ -134,7 +154,7 @@ impl<'a> Runner<'a> {
             Step::GrowContext { to_pct, calls, compaction_point, path } => {
                 self.grow(*to_pct, *calls, *compaction_point, &self.fill(path))
             }
-            Step::Exit { .. } => Ok(()),
+            Step::Exit { .. } | Step::Limit { .. } | Step::Crash { .. } => Ok(()),
         }
     }
 

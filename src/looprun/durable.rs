@@ -191,6 +191,8 @@ pub fn runs(h: &History) -> Vec<RunView> {
             for e in events {
                 match event_name(e) {
                     "iteration_start" => r.spent.iterations += 1,
+                    // A limited iteration is retried under its number: it was no iteration.
+                    "limit_wait" => r.spent.iterations = r.spent.iterations.saturating_sub(1),
                     "agent_end" => {
                         r.spent.cost_usd += e.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
                     }

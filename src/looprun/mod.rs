@@ -60,6 +60,8 @@
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
+//! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
+//! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
 //! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`notify`]) |
@@ -79,6 +81,7 @@ pub mod agent;
 pub mod confirm;
 pub mod durable;
 pub mod ensure;
+pub mod limits;
 pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
 pub use crate::longrun::lock; // moved: crate::longrun::lock (issue 11)
 pub mod memcap;
@@ -349,12 +352,15 @@ struct Prepared {
     spent_wall: Duration,
     /// The flake guard and the reviews, before done is accepted (see [`confirm`]).
     layers: confirm::Layers,
+    /// Time slept virtually waiting out limits (under `KIT_FAKE_CLOCK`; real sleeps are in
+    /// `started.elapsed()` already).
+    waited: Duration,
 }
 
 impl Prepared {
     /// The run's wall time so far: earlier loop processes and this one.
     fn wall_used(&self) -> Duration {
-        self.spent_wall + self.started.elapsed()
+        self.spent_wall + self.started.elapsed() + self.waited
     }
 }
 
@@ -379,6 +385,8 @@ struct Tally {
     reverts: Vec<String>,
     /// Tool calls Claude Code denied in the last iteration, as prompt lines.
     denials: Vec<String>,
+    /// Limits in a row without a reset time (for the backoff).
+    limit_streak: u32,
 }
 
 /// One run of the criteria.
@@ -525,10 +533,11 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         plan,
         began: Instant::now(),
         first_skips: None,
+        waited: Duration::ZERO,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
-    let wall_s = ctx.began.elapsed().as_secs_f64();
+    let wall_s = (ctx.began.elapsed() + ctx.waited).as_secs_f64();
     let run_id = ctx.run_id();
     let run_iterations = ctx.spent().iterations + ctx.iterations_run;
     match result {
@@ -675,6 +684,8 @@ struct RunCtx<'a> {
     /// Tests each criterion's runner reported skipped at this process's first check, by goal.md
     /// line (None before it): more skips at a done candidate is work skipped, not done.
     first_skips: Option<std::collections::HashMap<u64, u64>>,
+    /// Time slept virtually waiting out limits in this process (see [`Prepared::waited`]).
+    waited: Duration,
 }
 
 impl RunCtx<'_> {
@@ -952,6 +963,7 @@ impl RunCtx<'_> {
             started: Instant::now(),
             spent_wall: spent.wall(),
             layers,
+            waited: Duration::ZERO,
         })
     }
 
@@ -1157,6 +1169,134 @@ impl RunCtx<'_> {
         })
     }
 
+    /// The limit the agent's run ended on, if it ended by itself (a timeout, the memory cap, a
+    /// pause or a stop is never a limit) and its output says so ([`limits::classify_log`]).
+    fn limit_of(&self, p: &Prepared, run: &AgentRun) -> Option<limits::Limit> {
+        let e = &run.ended;
+        if e.timed_out || e.memory_killed || e.interrupted || e.paused || run.wall_cut {
+            return None;
+        }
+        let dialect = match p.settings.spec.format() {
+            agent::OutputFormat::ClaudeStreamJson => limits::Dialect::Claude,
+            agent::OutputFormat::CodexJson => limits::Dialect::Codex,
+            agent::OutputFormat::Detect => limits::Dialect::Either,
+        };
+        limits::classify_log(&self.project.root.join(&run.log), dialect, crate::clock::now())
+    }
+
+    /// Wait out `limit` after iteration `iteration`: journal `limit_wait`, sleep on the kit
+    /// clock until the reset (plus a margin) or for the backoff, bounded by the wall cap and cut
+    /// short by `kit pause` or a stop signal, journal `limit_resume`, and give the iteration
+    /// number back so the next one retries it. Returns the outcome when the run stops.
+    fn wait_out_limit(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+        limit: &limits::Limit,
+    ) -> Result<Option<Outcome>> {
+        tally.limit_streak += 1;
+        let now = crate::clock::now();
+        let (want, backoff) = limits::wait_for(limit, now, tally.limit_streak);
+        let remaining = p.settings.max_wall.saturating_sub(p.wall_used());
+        let beyond = want > remaining;
+        let wait = want.min(remaining);
+        let agent = match p.settings.spec {
+            AgentSpec::Claude => "claude",
+            AgentSpec::Codex => "codex",
+            AgentSpec::Fake(_) => "fake",
+            AgentSpec::Shell(_) => "command",
+        };
+        self.journal(
+            "limit_wait",
+            json!({
+                "iteration": iteration,
+                "agent": agent,
+                "kind": limit.kind.name(),
+                "until": limit.until.map(crate::clock::format_ts),
+                "wait_s": wait.as_secs(),
+                "backoff": backoff,
+                "message": limit.message,
+            }),
+        )?;
+        let what = match limit.kind {
+            limits::Kind::Usage => "usage limit",
+            limits::Kind::Rate => "rate limit",
+        };
+        let line = match (limit.until, beyond) {
+            (Some(t), false) => format!(
+                "loop: {what} reached; waiting until {} ({}), bounded by the wall cap",
+                limits::describe_until(t),
+                limits::describe_wait(wait)
+            ),
+            (Some(t), true) => format!(
+                "loop: {what} reached; it resets at {}, after the wall cap ends: waiting out the remaining {}",
+                limits::describe_until(t),
+                limits::describe_wait(wait)
+            ),
+            (None, _) => format!(
+                "loop: {what} reached, no reset time given; backing off {}, bounded by the wall cap",
+                limits::describe_wait(wait)
+            ),
+        };
+        self.say(line);
+        let stop = self.stop;
+        let pause_file = self.project.pause();
+        let step = if crate::clock::is_fake() { Duration::from_secs(60) } else { Duration::from_secs(1) };
+        let (slept, cut) = limits::sleep_interruptibly(
+            wait,
+            step,
+            &mut |d| crate::clock::sleep(d),
+            &mut || {
+                if stop.requested().is_some() {
+                    Some("interrupted")
+                } else if pause_file.exists() {
+                    Some("paused")
+                } else {
+                    None
+                }
+            },
+        );
+        if crate::clock::is_fake() {
+            p.waited += slept;
+            self.waited += slept;
+        }
+        let cut = cut.or(beyond.then_some("wall"));
+        self.journal(
+            "limit_resume",
+            json!({ "iteration": iteration, "waited_s": slept.as_secs(), "cut_short": cut }),
+        )?;
+        // Not an iteration: the next one has the same number.
+        self.iterations_run = self.iterations_run.saturating_sub(1);
+        self.last_iteration = iteration - 1;
+        match cut {
+            Some("interrupted") => Ok(self.interrupted()),
+            Some("paused") => {
+                let paused = pause::read(&self.project).unwrap_or(pause::Paused::ByHand);
+                self.paused(&paused, false).map(Some)
+            }
+            Some(_) => {
+                let [_, (which, used, limit_s, words), ..] = self.caps(p, tally);
+                let mut o = self.cap_reached(which, used, limit_s, &words, tally)?;
+                if let Some(t) = limit.until {
+                    o.reason = format!(
+                        "{}; the {what} resets at {}, after the wall cap ends",
+                        o.reason,
+                        limits::describe_until(t)
+                    );
+                }
+                Ok(Some(o))
+            }
+            None => {
+                self.say(format!(
+                    "loop: waited {} for the {what}; retrying iteration {iteration}",
+                    limits::describe_wait(slept)
+                ));
+                Ok(None)
+            }
+        }
+    }
+
     /// Step 4, once: prompt, agent, restore, criteria on a verified tree, progress.
     fn iteration(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
         let iteration = self.last_iteration + 1;
@@ -1177,6 +1317,10 @@ impl RunCtx<'_> {
             let [_, (which, used, limit, words), ..] = self.caps(p, tally);
             return self.cap_reached(which, used, limit, &words, tally).map(Some);
         }
+        if let Some(limit) = self.limit_of(p, &run) {
+            return self.wait_out_limit(p, tally, iteration, &limit);
+        }
+        tally.limit_streak = 0;
         if let Some(o) = self.agent_failed(p, tally, &run) {
             return Ok(Some(o));
         }

@@ -1631,3 +1631,4 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
 mod cheats;
 mod agents;
 mod layers;
+mod limits;

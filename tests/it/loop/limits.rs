@@ -1,0 +1,97 @@
+//! Usage limits in `kit loop` (issue 13): a limited iteration is waited out on the kit clock
+//! (virtual under KIT_FAKE_CLOCK) and retried under its number; a crash is a failed iteration.
+
+use super::*;
+
+/// A fake-agent scenario for the calc project: call 1 as `first`, call 2 fixes `calc.py`.
+fn scenario(root: &Path, first: &str) {
+    let fix = "[[call]]\nwhen = \"2\"\n\n[[call.step]]\ndo = \"write\"\npath = \"calc.py\"\ncontent = '''def add(a, b):\n    return a + b\n'''\n";
+    write(
+        root,
+        "agent.toml",
+        &format!("description = \"limit test\"\n\n[[call]]\nwhen = \"1\"\n\n[[call.step]]\ndo = \"print\"\ntext = \"Looking.\"\n\n{first}\n{fix}"),
+    );
+}
+
+fn fake_clock_loop(root: &Path, args: &[&str]) -> Output {
+    kit(root).env("KIT_FAKE_CLOCK", "2026-10-01T01:06:00Z").arg("loop").args(args).output().unwrap()
+}
+
+#[test]
+fn a_usage_limited_iteration_is_waited_out_and_retried_under_its_number() {
+    let d = project(false);
+    let root = d.path();
+    scenario(root, "[[call.step]]\ndo = \"limit\"\nreset_minutes = 124\n");
+    let o = fake_clock_loop(root, &["--agent", "fake:agent.toml"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains(
+            "loop: usage limit reached; waiting until 03:10 UTC (2h 5m), bounded by the wall cap"
+        ),
+        "{out}"
+    );
+    let wait = events(root, "limit_wait");
+    assert_eq!(wait.len(), 1, "{out}");
+    let w = &wait[0];
+    assert_eq!(
+        (w["iteration"].as_u64(), w["kind"].as_str(), w["agent"].as_str()),
+        (Some(1), Some("usage"), Some("fake"))
+    );
+    assert_eq!(w["until"], "2026-10-01T03:10:00Z");
+    assert!(w["message"].as_str().unwrap().contains("You've hit your limit · resets 3:10am (UTC)"));
+    let resume = events(root, "limit_resume");
+    assert_eq!(resume.len(), 1);
+    assert_eq!(resume[0]["waited_s"], w["wait_s"]);
+    assert!(resume[0]["cut_short"].is_null());
+    // The retry has the same number; the limited run counted as no iteration.
+    let starts: Vec<u64> =
+        events(root, "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(starts, [1, 1]);
+    let criteria = events(root, "criteria");
+    assert_eq!(criteria.len(), 1, "no criteria ran after the limited call");
+    assert_eq!(criteria[0]["no_progress"], 0);
+    let end = &events(root, "loop_end")[0];
+    assert_eq!(
+        (end["outcome"].as_str(), end["iterations"].as_u64(), end["run_iterations"].as_u64()),
+        (Some("done"), Some(1), Some(1))
+    );
+    // The virtual wait counts as the run's wall time.
+    assert!(end["wall_s"].as_f64().unwrap() >= 2.0 * 3600.0, "{end}");
+}
+
+#[test]
+fn a_reset_after_the_wall_cap_stops_the_run_at_the_cap_saying_so() {
+    let d = project(false);
+    let root = d.path();
+    scenario(root, "[[call.step]]\ndo = \"limit\"\nreset_minutes = 124\n");
+    let o = fake_clock_loop(root, &["--agent", "fake:agent.toml", "--max-wall", "1h"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains("it resets at 03:10 UTC, after the wall cap ends"), "{out}");
+    assert!(last_line(&o).contains("wall cap reached"), "{out}");
+    assert!(
+        last_line(&o).contains("the usage limit resets at 03:10 UTC, after the wall cap ends"),
+        "{out}"
+    );
+    assert_eq!(events(root, "limit_resume")[0]["cut_short"], "wall");
+    assert_eq!(events(root, "cap")[0]["which"], "wall");
+    assert!(events(root, "criteria").is_empty());
+}
+
+#[test]
+fn a_crash_mid_stream_is_a_failed_iteration_not_a_limit() {
+    let d = project(false);
+    let root = d.path();
+    scenario(root, "[[call.step]]\ndo = \"crash\"\nsignal = 9\n");
+    let o = fake_clock_loop(root, &["--agent", "fake:agent.toml"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(events(root, "limit_wait").is_empty(), "{out}");
+    let ends = events(root, "agent_end");
+    assert_eq!(ends[0]["signal"], 9, "{out}");
+    let criteria = events(root, "criteria");
+    let iters: Vec<u64> = criteria.iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(iters, [1, 2], "{out}");
+    assert!(criteria[0]["passed"].as_u64() < criteria[0]["total"].as_u64());
+}
