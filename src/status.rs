@@ -639,7 +639,7 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         };
         writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
     }
-    if let Some(since) = &s.since {
+    if let Some(since) = s.since.as_ref().filter(|x| x.worth_a_line()) {
         writeln!(out, "{} {}", theme.bold(&format!("{}:", since.label())), since.describe())?;
     }
     // `paused` has its own line above.
