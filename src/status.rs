@@ -691,7 +691,7 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         };
         writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
     }
-    if let Some(since) = &s.since {
+    if let Some(since) = s.since.as_ref().filter(|x| x.worth_a_line()) {
         writeln!(out, "{} {}", theme.bold(&format!("{}:", since.label())), since.describe())?;
     }
     // `paused` has its own line above.
@@ -902,6 +902,16 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_journal_line_being_written_is_found_as_the_unterminated_last_line() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n").unwrap();
+        assert_eq!(unterminated_last_line(f.path()), None);
+        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n{\"ts\":\"2026").unwrap();
+        assert_eq!(unterminated_last_line(f.path()), Some(3));
+        assert_eq!(unterminated_last_line(Path::new("/nonexistent/journal.jsonl")), None);
+    }
 
     #[test]
     fn next_action_is_found_under_a_heading_or_after_a_label() {

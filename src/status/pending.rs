@@ -96,9 +96,14 @@ pub fn of(run: &[Value], running: bool, paused: Option<String>) -> Vec<Decision>
             kind: "cap",
             line: None,
             text: format!(
-                "the run stopped at a cap: {}; raise it (flag or config.toml) or accept where it \
-                 stands (next loop says what kit loop would do)",
-                e["reason"].as_str().unwrap_or("?")
+                "{}: raise the cap (flag or config.toml) to go on, or accept where the run stands",
+                // `iterations cap reached (2 of 2 iterations used); 0 of 2 criteria pass …`
+                e["reason"]
+                    .as_str()
+                    .unwrap_or("a cap was reached")
+                    .split("; ")
+                    .next()
+                    .unwrap_or("")
             ),
         });
     }
@@ -136,7 +141,11 @@ mod tests {
             d[0].text
         );
         assert_eq!(d[1].text, "the review at goal.md:9 asks (`judge`): is the API public?");
-        assert!(d[2].text.contains("iterations cap reached (2 of 2 iterations used)"));
+        assert_eq!(
+            d[2].text,
+            "iterations cap reached (2 of 2 iterations used): raise the cap (flag or config.toml) \
+             to go on, or accept where the run stands"
+        );
         // A running loop: the cap is not pending; a later clean confirmation settles the flap.
         let mut later = run.clone();
         later.push(json!({"event":"loop_start"}));

@@ -179,6 +179,14 @@ impl Since {
         Some(s)
     }
 
+    /// Whether `kit status` prints it: after a mark always; without one (`from: run`) only
+    /// when the run holds what no other line shows (limit waits, flaps, reviews), since its
+    /// iterations and reverts are on the `run:` and `reverts:` lines already.
+    pub fn worth_a_line(&self) -> bool {
+        let r = self.reviews;
+        self.from == "mark" || self.limit_waits + self.flaps + r.pass + r.fail + r.ask > 0
+    }
+
     /// The label, e.g. `since you last looked at 08:10 UTC` (the date too when it was not
     /// today, UTC, by the kit clock) or `since run 2 started at 2026-10-01T09:00:00Z`.
     pub fn label(&self) -> String {
@@ -292,6 +300,9 @@ mod tests {
             "3 iterations, 1 revert, 1 limit wait (1h05m), 1 flap, 1 review (1 ask)"
         );
         assert_eq!(s.iteration_range, Some([1, 3]));
+        assert!(s.worth_a_line());
+        let plain = Since { from: "run", iterations: 3, reverts: 1, ..Since::default() };
+        assert!(!plain.worth_a_line());
         assert!(Since::of(&History::default(), None, None).is_none());
     }
 

@@ -15,6 +15,7 @@ mod hook;
 mod r#loop;
 mod measure;
 mod mine;
+mod notify;
 mod recall;
 mod rehearse;
 mod report;
