@@ -147,11 +147,10 @@ where
     let mut read = read.into_iter().collect::<Result<Vec<_>>>()?;
     // Tree-wide dedup: the sessions holding a copy of a call an earlier session holds are
     // read again without it.
-    let held: Vec<(u32, Held)> = read
+    let held = read
         .iter_mut()
         .enumerate()
-        .flat_map(|(n, r)| std::mem::take(&mut r.2).into_iter().map(move |h| (n as u32, h)))
-        .collect();
+        .flat_map(|(n, r)| std::mem::take(&mut r.2).into_iter().map(move |h| (n as u32, h)));
     let drops = dedup::losers(held, &path_ranks(&jobs));
     let again: Vec<(usize, Result<(SessionSummary, Option<T>, Vec<Held>)>)> = drops
         .par_iter()

@@ -120,7 +120,8 @@ impl State {
             if drop.contains(&key) {
                 dropped[s].push(i);
             } else {
-                keys.push(Held { key, ts_ms: self.streams[s].calls[i].ts_ms });
+                let c = &self.streams[s].calls[i];
+                keys.push(Held { key, ts_ms: c.ts_ms.unwrap_or(i64::MAX), tokens: total(&c.usage) });
             }
         }
         for (stream, mut gone) in self.streams.iter_mut().zip(dropped) {

@@ -4,15 +4,20 @@
 //! new file, so one call (one `message.id` + `requestId`) can sit in several sessions' files.
 //! ccusage counts each such pair once across the tree; so does kit: every call is attributed to
 //! the *first* session that holds it and dropped from the others. "First" is decided per call,
-//! deterministically: the earliest timestamp of that call's copy in each session (a copy without
-//! a timestamp comes last), then the session's file path (byte order). A fork's copy keeps the
-//! original's timestamp, so the tie goes to the path; a resumed session that re-logs a call later
-//! loses it to the earlier one.
+//! deterministically, among the copies that hold the whole response: Claude Code logs a response
+//! as one line per content block with a placeholder `output_tokens` on all but the last, so a
+//! copy cut mid-response (a fork taken while the answer was being written) carries fewer tokens;
+//! the copies with the largest token total are the candidates (in a real fork, all copies are
+//! equal). Among them: the earliest timestamp of the call's first line in each session (a copy
+//! without a timestamp comes last), then the session's file path (byte order). A fork's copy
+//! keeps the original's timestamp, so the tie goes to the path; a resumed session that re-logs
+//! a call later loses it to the earlier one. The totals then equal ccusage's.
 //!
 //! Memory: a call is held as a 128-bit hash of its key ([`CallKey`]), not its text, with its
-//! timestamp and session number: 32 bytes per call for the whole scan, gathered after the
-//! parallel read and sorted once ([`losers`]); about 2.4 MB for 76,000 calls. The sessions that
-//! lose calls are read again without them (rare: only resumed or forked sessions).
+//! timestamp and token total (32 bytes per copy, [`Held`]), then sorted once as 48-byte rows
+//! with its session number ([`losers`]): at most about 6 MB for the 76,000 calls of the 1.1 GiB
+//! bench tree (BENCHMARKS.md), against ccusage's set of key strings. The sessions that lose
+//! calls are read again without them (rare: only resumed or forked sessions).
 //!
 //! Codex rollouts have no per-call id and are not part of this; a Codex fork is not deduplicated.
 
@@ -40,13 +45,15 @@ pub fn call_key(key: &str) -> CallKey {
     (u128::from(half(0)) << 64) | u128::from(half(1))
 }
 
-/// One session's copy of a call: its key and the timestamp of its first line (Unix ms).
+/// One session's copy of a call: its key, the timestamp of its first line and its tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Held {
     /// The call's key.
     pub key: CallKey,
-    /// When this session logged it, if the line had a timestamp.
-    pub ts_ms: Option<i64>,
+    /// When this session logged it (Unix ms), `i64::MAX` when the line had no timestamp.
+    pub ts_ms: i64,
+    /// The copy's token total (input, cache writes and reads, output).
+    pub tokens: u64,
 }
 
 /// The keys each session must drop, by session number.
@@ -57,13 +64,15 @@ pub type Drops = HashMap<u32, HashSet<CallKey>>;
 /// `held` lists (session number, copy) for every call of every session (a session lists a key
 /// once); `path_rank[n]` is session n's place in path order. Returns, for every session that
 /// loses at least one call, the keys to drop from it; empty when no call is in two sessions.
-/// The owner of a call is the session with the smallest (timestamp, path rank) among its
-/// copies, a missing timestamp sorting last.
-pub fn losers(held: Vec<(u32, Held)>, path_rank: &[u32]) -> Drops {
+/// The owner of a call is the session with the largest token total, then the smallest
+/// (timestamp, path rank), among its copies; a missing timestamp sorts last.
+pub fn losers(held: impl IntoIterator<Item = (u32, Held)>, path_rank: &[u32]) -> Drops {
     #[derive(Clone, Copy)]
     struct Row {
         key: CallKey,
         ts: i64,
+        /// `u64::MAX` − tokens: the largest total sorts first.
+        fewer: u64,
         rank: u32,
         session: u32,
     }
@@ -72,12 +81,13 @@ pub fn losers(held: Vec<(u32, Held)>, path_rank: &[u32]) -> Drops {
         .into_iter()
         .map(|(session, h)| Row {
             key: h.key,
-            ts: h.ts_ms.unwrap_or(i64::MAX),
+            ts: h.ts_ms,
+            fewer: u64::MAX - h.tokens,
             rank: rank(session),
             session,
         })
         .collect();
-    rows.sort_unstable_by_key(|r| (r.key, r.ts, r.rank));
+    rows.sort_unstable_by_key(|r| (r.key, r.fewer, r.ts, r.rank));
     let mut drops = Drops::new();
     // Rows of one key are consecutive, the owner first; every later one is a copy.
     let mut owner: Option<Row> = None;
@@ -99,7 +109,7 @@ mod tests {
     use super::*;
 
     fn h(key: &str, ts: Option<i64>) -> Held {
-        Held { key: call_key(key), ts_ms: ts }
+        Held { key: call_key(key), ts_ms: ts.unwrap_or(i64::MAX), tokens: 100 }
     }
 
     #[test]
@@ -133,6 +143,12 @@ mod tests {
             (
                 "a copy without a timestamp comes last",
                 vec![(0, h("a", None)), (1, h("a", Some(5)))],
+                vec![0, 1],
+                vec![(0, vec!["a"])],
+            ),
+            (
+                "a copy cut mid-response (fewer tokens) loses to the whole one",
+                vec![(0, Held { tokens: 90, ..h("a", Some(1)) }), (1, h("a", Some(5)))],
                 vec![0, 1],
                 vec![(0, vec!["a"])],
             ),
