@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{end_strays, restore, Check, Outcome, Prepared, RunCtx, Tally};
 use crate::error::{Error, Result, EXIT_CAP};

@@ -1239,7 +1239,13 @@ impl RunCtx<'_> {
                 limits::describe_wait(wait)
             ),
         };
-        self.say(line);
+        self.say(line.clone());
+        let env = [
+            ("KIT_OUTCOME", line),
+            ("KIT_RUN_ID", self.run_id().to_string()),
+            ("KIT_ITERATION", iteration.to_string()),
+        ];
+        notify::fire(&self.project, &self.journal, "limit", &env);
         let stop = self.stop;
         let pause_file = self.project.pause();
         let step = if crate::clock::is_fake() { Duration::from_secs(60) } else { Duration::from_secs(1) };
