@@ -603,6 +603,9 @@ def main():
             print(f"FAIL {label}: suite error {type(e).__name__}: {e} ({tb[-3].strip()})",
                   flush=True)
     server.stop()
+    if passed + failed == 0:
+        print(f"no check matches --only {args.only}", file=sys.stderr)
+        return 2
     if args.keep:
         print(f"work folder kept: {args.work}", file=sys.stderr)
     else:
