@@ -376,11 +376,20 @@ def hook_stop_block_says_deliberate(args, server):
 
 
 def stop_reason_text(script):
+    """The Stop block's reason as the model received it (Claude Code: "Stop hook feedback:")."""
+    def strings(x):
+        if isinstance(x, str):
+            yield x
+        elif isinstance(x, dict):
+            for v in x.values():
+                yield from strings(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from strings(v)
     for api, body in script.requests:
-        text = json.dumps(body)
-        m = re.search(r"(kit: the context is at [^\"]*no handoff was proven saved[^\"]*)", text)
-        if m:
-            return m.group(1).encode().decode("unicode_escape", "replace")
+        for text in strings(body.get("messages", [])):
+            if "no handoff was proven saved" in text:
+                return text.split("Stop hook feedback:", 1)[-1].strip()
     return None
 
 
