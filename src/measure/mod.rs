@@ -135,7 +135,7 @@ where
     };
     // Collected per job, so that under `--strict` the error reported is the first in path
     // order, whichever thread met it first.
-    let read: Vec<Result<(SessionSummary, Option<T>, Vec<Held>)>> = jobs
+    let read: Vec<Result<Read<T>>> = jobs
         .par_iter()
         .map(|job| {
             let r = read_one(job, &no_drops);
@@ -152,7 +152,7 @@ where
         .enumerate()
         .flat_map(|(n, r)| std::mem::take(&mut r.2).into_iter().map(move |h| (n as u32, h)));
     let drops = dedup::losers(held, &path_ranks(&jobs));
-    let again: Vec<(usize, Result<(SessionSummary, Option<T>, Vec<Held>)>)> = drops
+    let again: Vec<(usize, Result<Read<T>>)> = drops
         .par_iter()
         .map(|(&n, drop)| (n as usize, read_one(&jobs[n as usize], drop)))
         .collect();
@@ -190,6 +190,10 @@ where
     Ok((Scan { sessions, damage, files, looked_in }, outputs))
 }
 
+/// One job as the scan holds it: its summary, what `each` made of it (when it is shown), and
+/// its calls' keys for the tree-wide dedup.
+type Read<T> = (SessionSummary, Option<T>, Vec<Held>);
+
 /// One job read whole (without the calls in `drop`): its summary, main calls and call keys.
 fn read_job(
     job: &Job,
@@ -197,7 +201,9 @@ fn read_job(
     drop: &HashSet<CallKey>,
 ) -> Result<(SessionSummary, Vec<ApiCall>, Vec<Held>)> {
     match job {
-        Job::Claude(f) => claude::read_without(f, engine, drop).map(|r| (r.summary, r.calls, r.keys)),
+        Job::Claude(f) => {
+            claude::read_without(f, engine, drop).map(|r| (r.summary, r.calls, r.keys))
+        }
         Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls, vec![])),
     }
 }

@@ -139,10 +139,10 @@ impl State {
             }
             Payload::Event(e) => match e.ty.as_deref() {
                 Some("user_message") => self.prompt(Prompt::Event, b),
-                Some("item_completed") => {
-                    if e.item.and_then(|i| i.ty).as_deref() == Some("UserMessage") {
-                        self.prompt(Prompt::Item, b);
-                    }
+                Some("item_completed")
+                    if e.item.and_then(|i| i.ty).as_deref() == Some("UserMessage") =>
+                {
+                    self.prompt(Prompt::Item, b)
                 }
                 Some("task_started") => self.prompt = None,
                 Some("token_count") => {
