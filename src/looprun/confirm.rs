@@ -9,7 +9,7 @@
 //!    then refuses done: the tree changed under the criteria). The runs stop at the first failing
 //!    one. A criterion that passed in one run and failed in another **flaps**: journaled `flap`,
 //!    a line in the output, done refused, and the next prompt names it. The same criterion
-//!    flapping a second time in this loop process stops the loop (exit 3, outcome `flapping`,
+//!    flapping a second time in this run stops the loop (exit 3, outcome `flapping`,
 //!    "criterion goal.md:N flaps; fix the test or the environment") instead of burning the
 //!    remaining iterations on luck; the run stays unfinished, so after the fix `kit loop` goes on.
 //!    A clean confirmation is journaled (`confirm`) and says nothing.
@@ -25,10 +25,9 @@
 //! | event | fields |
 //! |---|---|
 //! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
-//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this loop process) |
+//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`super::durable::flaps`]) |
 //! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::json;
@@ -40,11 +39,11 @@ use crate::goal::Goal;
 use crate::longrun::config::Config;
 use crate::longrun::Project;
 
-/// A criterion that flapped this many times in one loop process stops the loop.
+/// A criterion that flapped this many times in one run (since its last `flapping` stop, across
+/// loop processes) stops the loop.
 pub const FLAPS_TO_STOP: u32 = 2;
 
-/// The settings of the layers above the candidate check, fixed at the start of the run, and the
-/// flaps seen so far in this loop process.
+/// The settings of the layers above the candidate check, fixed at the start of the run.
 #[derive(Debug)]
 pub(super) struct Layers {
     confirm_runs: u32,
@@ -52,8 +51,6 @@ pub(super) struct Layers {
     review_timeout: Duration,
     /// frozen.toml's `base_commit` (empty when there is none): where the evaluator's diff starts.
     base: String,
-    /// Flaps per goal.md line in this loop process.
-    flaps: HashMap<u64, u32>,
 }
 
 impl Layers {
@@ -80,7 +77,6 @@ impl Layers {
             evaluator: cfg.review.evaluator.clone(),
             review_timeout: cfg.review_timeout(),
             base,
-            flaps: HashMap::new(),
         })
     }
 }
@@ -176,7 +172,7 @@ impl RunCtx<'_> {
         let mut stop_on = None;
         for (line, command, passed) in flapping {
             let times = {
-                let n = p.layers.flaps.entry(*line).or_insert(0);
+                let n = tally.flaps.entry(*line).or_insert(0);
                 *n += 1;
                 *n
             };
@@ -218,7 +214,7 @@ impl RunCtx<'_> {
                 code: EXIT_CAP,
                 reason: format!(
                     "criterion goal.md:{line} flaps; fix the test or the environment (it passed \
-                     and failed on the same tree {times} times in this loop); then kit loop goes \
+                     and failed on the same tree {times} times in this run); then kit loop goes \
                      on with run {}",
                     self.run_id()
                 ),

@@ -249,6 +249,58 @@ pub fn plan(h: &History, limits: &Limits, new_run: bool) -> Plan {
     Plan::Continue(last)
 }
 
+/// The limit backoff streak at the end of `events` (a run's, [`RunView::events`]): the
+/// `limit_wait`s since the last iteration that did not end on a limit. An `agent_end` followed,
+/// before the next `iteration_start` / `agent_start` / `loop_start`, by no `limit_wait` ends the
+/// streak, as the loop's own reset does; a loop killed while waiting (or restarted by
+/// `kit loop --ensure-alive`) leaves the streak standing, so its successor backs off longer.
+pub fn limit_streak(events: &[Value]) -> u32 {
+    let mut streak = 0u32;
+    let mut ended_plainly = false;
+    for e in events {
+        match event_name(e) {
+            "agent_end" => ended_plainly = true,
+            "limit_wait" => {
+                streak = streak.saturating_add(1);
+                ended_plainly = false;
+            }
+            "iteration_start" | "agent_start" | "loop_start" => {
+                if std::mem::take(&mut ended_plainly) {
+                    streak = 0;
+                }
+            }
+            _ => {}
+        }
+    }
+    if ended_plainly {
+        0
+    } else {
+        streak
+    }
+}
+
+/// Flaps per goal.md line in `events` (a run's) since its last `loop_end` of outcome
+/// `flapping`: that stop told a person to fix the criterion, so the count starts afresh after
+/// it; any other restart (a kill, `--ensure-alive`, a pause) keeps counting, as one loop
+/// process would have.
+pub fn flaps(events: &[Value]) -> std::collections::HashMap<u64, u32> {
+    let mut out = std::collections::HashMap::new();
+    for e in events {
+        match event_name(e) {
+            "flap" => {
+                if let Some(line) = e.get("line").and_then(Value::as_u64) {
+                    *out.entry(line).or_insert(0) += 1;
+                }
+            }
+            "loop_end" if e.get("outcome").and_then(Value::as_str) == Some("flapping") => {
+                out.clear()
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Why `run` is finished under `limits` (reason, next step), or None when it is not.
 pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
     let new_run = format!("kit loop --new-run starts run {} with a fresh budget", run.id + 1);
@@ -310,6 +362,51 @@ mod tests {
 
     fn h(events: Vec<Value>) -> History {
         History::from_events(events, vec![])
+    }
+
+    #[test]
+    fn the_backoff_streak_and_the_flaps_are_rebuilt_from_the_run() {
+        let limited = |i: u64| {
+            vec![
+                json!({"event":"iteration_start","iteration":i}),
+                json!({"event":"agent_start","iteration":i}),
+                json!({"event":"agent_end","iteration":i}),
+                json!({"event":"limit_wait","iteration":i,"backoff":true}),
+                json!({"event":"limit_resume","iteration":i}),
+            ]
+        };
+        let mut ev = vec![json!({"event":"loop_start","run":1})];
+        ev.extend(limited(1));
+        ev.extend(limited(1));
+        assert_eq!(limit_streak(&ev), 2);
+        // Killed while waiting, restarted: the streak stands.
+        ev.push(json!({"event":"loop_start","run":1,"resumed":true}));
+        ev.extend(limited(1));
+        assert_eq!(limit_streak(&ev), 3);
+        // An iteration that ends without a limit resets it, even before the next starts.
+        ev.extend([
+            json!({"event":"iteration_start","iteration":1}),
+            json!({"event":"agent_end","iteration":1}),
+        ]);
+        assert_eq!(limit_streak(&ev), 0);
+        ev.push(json!({"event":"criteria","iteration":1}));
+        ev.extend(limited(2));
+        assert_eq!(limit_streak(&ev), 1);
+        // An agent killed in flight (no agent_end) neither adds nor resets.
+        ev.extend([
+            json!({"event":"iteration_start","iteration":2}),
+            json!({"event":"agent_start","iteration":2}),
+            json!({"event":"loop_start","run":1}),
+        ]);
+        assert_eq!(limit_streak(&ev), 1);
+
+        let f = |line: u64| json!({"event":"flap","line":line});
+        let mut ev = vec![f(7), json!({"event":"loop_end","outcome":"interrupted"}), f(7), f(9)];
+        assert_eq!(flaps(&ev), [(7, 2), (9, 1)].into_iter().collect());
+        ev.push(json!({"event":"loop_end","outcome":"flapping"}));
+        assert!(flaps(&ev).is_empty(), "a flapping stop starts the count afresh");
+        ev.push(f(9));
+        assert_eq!(flaps(&ev), [(9, 1)].into_iter().collect());
     }
 
     #[test]

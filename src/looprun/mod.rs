@@ -385,8 +385,12 @@ struct Tally {
     reverts: Vec<String>,
     /// Tool calls Claude Code denied in the last iteration, as prompt lines.
     denials: Vec<String>,
-    /// Limits in a row without a reset time (for the backoff).
+    /// Limits in a row since the last iteration that ended without one (for the backoff);
+    /// rebuilt from the journal when a run continues ([`durable::limit_streak`]).
     limit_streak: u32,
+    /// Flaps per goal.md line in this run since its last `flapping` stop (see [`confirm`]);
+    /// rebuilt from the journal when a run continues ([`durable::flaps`]).
+    flaps: std::collections::HashMap<u64, u32>,
 }
 
 /// One run of the criteria.
@@ -795,6 +799,8 @@ impl RunCtx<'_> {
             // from where its last loop process left them.
             tally.cost_usd = r.spent.cost_usd;
             tally.no_progress = r.spent.no_progress;
+            tally.limit_streak = durable::limit_streak(r.events(&history));
+            tally.flaps = durable::flaps(r.events(&history));
             for e in r.events(&history) {
                 if matches!(history::event_name(e), "baseline" | "criteria") {
                     let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));

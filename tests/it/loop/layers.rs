@@ -161,3 +161,46 @@ fn a_flapping_criterion_never_yields_done_and_stops_the_loop_the_second_time() {
     let st = text(&kit(root).arg("status").output().unwrap());
     assert!(st.contains("needs you: goal.md:11 `python3 -B tools/bench_durations.py` flapped"), "{st}");
 }
+
+/// The flap count is the run's: a loop that flapped once and stopped (here at its iteration
+/// cap; a kill or a `kit loop --ensure-alive` restart continues the run the same way) is
+/// followed by one that stops on the criterion's second flap, not its third.
+#[test]
+fn a_continued_run_counts_the_flaps_of_the_loop_before() {
+    let d = git_repo();
+    let root = d.path();
+    kit::rehearse::sample::write_sample_project(root).unwrap();
+    write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
+    kit_ok(root, &["init"]);
+    write(root, "longrun/goal.md", kit::rehearse::sample::goal_text());
+    write(root, "longrun/config.toml", CONFIG);
+    kit_ok(root, &["freeze", "tests", "tools"]);
+    for args in [&["add", "-A"][..], &["commit", "-qm", "rehearsal project"]] {
+        let s = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(root)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(s.success(), "git {args:?}");
+    }
+    let first = kit_loop(root, &["--agent", "fake:flap", "--max-iterations", "1"]);
+    let t = text(&first);
+    assert_eq!((first.status.code(), outcome(root).as_str()), (Some(3), "cap"), "{t}");
+    assert_eq!(events(root, "flap").len(), 1, "{t}");
+
+    let second = kit_loop(root, &["--agent", "fake:flap", "--max-iterations", "4"]);
+    let t = text(&second);
+    assert_eq!(second.status.code(), Some(3), "{t}");
+    assert!(t.contains("loop: continuing run 1"), "{t}");
+    assert_eq!(outcome(root), "flapping", "{t}");
+    let flaps = events(root, "flap");
+    assert_eq!(flaps.len(), 2, "stopped at the second flap of the run: {t}");
+    assert_eq!(flaps[1]["times"], 2);
+    assert!(last_line(&second).contains("2 times in this run"), "{t}");
+    // The code iteration 1 wrote passes the second loop's baseline, whose flake guard meets the
+    // second flap: the loop stops before any agent runs again.
+    let end = events(root, "loop_end").pop().unwrap();
+    assert_eq!((end["iterations"].as_u64(), end["run_iterations"].as_u64()), (Some(0), Some(1)));
+}

@@ -95,3 +95,42 @@ fn a_crash_mid_stream_is_a_failed_iteration_not_a_limit() {
     assert_eq!(iters, [1, 2], "{out}");
     assert!(criteria[0]["passed"].as_u64() < criteria[0]["total"].as_u64());
 }
+
+/// The backoff streak is the run's, not the loop process's: a loop that stopped during a
+/// backoff (here at the wall cap; a kill or `--ensure-alive` restart continues the run the same
+/// way) is followed by one that backs off twice as long on the next limit without a reset time.
+#[test]
+fn a_continued_run_goes_on_with_the_backoff_streak_of_the_loop_before() {
+    let d = project(false);
+    let root = d.path();
+    // Calls 1 and 2 meet a rate limit without a reset time; call 3 fixes calc.py.
+    write(
+        root,
+        "agent.sh",
+        &format!(
+            "n=$(cat .git/kit-calls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/kit-calls\n\
+             if [ $n -le 2 ]; then\n  echo '{}'\n  exit 1\nfi\nprintf '{}' > calc.py\n",
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: Rate limit reached"}"#,
+            CALC_FIXED.replace('\n', "\\n")
+        ),
+    );
+    let first = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "30s"]);
+    let out = text(&first);
+    assert_eq!(first.status.code(), Some(3), "{out}");
+    let waits = events(root, "limit_wait");
+    assert_eq!(waits.len(), 1, "{out}");
+    assert_eq!((waits[0]["kind"].as_str(), waits[0]["backoff"].as_bool()), (Some("rate"), Some(true)));
+    assert_eq!(events(root, "limit_resume")[0]["cut_short"], "wall", "{out}");
+
+    let second = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "1h"]);
+    let out = text(&second);
+    assert_eq!(second.status.code(), Some(0), "{out}");
+    assert!(out.contains("loop: continuing run 1"), "{out}");
+    let waits = events(root, "limit_wait");
+    assert_eq!(waits.len(), 2, "{out}");
+    // backoff(2) = 2 minutes: the second limit in a row, though the first loop process met the first.
+    assert_eq!(waits[1]["wait_s"], 120, "{out}");
+    assert!(out.contains("backing off 2m"), "{out}");
+    let end = events(root, "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("done"), Some(1)));
+}
