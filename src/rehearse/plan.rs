@@ -5,8 +5,20 @@
 /// Every scenario `kit rehearse --all` runs, in order: the loop scenarios, then the two that
 /// drive the context-band hook (`bands`, `forged`, rehearsed by `hooked.rs`); `kit rehearse`
 /// dispatches on `Plan::hook`.
-pub const SCENARIOS: [&str; 9] =
-    ["finish", "cheat", "race", "hang", "hog", "lie", "stall", "bands", "forged"];
+pub const SCENARIOS: [&str; 12] = [
+    "finish",
+    "cheat",
+    "race",
+    "hang",
+    "hog",
+    "lie",
+    "stall",
+    "ratelimit",
+    "flap",
+    "crash",
+    "bands",
+    "forged",
+];
 
 /// Number of narrated steps in one rehearsal.
 pub(crate) const STEPS: usize = 7;
@@ -25,6 +37,12 @@ pub(crate) struct Plan {
     pub proves: &'static str,
     /// True for a scenario that drives the hook (`kit hook claude`) rather than `kit loop`.
     pub hook: bool,
+    /// True when the loop (and the status after it) runs on kit's virtual clock
+    /// (`KIT_FAKE_CLOCK`, set to the current time unless the caller set it): a scenario whose
+    /// agent announces a reset hours away, which a rehearsal must not really wait for.
+    pub virtual_clock: bool,
+    /// Lines of the sample goal.md replaced before the loop: (line, replacement).
+    pub goal_edits: &'static [(&'static str, &'static str)],
 }
 
 /// What actually happened, and whether it is what was expected.
@@ -44,6 +62,8 @@ pub(crate) fn plan(name: &str) -> Option<Plan> {
         config,
         proves,
         hook: false,
+        virtual_clock: false,
+        goal_edits: &[],
     };
     Some(match name {
         "finish" => p(
@@ -94,6 +114,33 @@ pub(crate) fn plan(name: &str) -> Option<Plan> {
             &[],
             &[("max_no_progress", "3")],
             "Busy but going nowhere: consecutive iterations without progress stop the loop.",
+        ),
+        "ratelimit" => Plan {
+            virtual_clock: true,
+            // The reset is about 2 h away: under the sample's 15-minute wall budget the loop
+            // would rightly stop at the wall cap instead of waiting.
+            goal_edits: &[("- wall: 15m", "- wall: 3h")],
+            ..p(
+                "ratelimit",
+                "usage limit waited out until its reset (virtual clock), not an iteration; done at iteration 1",
+                &[],
+                &[],
+                "The agent meets the plan's usage limit, reset in about 2 h: the loop waits until the reset it announced and retries the same iteration; the wait is no iteration, no failure and no lack of progress.",
+            )
+        },
+        "flap" => p(
+            "flap",
+            "criterion flagged as flapping, done refused, stopped at its second flap (exit 3, flapping)",
+            &[],
+            &[],
+            "A criterion that passes and fails on the same tree: the flake guard runs the criteria again, never accepts done on it, and stops the run at its second flap.",
+        ),
+        "crash" => p(
+            "crash",
+            "crash journaled as a failed iteration, not a usage limit; done at iteration 2",
+            &[],
+            &[],
+            "An agent that dies mid-stream (SIGKILL, no result) is a failed iteration, never a usage limit: the next iteration goes on.",
         ),
         "bands" => Plan {
             hook: true,

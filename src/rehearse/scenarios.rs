@@ -39,10 +39,17 @@ pub(crate) fn rehearse(
         "Function, regression and limit criteria, every count pinned: level 4.",
     )?;
     let goal_path = sb.project.join("longrun/goal.md");
-    crate::atomic::write_atomic(&goal_path, sample::goal_text().as_bytes())?;
+    let mut goal = sample::goal_text().to_string();
+    for (line, with) in plan.goal_edits {
+        goal = goal.replace(line, with);
+    }
+    crate::atomic::write_atomic(&goal_path, goal.as_bytes())?;
     n.note("wrote longrun/goal.md; its criteria:")?;
-    for l in sample::goal_text().lines().filter(|l| l.starts_with("- ") && l.contains('`')) {
+    for l in goal.lines().filter(|l| l.starts_with("- ") && l.contains('`')) {
         n.note(&format!("  {l}"))?;
+    }
+    for (line, with) in plan.goal_edits {
+        n.note(&format!("its budget line `{line}` became `{with}` for this scenario"))?;
     }
     set_config(&sb.project.join("longrun/config.toml"), plan.config)?;
     for (k, v) in plan.config {
@@ -89,10 +96,11 @@ pub(crate) fn rehearse(
     loop_args.extend(plan.loop_args);
     let shown = format!("kit {}", loop_args.join(" "));
     n.step(5, STEPS, &shown, plan.proves)?;
+    let clock = virtual_clock(plan, n)?;
     let verdict = if plan.name == "race" {
         race(&sb, &loop_args, &shown, n)?
     } else {
-        let ran = sb.kit(&loop_args)?;
+        let ran = sb.kit_with(&loop_args, &clock)?;
         n.ran(&shown, &ran)?;
         if let Some(v) = blocked("kit loop", &ran) {
             return Ok(v);
@@ -101,7 +109,7 @@ pub(crate) fn rehearse(
     };
 
     n.step(6, STEPS, "kit status", "Everything the loop knows is rebuilt from the journal alone.")?;
-    let status = sb.kit(&["status"])?;
+    let status = sb.kit_with(&["status"], &clock)?;
     n.ran("kit status", &status)?;
 
     n.step(
@@ -131,6 +139,26 @@ pub(crate) fn rehearse(
         }
     }
     Ok(verdict)
+}
+
+/// The `KIT_FAKE_CLOCK` the loop of `plan` runs under (empty when none is needed or the caller
+/// already set one, which the child inherits), narrated. A `ratelimit` rehearsal must not sleep
+/// the two hours to the announced reset: with kit's clock virtual from now on, the wait advances
+/// the loop's clock at once, and its journal shows the reset time as a real loop would.
+fn virtual_clock(plan: &Plan, n: &mut Narrator<'_>) -> Result<Vec<(String, String)>> {
+    if !plan.virtual_clock {
+        return Ok(Vec::new());
+    }
+    if crate::clock::is_fake() {
+        n.note("KIT_FAKE_CLOCK is set: kit's clock is virtual, so the wait for the reset passes at once.")?;
+        return Ok(Vec::new());
+    }
+    let now = crate::clock::now_rfc3339();
+    n.note(&format!(
+        "KIT_FAKE_CLOCK={now} for this loop and the status after it: kit's clock is virtual, so \
+         the wait for the reset passes at once (a real loop sleeps until it, bounded by the wall cap)."
+    ))?;
+    Ok(vec![(crate::clock::FAKE_CLOCK_VAR.to_string(), now)])
 }
 
 /// A failed set-up command ends the rehearsal of this scenario with its reason.
@@ -280,8 +308,113 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             ok: ran.code == Some(3) && end.cap.as_deref() == Some("no_progress"),
             actual: end.text,
         },
+        "ratelimit" => ratelimit(&events, ran, end),
+        "flap" => flap(&events, ran),
+        "crash" => {
+            let first = events.iter().find(|e| event(e) == "agent_end");
+            let signal = first.and_then(|e| e["signal"].as_i64());
+            let crashed = first.is_some_and(|e| e["iteration"] == 1) && signal.is_some();
+            let limits = events.iter().filter(|e| event(e) == "limit_wait").count();
+            let failed = events.iter().any(|e| {
+                event(e) == "criteria"
+                    && e["iteration"] == 1
+                    && e["passed"].as_u64() < e["total"].as_u64()
+            });
+            let ok = crashed && limits == 0 && failed && ran.code == Some(0) && end.done_at == Some(2);
+            let actual = format!(
+                "{}, {}; {}",
+                match signal {
+                    Some(s) if crashed => format!("iteration 1 died by signal {s} mid-stream"),
+                    _ => "iteration 1 did NOT crash".to_string(),
+                },
+                match (limits, failed) {
+                    (0, true) => "a failed iteration, no limit wait".to_string(),
+                    (0, false) => "its criteria did not fail".to_string(),
+                    (n, _) => format!("taken for a limit ({n} limit wait{})", if n == 1 { "" } else { "s" }),
+                },
+                end.text
+            );
+            Verdict { ok, actual }
+        }
         _ => Verdict { ok: false, actual: end.text },
     }
+}
+
+/// `ratelimit`: one `limit_wait` (usage, with its reset time), waited out in full
+/// (`limit_resume` not cut short), the iteration retried under its number, then done at 1.
+fn ratelimit(events: &[Value], ran: &Ran, end: End) -> Verdict {
+    let wait = events.iter().find(|e| event(e) == "limit_wait");
+    let until = wait
+        .and_then(|e| e["until"].as_str())
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let usage = wait.is_some_and(|e| e["kind"] == "usage");
+    let resume = events.iter().find(|e| event(e) == "limit_resume");
+    let waited = resume.and_then(|e| e["waited_s"].as_u64());
+    let full = resume.is_some_and(|e| e["cut_short"].is_null());
+    let starts: Vec<u64> = events
+        .iter()
+        .filter(|e| event(e) == "iteration_start")
+        .filter_map(|e| e["iteration"].as_u64())
+        .collect();
+    let retried = starts.len() >= 2 && starts[0] == starts[1];
+    let ok = usage
+        && until.is_some()
+        && full
+        && retried
+        && ran.code == Some(0)
+        && end.done_at == Some(1);
+    let actual = match (wait, until) {
+        (None, _) => format!("no usage limit waited for; {}", end.text),
+        (Some(_), until) => format!(
+            "waited for the {} limit until {} ({} on the virtual clock{}), {}; {}",
+            wait.and_then(|e| e["kind"].as_str()).unwrap_or("?"),
+            until.map_or("no reset time".to_string(), crate::looprun::limits::describe_until),
+            waited.map_or("?".to_string(), |s| {
+                crate::looprun::limits::describe_wait(Duration::from_secs(s))
+            }),
+            if full { "" } else { ", cut short" },
+            if retried {
+                format!("iteration {} retried under its number, not counted", starts[0])
+            } else {
+                "the limited iteration was counted".to_string()
+            },
+            end.text
+        ),
+    };
+    Verdict { ok, actual }
+}
+
+/// `flap`: a criterion journaled as flapping (passed and failed across runs on one tree), done
+/// never accepted, the loop stopped with outcome `flapping`, exit 3.
+fn flap(events: &[Value], ran: &Ran) -> Verdict {
+    let flaps: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            event(e) == "flap"
+                && e["runs"].as_array().is_some_and(|r| {
+                    r.contains(&Value::Bool(true)) && r.contains(&Value::Bool(false))
+                })
+        })
+        .collect();
+    let end = events.iter().rev().find(|e| event(e) == "loop_end");
+    let outcome = end.and_then(|e| e["outcome"].as_str()).unwrap_or("no loop_end");
+    let done = events.iter().any(|e| event(e) == "loop_end" && e["outcome"] == "done");
+    let ok = !flaps.is_empty() && !done && outcome == "flapping" && ran.code == Some(3);
+    let line = flaps.first().and_then(|e| e["line"].as_u64());
+    let actual = format!(
+        "{}, done {}; {outcome} (exit {})",
+        match line {
+            Some(l) => format!(
+                "goal.md:{l} flagged as flapping {} time{}",
+                flaps.len(),
+                if flaps.len() == 1 { "" } else { "s" }
+            ),
+            None => "no criterion flagged as flapping".to_string(),
+        },
+        if done { "ACCEPTED" } else { "refused" },
+        code_text(ran.code)
+    );
+    Verdict { ok, actual }
 }
 
 /// How a loop ended, from the journal's last `loop_end` and `cap` events and its exit status.
@@ -342,6 +475,13 @@ fn last_line(s: &str) -> &str {
 }
 
 impl Sandbox {
+    /// Run `kit ARGS` with `extra` variables on top of the sandbox's (at most the command limit).
+    fn kit_with(&self, args: &[&str], extra: &[(String, String)]) -> Result<Ran> {
+        let mut c = self.kit_command(args);
+        c.envs(extra.iter().map(|(k, v)| (k, v)));
+        Running::start(c)?.wait(COMMAND_LIMIT)
+    }
+
     fn env_value(&self, key: &str) -> String {
         self.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
     }

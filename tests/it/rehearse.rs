@@ -47,10 +47,10 @@ fn rehearse_all_gets_every_expected_outcome() {
     let out = kit(d.path()).args(["rehearse", "--all"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("9 of 9 scenarios as expected"), "{text}");
+    assert!(text.contains("12 of 12 scenarios as expected"), "{text}");
     let ticks = text.lines().filter(|l| l.trim_start().starts_with("✓ ")).count();
-    assert_eq!(ticks, 9, "{text}");
-    for hook_scenario in ["bands  ", "forged "] {
+    assert_eq!(ticks, 12, "{text}");
+    for hook_scenario in ["bands    ", "forged   "] {
         assert!(text.contains(&format!("{hook_scenario} ok (")), "{hook_scenario}: {text}");
     }
     assert!(!text.contains('✗'), "{text}");
