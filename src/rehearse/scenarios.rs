@@ -320,7 +320,8 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
                     && e["iteration"] == 1
                     && e["passed"].as_u64() < e["total"].as_u64()
             });
-            let ok = crashed && limits == 0 && failed && ran.code == Some(0) && end.done_at == Some(2);
+            let ok =
+                crashed && limits == 0 && failed && ran.code == Some(0) && end.done_at == Some(2);
             let actual = format!(
                 "{}, {}; {}",
                 match signal {
@@ -330,7 +331,10 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
                 match (limits, failed) {
                     (0, true) => "a failed iteration, no limit wait".to_string(),
                     (0, false) => "its criteria did not fail".to_string(),
-                    (n, _) => format!("taken for a limit ({n} limit wait{})", if n == 1 { "" } else { "s" }),
+                    (n, _) => format!(
+                        "taken for a limit ({n} limit wait{})",
+                        if n == 1 { "" } else { "s" }
+                    ),
                 },
                 end.text
             );
@@ -344,9 +348,8 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
 /// (`limit_resume` not cut short), the iteration retried under its number, then done at 1.
 fn ratelimit(events: &[Value], ran: &Ran, end: End) -> Verdict {
     let wait = events.iter().find(|e| event(e) == "limit_wait");
-    let until = wait
-        .and_then(|e| e["until"].as_str())
-        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let until =
+        wait.and_then(|e| e["until"].as_str()).and_then(|t| t.parse::<jiff::Timestamp>().ok());
     let usage = wait.is_some_and(|e| e["kind"] == "usage");
     let resume = events.iter().find(|e| event(e) == "limit_resume");
     let waited = resume.and_then(|e| e["waited_s"].as_u64());

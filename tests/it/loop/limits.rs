@@ -119,7 +119,10 @@ fn a_continued_run_goes_on_with_the_backoff_streak_of_the_loop_before() {
     assert_eq!(first.status.code(), Some(3), "{out}");
     let waits = events(root, "limit_wait");
     assert_eq!(waits.len(), 1, "{out}");
-    assert_eq!((waits[0]["kind"].as_str(), waits[0]["backoff"].as_bool()), (Some("rate"), Some(true)));
+    assert_eq!(
+        (waits[0]["kind"].as_str(), waits[0]["backoff"].as_bool()),
+        (Some("rate"), Some(true))
+    );
     assert_eq!(events(root, "limit_resume")[0]["cut_short"], "wall", "{out}");
 
     let second = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "1h"]);
