@@ -264,10 +264,9 @@ pub fn limit_streak(events: &[Value]) -> u32 {
                 streak = streak.saturating_add(1);
                 ended_plainly = false;
             }
-            "iteration_start" | "agent_start" | "loop_start" => {
-                if std::mem::take(&mut ended_plainly) {
-                    streak = 0;
-                }
+            "iteration_start" | "agent_start" | "loop_start" if ended_plainly => {
+                streak = 0;
+                ended_plainly = false;
             }
             _ => {}
         }
