@@ -27,6 +27,12 @@
 //! (measured by the loop itself), or, for a process that was killed, the time from its
 //! `loop_start` to its last journal line: a killed loop loses at most the wall time of the
 //! iteration in flight.
+//!
+//! Besides the budget, a continued run gets back the counters a loop process used to keep in
+//! memory only: the usage-limit backoff streak ([`limit_streak`]: a loop killed or restarted by
+//! `kit loop --ensure-alive` mid-backoff backs off longer next time, not from one minute again)
+//! and the flaps per criterion ([`flaps`]: a criterion's second flap stops the run even when the
+//! first was in an earlier loop process).
 
 use std::time::Duration;
 
