@@ -45,7 +45,8 @@ pub struct SessionSpec {
     pub invocation: u64,
     /// Absolute working directory.
     pub cwd: PathBuf,
-    /// API model id claimed, e.g. `claude-sonnet-4-5-20250929`.
+    /// Model id claimed, e.g. `claude-sonnet-4-5-20250929`; a `[1m]` suffix is shown in
+    /// `system/init` and `modelUsage` only, transcript and assistant lines carry the bare id.
     pub model: String,
     /// `"5m"` or `"1h"`: which `cache_creation` bucket the writes go to.
     pub cache_ttl: String,
@@ -277,7 +278,9 @@ impl Session {
                 "service_tier": "standard",
             });
             let message = json!({
-                "model": self.spec.model,
+                // The API's bare id: Claude Code names the window suffix (`[1m]`) in
+                // `system/init` and `modelUsage` only (real-clis.md §3).
+                "model": self.spec.model.strip_suffix("[1m]").unwrap_or(&self.spec.model),
                 "id": msg_id,
                 "type": "message",
                 "role": "assistant",
@@ -402,7 +405,8 @@ impl Session {
     /// minute), a `<synthetic>` assistant line with the text, and an error `result`.
     pub fn limit_hit(mut self, minutes: u64) -> Result<()> {
         let now = self.now().as_second();
-        let reset = (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
+        let reset =
+            (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
         let at = Timestamp::from_second(reset).unwrap_or_else(|_| self.now());
         let (h, m) = (at.strftime("%-I").to_string(), at.strftime("%M").to_string());
         let ampm = at.strftime("%P").to_string();

@@ -13,7 +13,9 @@
 //!
 //! Every agent runs in the repository root with the prompt on stdin (the prompt file itself, so
 //! no pipe can stall) and the environment `KIT_PROMPT_FILE` (its path), `KIT_ITERATION` (1-based)
-//! and `KIT_ROOT` (the repository root). stdout and stderr both go to the iteration's log.
+//! and `KIT_ROOT` (the repository root). stdout and stderr both go to the iteration's log. While
+//! a Claude stream runs, kit reads its `system/init` from the log and remembers the model it
+//! names (with the window suffix) for the hook's compaction point.
 //!
 //! Ending an iteration: at the timeout, SIGTERM to the process group, then after the grace
 //! period SIGKILL; at the memory cap (watchdog), SIGKILL at once. When the agent's main process
@@ -443,6 +445,10 @@ pub struct Launch<'a> {
     /// `longrun/PAUSE`, read every [`PAUSE_POLL`] while the agent runs: a `kit pause --now`
     /// record there stops the agent at once (ended like a timeout).
     pub pause_file: Option<&'a Path>,
+    /// The `longrun/` folder where the model a Claude stream's `system/init` names (with its
+    /// window suffix, `claude-opus-4-8[1m]`) is remembered for the hook, while the agent runs
+    /// ([`InitWatch`]). None: not remembered.
+    pub longrun: Option<&'a Path>,
 }
 
 /// How often a running agent's loop looks for `kit pause --now`.
@@ -545,7 +551,14 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     let mut term_at: Option<Instant> = None;
     let mut kill_sent = false;
     let mut pause_checked = Instant::now();
+    let mut init = l
+        .longrun
+        .filter(|_| l.spec.format() != OutputFormat::CodexJson)
+        .map(|dir| InitWatch { longrun: dir, read: 0, partial: Vec::new() });
     let status = loop {
+        if init.as_mut().is_some_and(|w| w.poll(&kept)) {
+            init = None;
+        }
         if let Some(st) =
             child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))?
         {
@@ -627,6 +640,66 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     ended.duration_ms = started_at.elapsed().as_millis() as u64;
     ended.log_recovered = keep_log(l.log, &kept)?;
     Ok(ended)
+}
+
+/// Reads a Claude stream's log while the agent runs, until its `system/init` event: the model
+/// there carries the window suffix (`claude-opus-4-8[1m]`) that transcript lines lack, and
+/// SessionStart stdin names it only after a compaction (real-clis.md §3, §5). It is remembered
+/// for the session ([`crate::hook::state::remember_model`]) so that the hook resolves the
+/// compaction point for that window. `system/init` is the stream's first event, printed before
+/// the first API call, so a watch polled with the process is done before any tool hook runs.
+struct InitWatch<'a> {
+    longrun: &'a Path,
+    /// Bytes of the log read so far.
+    read: u64,
+    /// The bytes of a line not yet ended.
+    partial: Vec<u8>,
+}
+
+impl InitWatch<'_> {
+    /// Read no further than this for `system/init` (it is the first line of a stream).
+    const LIMIT: u64 = 1 << 20;
+
+    /// Read what the agent added to `log`; true when the watch is over: `system/init` was
+    /// read (and remembered), or [`Self::LIMIT`] bytes came without one.
+    fn poll(&mut self, log: &File) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let n = match log.read_at(&mut buf, self.read) {
+                Ok(0) | Err(_) => return self.read >= Self::LIMIT,
+                Ok(n) => n,
+            };
+            self.read += n as u64;
+            self.partial.extend_from_slice(&buf[..n]);
+            while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.partial.drain(..=end).collect();
+                if self.remember(&line) {
+                    return true;
+                }
+            }
+            if self.read >= Self::LIMIT {
+                return true;
+            }
+        }
+    }
+
+    /// Remember the model of an `init` line; true when `line` was one.
+    fn remember(&self, line: &[u8]) -> bool {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else { return false };
+        let field = |k: &str| v.get(k).and_then(Value::as_str);
+        if field("type") != Some("system") || field("subtype") != Some("init") {
+            return false;
+        }
+        if let (Some(session), Some(model)) = (field("session_id"), field("model")) {
+            if !session.trim().is_empty() && !model.trim().is_empty() {
+                if let Err(e) = crate::hook::state::remember_model(self.longrun, session, model) {
+                    notify(&format!("loop: cannot remember the model {model} for the hook: {e}"));
+                }
+            }
+        }
+        true
+    }
 }
 
 /// Say at once, on stderr, what a stop request is doing (the loop's own lines go to stdout and

@@ -1440,6 +1440,7 @@ impl RunCtx<'_> {
             enforcer: p.enforcer,
             stop: Some(self.stop),
             pause_file: Some(&pause_path),
+            longrun: Some(&self.project.dir),
         };
         let journal = self.journal.clone();
         let log_rel = rel(&self.project, &log);

@@ -7,6 +7,7 @@
 //! flag, its model read from the rollout, its errors, and an unknown model flagged unpriced.
 
 use super::*;
+use serde_json::json;
 
 /// The stream-json lines of a `claude -p` run in which Bash `npm install left-pad` was denied
 /// (shape of Claude Code 2.1.197, real-clis.md §2–3).
@@ -167,4 +168,97 @@ fn a_codex_iteration_with_no_known_model_is_flagged_unpriced_never_a_silent_zero
         st.contains("agent: unpriced: (no model reported) (the cost cap cannot be trusted"),
         "{st}"
     );
+}
+
+/// A fake Claude Code on the 1M window: `claude-opus-4-6[1m]` is named in `system/init` only,
+/// as Claude Code names the default model; transcript lines carry the bare id, and SessionStart
+/// stdin names no model. The first step waits (bounded) until the hook state holds the model,
+/// as the first API call's latency does for the real agent; the context then reaches 150,300
+/// tokens (90 % of the 200k window's 167,000: a wrap-up there) and 600,000 (60 % of 1M).
+const ONE_M_SCENARIO: &str = r#"description = "A 1M-window session named in system/init only."
+model = "claude-opus-4-6[1m]"
+
+[[call]]
+when = "*"
+
+[[call.step]]
+do = "run"
+command = "for i in $(seq 600); do grep -qs 'opus-4-6\\[1m\\]' longrun/.hook/*.json && exit 0; sleep 0.05; done; exit 1"
+
+[[call.step]]
+do = "grow_context"
+to_pct = 90
+compaction_point = 167000
+
+[[call.step]]
+do = "hook"
+event = "PostToolUse"
+
+[[call.step]]
+do = "grow_context"
+to_pct = 60
+compaction_point = 1000000
+
+[[call.step]]
+do = "hook"
+event = "PostToolUse"
+
+[[call.step]]
+do = "patch"
+path = "calc.py"
+find = "a - b"
+replace = "a + b"
+"#;
+
+#[test]
+fn the_loop_gives_the_hook_the_model_of_system_init_and_its_1m_point() {
+    let d = project(false);
+    let root = d.path();
+    write(root, "scenario.toml", ONE_M_SCENARIO);
+    kit_ok(root, &["hook", "install"]);
+    for args in [&["add", "-A"][..], &["commit", "-q", "-m", "1M scenario, hook"]] {
+        let st = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .envs(kit(root).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let o = kit_loop(root, &["--agent", "fake:scenario.toml", "--max-iterations", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The stream names the suffix in `system/init` only (the hook's stdin never does).
+    let log: Vec<Value> = read(root, "longrun/.runs/001.log")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let models = |ty: &str| -> Vec<String> {
+        log.iter()
+            .filter(|v| v["type"] == ty)
+            .map(|v| {
+                let m = if ty == "system" { &v["model"] } else { &v["message"]["model"] };
+                m.as_str().unwrap_or("").to_string()
+            })
+            .collect()
+    };
+    assert_eq!(models("system"), ["claude-opus-4-6[1m]"]);
+    assert!(
+        models("assistant").iter().all(|m| m == "claude-opus-4-6"),
+        "{:?}",
+        models("assistant")
+    );
+    // Not told to wrap up at 150,300 tokens; the checkpoint at 60 % of the 1M point.
+    let hooks: Vec<(String, Value, Value)> = events(root, "hook")
+        .into_iter()
+        .map(|e| {
+            (e["action"].as_str().unwrap_or("").to_string(), e["band"].clone(), e["pct"].clone())
+        })
+        .collect();
+    assert_eq!(hooks, [("checkpoint".to_string(), json!(50), json!(60.0))], "{}", text(&o));
+    let state = std::fs::read_dir(root.join("longrun/.hook")).unwrap().next().unwrap().unwrap();
+    let st: Value = serde_json::from_str(&std::fs::read_to_string(state.path()).unwrap()).unwrap();
+    assert_eq!(st["model"], "claude-opus-4-6[1m]", "{st}");
+    let point = (st["point"]["tokens"].as_u64(), st["point"]["window"].as_u64());
+    assert_eq!(point, (Some(1_000_000), Some(1_000_000)), "{st}");
 }
