@@ -402,7 +402,8 @@ impl Session {
     /// minute), a `<synthetic>` assistant line with the text, and an error `result`.
     pub fn limit_hit(mut self, minutes: u64) -> Result<()> {
         let now = self.now().as_second();
-        let reset = (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
+        let reset =
+            (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
         let at = Timestamp::from_second(reset).unwrap_or_else(|_| self.now());
         let (h, m) = (at.strftime("%-I").to_string(), at.strftime("%M").to_string());
         let ampm = at.strftime("%P").to_string();
