@@ -11,17 +11,18 @@
 //! file keeps its permission bits. A file that is not valid JSON is left untouched and reported
 //! as `file:line:col`.
 //!
-//! Why [`Json`] and not `serde_json::Value`: kit builds serde_json without `preserve_order`, so
-//! its maps sort their keys. Turning that feature on crate-wide would change the key order of
-//! every `json!` value kit prints or journals (`--json` outputs, `journal.jsonl`); the
-//! order-keeping value lives here, where it is needed.
+//! The edit is made on the file's syntax tree (`jsonc_parser::cst`, the editor dprint uses):
+//! kit's groups are appended and removed as nodes, so every other byte of the file (key order,
+//! spacing, compact or spread-out arrays) stays as it was. `serde_json` (without
+//! `preserve_order`, which would reorder every `json!` value kit prints) only validates the text
+//! first, so the file must be plain JSON (no comments) and errors carry its line and column.
 
-use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use jsonc_parser::cst::{CstInputValue, CstNode, CstObjectProp, CstRootNode};
+use jsonc_parser::ParseOptions;
+use serde_json::Value;
 
 use crate::error::{Error, IoContext, Result};
 
@@ -60,163 +61,19 @@ pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     Ok(root.join(".claude").join("settings.json"))
 }
 
-/// A JSON value whose objects keep their keys in the order they were read (a key read twice
-/// keeps its first place and its last value, as JSON parsers do).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Json {
-    /// `null`.
-    Null,
-    /// `true` / `false`.
-    Bool(bool),
-    /// A number, exactly as serde_json reads it.
-    Number(serde_json::Number),
-    /// A string.
-    String(String),
-    /// An array.
-    Array(Vec<Json>),
-    /// An object: (key, value) pairs in order.
-    Object(Vec<(String, Json)>),
+/// The embedded snippet, as text (`kit/hooks/settings.json`).
+fn snippet_text() -> &'static str {
+    crate::embedded::kit_file("hooks/settings.json").unwrap_or("{}")
 }
 
-impl Json {
-    /// The value under `key` of an object.
-    pub fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Object(kv) => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
-        match self {
-            Json::Object(kv) => kv.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    /// The value under `key`, appended (as `make()`) when the object has none.
-    fn entry<'a>(
-        kv: &'a mut Vec<(String, Json)>,
-        key: &str,
-        make: impl FnOnce() -> Json,
-    ) -> &'a mut Json {
-        let i = match kv.iter().position(|(k, _)| k == key) {
-            Some(i) => i,
-            None => {
-                kv.push((key.to_string(), make()));
-                kv.len() - 1
-            }
-        };
-        &mut kv[i].1
-    }
-
-    /// The text, if this is a string.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::String(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The items, if this is an array.
-    pub fn as_array(&self) -> Option<&Vec<Json>> {
-        match self {
-            Json::Array(a) => Some(a),
-            _ => None,
-        }
-    }
-}
-
-impl Serialize for Json {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        match self {
-            Json::Null => s.serialize_unit(),
-            Json::Bool(b) => s.serialize_bool(*b),
-            Json::Number(n) => n.serialize(s),
-            Json::String(t) => s.serialize_str(t),
-            Json::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for i in items {
-                    seq.serialize_element(i)?;
-                }
-                seq.end()
-            }
-            Json::Object(kv) => {
-                let mut map = s.serialize_map(Some(kv.len()))?;
-                for (k, v) in kv {
-                    map.serialize_entry(k, v)?;
-                }
-                map.end()
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Json, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Json;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> std::result::Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_none<E>(self) -> std::result::Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> std::result::Result<Json, E> {
-                Ok(Json::Bool(b))
-            }
-            fn visit_i64<E>(self, n: i64) -> std::result::Result<Json, E> {
-                Ok(Json::Number(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> std::result::Result<Json, E> {
-                Ok(Json::Number(n.into()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, n: f64) -> std::result::Result<Json, E> {
-                serde_json::Number::from_f64(n)
-                    .map(Json::Number)
-                    .ok_or_else(|| E::custom("a number JSON cannot hold"))
-            }
-            fn visit_str<E>(self, s: &str) -> std::result::Result<Json, E> {
-                Ok(Json::String(s.to_string()))
-            }
-            fn visit_string<E>(self, s: String) -> std::result::Result<Json, E> {
-                Ok(Json::String(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Json, A::Error> {
-                let mut items = Vec::new();
-                while let Some(i) = a.next_element()? {
-                    items.push(i);
-                }
-                Ok(Json::Array(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> std::result::Result<Json, A::Error> {
-                let mut kv: Vec<(String, Json)> = Vec::new();
-                while let Some((k, v)) = a.next_entry::<String, Json>()? {
-                    match kv.iter_mut().find(|(key, _)| *key == k) {
-                        Some(slot) => slot.1 = v,
-                        None => kv.push((k, v)),
-                    }
-                }
-                Ok(Json::Object(kv))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The embedded snippet.
-pub fn snippet() -> Json {
-    let text = crate::embedded::kit_file("hooks/settings.json").unwrap_or("{}");
-    serde_json::from_str(text).unwrap_or(Json::Null)
+/// The embedded snippet, as a value (for [`misshapen`]).
+pub fn snippet() -> Value {
+    serde_json::from_str(snippet_text()).unwrap_or(Value::Null)
 }
 
 /// True when a handler object runs kit's hook.
-pub fn is_kit_handler(h: &Json) -> bool {
-    let Some(cmd) = h.get("command").and_then(Json::as_str) else { return false };
+pub fn is_kit_handler(h: &Value) -> bool {
+    let Some(cmd) = h.get("command").and_then(Value::as_str) else { return false };
     let words: Vec<&str> = cmd.split_whitespace().collect();
     words.len() == 3
         && (words[0] == "kit"
@@ -227,19 +84,19 @@ pub fn is_kit_handler(h: &Json) -> bool {
 }
 
 /// True when a matcher group holds a kit handler.
-fn has_kit_handler(group: &Json) -> bool {
-    group.get("hooks").and_then(Json::as_array).is_some_and(|hs| hs.iter().any(is_kit_handler))
+fn has_kit_handler(group: &Value) -> bool {
+    group.get("hooks").and_then(Value::as_array).is_some_and(|hs| hs.iter().any(is_kit_handler))
 }
 
 /// What JSON calls a value's kind, for messages ("an object", "a string", …).
-fn kind(v: &Json) -> &'static str {
+fn kind(v: &Value) -> &'static str {
     match v {
-        Json::Null => "null",
-        Json::Bool(_) => "a boolean",
-        Json::Number(_) => "a number",
-        Json::String(_) => "a string",
-        Json::Array(_) => "an array",
-        Json::Object(_) => "an object",
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -256,17 +113,33 @@ pub struct Misshapen {
 /// object of events, and each event of the snippet whose value is not an array of matcher
 /// groups (formats/claude-code.md §5.1). Hand-edited settings get this wrong; kit reports them
 /// rather than skip the event (no Stop hook means no 85 % Stop block) or replace the value.
-pub fn misshapen(settings: &Json, snippet: &Json) -> Vec<Misshapen> {
+/// Listed in the snippet's event order.
+pub fn misshapen(settings: &Value, snippet: &Value) -> Vec<Misshapen> {
     let Some(hooks) = settings.get("hooks") else { return Vec::new() };
-    let Json::Object(events) = hooks else {
+    let Value::Object(events) = hooks else {
         return vec![Misshapen { key: "hooks".into(), found: kind(hooks) }];
     };
-    let Some(Json::Object(ours)) = snippet.get("hooks") else { return Vec::new() };
-    ours.iter()
-        .filter_map(|(event, _)| events.iter().find(|(k, _)| k == event))
-        .filter(|(_, v)| !matches!(v, Json::Array(_)))
+    let Some(Value::Object(ours)) = snippet.get("hooks") else { return Vec::new() };
+    let order = snippet_events();
+    let mut bad: Vec<Misshapen> = ours
+        .keys()
+        .filter_map(|event| events.get(event).map(|v| (event, v)))
+        .filter(|(_, v)| !v.is_array())
         .map(|(event, v)| Misshapen { key: format!("hooks.{event}"), found: kind(v) })
-        .collect()
+        .collect();
+    bad.sort_by_key(|m| order.iter().position(|e| format!("hooks.{e}") == m.key));
+    bad
+}
+
+/// The snippet's event names in its own order.
+fn snippet_events() -> Vec<String> {
+    let Ok(root) = CstRootNode::parse(snippet_text(), &ParseOptions::default()) else {
+        return Vec::new();
+    };
+    root.object_value()
+        .and_then(|o| o.object_value("hooks"))
+        .map(|h| h.properties().iter().filter_map(CstObjectProp::decoded_name).collect())
+        .unwrap_or_default()
 }
 
 /// The error for a file with [`misshapen`] keys: each key and what it holds, what Claude Code
@@ -295,61 +168,105 @@ fn misshapen_error(path: &Path, bad: &[Misshapen]) -> Error {
     .with_hint(format!("{fix} in {}, then run kit hook install again", path.display()))
 }
 
+/// A node of the syntax tree as a value to insert elsewhere, its keys in their order.
+fn input_of(node: &CstNode) -> CstInputValue {
+    if let Some(o) = node.as_object() {
+        let props = o
+            .properties()
+            .iter()
+            .filter_map(|p| Some((p.decoded_name()?, input_of(&p.value()?))))
+            .collect();
+        return CstInputValue::Object(props);
+    }
+    if let Some(a) = node.as_array() {
+        return CstInputValue::Array(a.elements().iter().map(input_of).collect());
+    }
+    if let Some(s) = node.as_string_lit() {
+        return CstInputValue::String(s.decoded_value().unwrap_or_default());
+    }
+    if let Some(n) = node.as_number_lit() {
+        return CstInputValue::Number(n.to_string());
+    }
+    if let Some(b) = node.as_boolean_lit() {
+        return CstInputValue::Bool(b.value());
+    }
+    CstInputValue::Null
+}
+
 /// Add kit's groups for each event of the snippet that has no kit handler yet; new events and
-/// groups go after the existing ones. Keys that [`misshapen`] names are left as they are (check
-/// it first: `run` refuses such a file); `settings` must be an object (else nothing changes).
-pub fn merge(settings: &mut Json, snippet: &Json) {
-    let Json::Object(top) = settings else { return };
-    let Some(Json::Object(events)) = snippet.get("hooks") else { return };
-    let hooks = Json::entry(top, "hooks", || Json::Object(Vec::new()));
-    let Json::Object(hooks) = hooks else { return };
-    for (event, groups) in events {
-        let list = Json::entry(hooks, event, || Json::Array(Vec::new()));
-        let Json::Array(list) = list else { continue };
-        if !list.iter().any(has_kit_handler) {
-            list.extend(groups.as_array().cloned().unwrap_or_default());
+/// groups go after the existing ones, the rest of the text stays byte for byte. Keys that
+/// [`misshapen`] names are left as they are (check it first: `run` refuses such a file);
+/// the root must be an object (else nothing changes).
+pub fn merge(root: &CstRootNode) {
+    let Some(top) = root.object_value() else { return };
+    let Ok(ours) = CstRootNode::parse(snippet_text(), &ParseOptions::default()) else { return };
+    let Some(events) = ours.object_value().and_then(|o| o.object_value("hooks")) else { return };
+    let Some(hooks) = top.object_value_or_create("hooks") else { return };
+    for prop in events.properties() {
+        let (Some(event), Some(groups)) = (prop.decoded_name(), prop.array_value()) else {
+            continue;
+        };
+        let Some(list) = hooks.array_value_or_create(&event) else { continue };
+        let installed =
+            list.elements().iter().filter_map(CstNode::to_serde_value).any(|g| has_kit_handler(&g));
+        if !installed {
+            for group in groups.elements() {
+                list.append(input_of(&group));
+            }
         }
     }
 }
 
-/// Remove kit's handlers, then groups and events they leave empty, then `hooks` if empty.
-pub fn unmerge(settings: &mut Json) {
-    let Some(Json::Object(hooks)) = settings.get_mut("hooks") else { return };
-    hooks.retain_mut(|(_, groups)| {
-        let Json::Array(list) = groups else { return true };
-        let before = list.len();
-        list.retain_mut(|g| {
-            let Some(Json::Array(hs)) = g.get_mut("hooks") else { return true };
-            let n = hs.len();
-            hs.retain(|h| !is_kit_handler(h));
-            !(n > 0 && hs.is_empty())
-        });
-        !(before > 0 && list.is_empty())
-    });
-    if hooks.is_empty() {
-        if let Json::Object(top) = settings {
-            top.retain(|(k, _)| k != "hooks");
+/// Remove kit's handlers, then groups and events they leave empty, then `hooks` if empty; the
+/// rest of the text stays byte for byte.
+pub fn unmerge(root: &CstRootNode) {
+    let Some(top) = root.object_value() else { return };
+    let Some(hooks) = top.object_value("hooks") else { return };
+    for event in hooks.properties() {
+        let Some(list) = event.array_value() else { continue };
+        let groups = list.elements();
+        let mut emptied = 0;
+        for group in &groups {
+            let Some(hs) = group.as_object().and_then(|g| g.array_value("hooks")) else { continue };
+            let handlers = hs.elements();
+            let kit: Vec<CstNode> = handlers
+                .iter()
+                .filter(|h| h.to_serde_value().is_some_and(|v| is_kit_handler(&v)))
+                .cloned()
+                .collect();
+            if !handlers.is_empty() && kit.len() == handlers.len() {
+                group.clone().remove();
+                emptied += 1;
+            } else {
+                kit.into_iter().for_each(CstNode::remove);
+            }
+        }
+        if !groups.is_empty() && emptied == groups.len() {
+            event.remove();
+        }
+    }
+    if hooks.properties().is_empty() {
+        if let Some(p) = top.get("hooks") {
+            p.remove();
         }
     }
 }
 
-/// The indentation unit of a JSON text: the leading whitespace of its first indented line
-/// (`"  "` when there is none, as Claude Code writes its settings).
-fn indent_of(text: &str) -> &str {
-    text.lines()
-        .map(|l| &l[..l.len() - l.trim_start_matches([' ', '\t']).len()])
-        .find(|w| !w.is_empty())
-        .unwrap_or("  ")
-}
-
-/// `value` printed with `indent`, ending with a newline.
-fn render(value: &Json, indent: &str) -> Result<String> {
-    let mut buf = Vec::new();
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-    value.serialize(&mut ser).map_err(|e| Error::internal(e.to_string()))?;
-    buf.push(b'\n');
-    String::from_utf8(buf).map_err(|e| Error::internal(e.to_string()))
+/// `old` (valid JSON text of an object, or blank for a new file) with kit's entries merged in
+/// (or with `uninstall` taken out). A blank file becomes `{…}` with a final newline; otherwise
+/// the file's indentation and final newline (or its lack) are kept.
+fn edit(old: &str, uninstall: bool) -> Result<String> {
+    let blank = old.trim().is_empty();
+    let source = if blank { "{}\n" } else { old };
+    let root = CstRootNode::parse(source, &ParseOptions::default())
+        .map_err(|e| Error::internal(format!("settings JSON: {e}")))?;
+    if uninstall {
+        unmerge(&root);
+    } else {
+        merge(&root);
+    }
+    let text = root.to_string();
+    Ok(if blank && text == source { old.to_string() } else { text })
 }
 
 /// The file a settings path really names: `path` itself, or where its chain of symbolic links
@@ -422,9 +339,12 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
         Err(e) => return Err(Error::io(&real, e)),
     };
     let fix = || format!("fix {} by hand, then run kit hook install again", path.display());
-    let mut settings = match &old_text {
-        Some(t) if !t.trim().is_empty() => match serde_json::from_str::<Json>(t) {
-            Ok(v @ Json::Object(_)) => v,
+    let old = old_text.as_deref().unwrap_or("");
+    let settings = if old.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        match serde_json::from_str::<Value>(old) {
+            Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
                 return Err(Error::input(
                     path,
@@ -444,8 +364,7 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
                 )
                 .with_hint(fix()));
             }
-        },
-        _ => Json::Object(Vec::new()),
+        }
     };
     if !opts.uninstall {
         let bad = misshapen(&settings, &snippet());
@@ -453,25 +372,8 @@ pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
             return Err(misshapen_error(path, &bad));
         }
     }
-    let before = settings.clone();
-    if opts.uninstall {
-        unmerge(&mut settings);
-    } else {
-        merge(&mut settings, &snippet());
-    }
-    let unchanged = before == settings;
-    let old = old_text.as_deref().unwrap_or("");
-    let text = if unchanged && old_text.is_some() {
-        old.to_string()
-    } else {
-        let t = render(&settings, indent_of(old))?;
-        // The file's own ending: no final newline if it had none.
-        if old_text.is_some() && !old.ends_with('\n') {
-            t.trim_end_matches('\n').to_string()
-        } else {
-            t
-        }
-    };
+    let text = edit(old, opts.uninstall)?;
+    let unchanged = text == old;
     let w = |out: &mut dyn Write, s: &str| writeln!(out, "{s}").map_err(|e| Error::io("stdout", e));
     if opts.dry_run {
         if text == old {
@@ -531,29 +433,25 @@ const NOT_ON_PATH: &str = "warning: `kit` is not on PATH, so Claude Code cannot 
 mod tests {
     use super::*;
 
-    fn parse(t: &str) -> Json {
+    fn parse(t: &str) -> Value {
         serde_json::from_str(t).unwrap()
     }
 
     #[test]
-    fn merge_is_idempotent_and_unmerge_keeps_the_rest() {
-        let mut s = parse(
-            r#"{
+    fn merge_is_idempotent_and_unmerge_gives_back_the_bytes() {
+        let text = r#"{
             "model": "opus",
             "hooks": {
                 "Stop": [{"hooks": [{"type": "command", "command": "~/bin/notify"}]}],
                 "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "check"}]}]
             }
-        }"#,
-        );
-        let original = s.clone();
-        merge(&mut s, &snippet());
-        let once = s.clone();
-        merge(&mut s, &snippet());
-        assert_eq!(s, once);
-        assert_eq!(s.get("hooks").unwrap().get("Stop").unwrap().as_array().unwrap().len(), 2);
-        unmerge(&mut s);
-        assert_eq!(s, original);
+        }"#;
+        let once = edit(text, false).unwrap();
+        assert_eq!(edit(&once, false).unwrap(), once);
+        let v = parse(&once);
+        assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        // A one-line array kit appended to comes back spread over lines; its values are the same.
+        assert_eq!(parse(&edit(&once, true).unwrap()), parse(text));
     }
 
     #[test]
@@ -567,33 +465,32 @@ mod tests {
             }
         ]
     },
-    "alpha": [
-        1.5,
-        "x",
-        null,
-        true
-    ]
+    "alpha": [1.5, "x", null, true]
 }
 "#;
-        let mut s = parse(text);
-        assert_eq!(render(&s, indent_of(text)).unwrap(), text, "a round trip is byte for byte");
-        merge(&mut s, &snippet());
-        let Json::Object(top) = &s else { panic!() };
-        let keys: Vec<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
+        let out = edit(text, false).unwrap();
+        let root = CstRootNode::parse(&out, &ParseOptions::default()).unwrap();
+        let top = root.object_value().unwrap();
+        let keys: Vec<String> =
+            top.properties().iter().filter_map(CstObjectProp::decoded_name).collect();
         assert_eq!(keys, ["zeta", "hooks", "alpha"]);
-        let Some(Json::Object(events)) = s.get("hooks") else { panic!() };
-        let events: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+        let events: Vec<String> = top
+            .object_value("hooks")
+            .unwrap()
+            .properties()
+            .iter()
+            .filter_map(CstObjectProp::decoded_name)
+            .collect();
         assert_eq!(
             events,
             ["Stop", "UserPromptSubmit", "PostToolUse", "PreCompact", "SessionStart"]
         );
-        let out = render(&s, indent_of(text)).unwrap();
         assert!(
             out.starts_with("{\n    \"zeta\": 1,\n    \"hooks\": {\n        \"Stop\": [\n"),
             "{out}"
         );
-        unmerge(&mut s);
-        assert_eq!(render(&s, indent_of(text)).unwrap(), text);
+        assert!(out.ends_with("    \"alpha\": [1.5, \"x\", null, true]\n}\n"), "{out}");
+        assert_eq!(edit(&out, true).unwrap(), text);
     }
 
     #[test]
@@ -608,22 +505,15 @@ mod tests {
         assert_eq!(misshapen(&s, &snippet()), [Misshapen { key: "hooks".into(), found: "null" }]);
         assert!(misshapen(&parse(r#"{"model": "opus"}"#), &snippet()).is_empty());
         // merge leaves such values alone rather than replacing them.
-        let mut s = parse(r#"{"hooks": "mine"}"#);
-        merge(&mut s, &snippet());
-        assert_eq!(s, parse(r#"{"hooks": "mine"}"#));
+        assert_eq!(edit(r#"{"hooks": "mine"}"#, false).unwrap(), r#"{"hooks": "mine"}"#);
     }
 
     #[test]
-    fn indentation_is_read_from_the_file() {
-        for (text, want) in [
-            ("{\n  \"a\": 1\n}", "  "),
-            ("{\n    \"a\": 1\n}", "    "),
-            ("{\n\t\"a\": 1\n}", "\t"),
-            ("{\"a\": 1}", "  "),
-            ("", "  "),
-        ] {
-            assert_eq!(indent_of(text), want, "{text:?}");
-        }
+    fn a_blank_file_gets_an_object_with_a_final_newline() {
+        let out = edit("", false).unwrap();
+        assert!(out.starts_with("{\n  \"hooks\": {\n    \"UserPromptSubmit\": ["), "{out}");
+        assert!(out.ends_with("}\n"));
+        assert_eq!(edit("", true).unwrap(), "");
     }
 
     #[test]
@@ -634,7 +524,7 @@ mod tests {
             ("kit hook rehearse", false),
             ("toolkit hook claude", false),
         ] {
-            let h = Json::Object(vec![("command".into(), Json::String(cmd.into()))]);
+            let h = serde_json::json!({ "command": cmd });
             assert_eq!(is_kit_handler(&h), yes, "{cmd}");
         }
     }

@@ -45,7 +45,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use toml::Spanned;
 
 use crate::duration::{parse_duration, parse_size};
 use crate::error::{Error, Result};
@@ -53,8 +54,9 @@ use crate::error::{Error, Result};
 /// The config format this kit reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// Parsed `config.toml`. Durations and sizes stay as the user wrote them; use the accessor
-/// methods, which were validated by [`Config::load`].
+/// Parsed `config.toml`. Durations and sizes are typed when the file is read ([`Dur`], [`Size`]),
+/// each kept with its place in the file ([`Spanned`]) so that [`Config::load`]'s range checks
+/// name its line; the defaults are the `Default` impls below, written once.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -88,12 +90,12 @@ pub struct NotifyConfig {
     /// Run through `sh -c` in the repository root; empty (the default): no notification.
     pub command: String,
     /// Its time limit, e.g. `"30s"`; then its process group is killed.
-    pub timeout: String,
+    pub timeout: Spanned<Dur>,
 }
 
 impl Default for NotifyConfig {
     fn default() -> Self {
-        NotifyConfig { command: String::new(), timeout: "30s".into() }
+        NotifyConfig { command: String::new(), timeout: at(Dur::secs(30)) }
     }
 }
 
@@ -126,7 +128,7 @@ pub struct Caps {
     /// Agent iterations per loop run (≥ 1).
     pub max_iterations: u32,
     /// Wall time of one loop run, e.g. `"4h"`.
-    pub max_wall: String,
+    pub max_wall: Spanned<Dur>,
     /// USD, from the agent's reported usage priced by the price table.
     pub max_cost_usd: f64,
     /// Consecutive iterations without progress before the loop stops (≥ 1).
@@ -138,11 +140,11 @@ pub struct Caps {
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
     /// One agent iteration, e.g. `"30m"`.
-    pub iteration: String,
+    pub iteration: Spanned<Dur>,
     /// Between SIGTERM and SIGKILL of the agent's process group, e.g. `"10s"`.
-    pub grace: String,
+    pub grace: Spanned<Dur>,
     /// One criterion command, e.g. `"5m"`.
-    pub criterion: String,
+    pub criterion: Spanned<Dur>,
 }
 
 /// `[memory]`.
@@ -150,7 +152,7 @@ pub struct Timeouts {
 #[serde(default, deny_unknown_fields)]
 pub struct Memory {
     /// MemoryMax of the agent's process tree, systemd syntax, e.g. `"4G"`.
-    pub max: String,
+    pub max: Spanned<Size>,
 }
 
 /// `[goal]`.
@@ -182,12 +184,12 @@ pub struct ReviewConfig {
     /// (a goal with a review criterion is then refused by `kit loop`, exit 2).
     pub evaluator: String,
     /// One evaluator run, e.g. `"10m"`; then its process group is killed and the verdict is fail.
-    pub timeout: String,
+    pub timeout: Spanned<Dur>,
 }
 
 impl Default for ReviewConfig {
     fn default() -> Self {
-        ReviewConfig { evaluator: String::new(), timeout: "10m".into() }
+        ReviewConfig { evaluator: String::new(), timeout: at(Dur::secs(600)) }
     }
 }
 
@@ -200,7 +202,7 @@ pub struct ContextConfig {
     /// Band thresholds in % of the compaction point, ascending: checkpoint, handoff, wrap up.
     pub bands: Vec<u8>,
     /// Prompt-cache TTL assumed when a transcript does not say, `"5m"` or `"1h"`.
-    pub cache_ttl: String,
+    pub cache_ttl: Spanned<Dur>,
 }
 
 /// A price override for one model, USD per million tokens; unset fields keep the table's value.
@@ -253,19 +255,28 @@ impl Default for AgentConfig {
 
 impl Default for Caps {
     fn default() -> Self {
-        Caps { max_iterations: 10, max_wall: "4h".into(), max_cost_usd: 25.0, max_no_progress: 3 }
+        Caps {
+            max_iterations: 10,
+            max_wall: at(Dur::secs(4 * 3600)),
+            max_cost_usd: 25.0,
+            max_no_progress: 3,
+        }
     }
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { iteration: "30m".into(), grace: "10s".into(), criterion: "5m".into() }
+        Timeouts {
+            iteration: at(Dur::secs(1800)),
+            grace: at(Dur::secs(10)),
+            criterion: at(Dur::secs(300)),
+        }
     }
 }
 
 impl Default for Memory {
     fn default() -> Self {
-        Memory { max: "4G".into() }
+        Memory { max: at(Size { bytes: 4 << 30, text: "4G".into() }) }
     }
 }
 
@@ -277,7 +288,11 @@ impl Default for GoalConfig {
 
 impl Default for ContextConfig {
     fn default() -> Self {
-        ContextConfig { compaction_point: 0, bands: vec![50, 70, 85], cache_ttl: "5m".into() }
+        ContextConfig {
+            compaction_point: 0,
+            bands: vec![50, 70, 85],
+            cache_ttl: at(Dur::secs(300)),
+        }
     }
 }
 
@@ -310,6 +325,10 @@ impl Config {
             Err(Error::input(path, line, msg)
                 .with_hint(format!("fix `{key}` in {}", path.display())))
         };
+        let bad_at = |key: &str, pos: usize, msg: String| {
+            Err(Error::input(path, Some(line_of(text, pos)), msg)
+                .with_hint(format!("fix `{key}` in {}", path.display())))
+        };
         if self.format_version > FORMAT_VERSION {
             return bad(
                 "format_version",
@@ -330,24 +349,20 @@ impl Config {
             ("timeout", &self.notify.timeout, false),
             ("timeout", &self.review.timeout, false),
         ] {
-            match parse_duration(v) {
-                Err(msg) => return bad(key, msg),
-                Ok(d) if d.is_zero() && !may_be_zero => {
-                    return bad(
-                        key,
-                        format!("{key} = \"{v}\": caps may not be off; give a value above 0"),
-                    )
-                }
-                Ok(_) => {}
+            if v.get_ref().0.is_zero() && !may_be_zero {
+                let written = text.get(v.span()).unwrap_or("0");
+                return bad_at(
+                    key,
+                    v.span().start,
+                    format!("{key} = {written}: caps may not be off; give a value above 0"),
+                );
             }
         }
-        match parse_size(&self.memory.max) {
-            Err(msg) => return bad("max", msg),
-            Ok(bytes) => {
-                if let Err(msg) = crate::duration::check_memory_cap(&self.memory.max, bytes) {
-                    return bad("max", msg);
-                }
-            }
+        let max = &self.memory.max;
+        if let Err(msg) =
+            crate::duration::check_memory_cap(&max.get_ref().text, max.get_ref().bytes)
+        {
+            return bad_at("max", max.span().start, msg);
         }
         if self.caps.max_iterations == 0 {
             return bad(
@@ -409,35 +424,89 @@ impl Config {
 
     /// Wall-time cap of one loop run.
     pub fn max_wall(&self) -> Duration {
-        parse_duration(&self.caps.max_wall).unwrap_or(Duration::from_secs(4 * 3600))
+        self.caps.max_wall.get_ref().0
     }
     /// Timeout of one agent iteration.
     pub fn iteration_timeout(&self) -> Duration {
-        parse_duration(&self.timeouts.iteration).unwrap_or(Duration::from_secs(1800))
+        self.timeouts.iteration.get_ref().0
     }
     /// Grace period between SIGTERM and SIGKILL.
     pub fn grace(&self) -> Duration {
-        parse_duration(&self.timeouts.grace).unwrap_or(Duration::from_secs(10))
+        self.timeouts.grace.get_ref().0
     }
     /// Timeout of one criterion command.
     pub fn criterion_timeout(&self) -> Duration {
-        parse_duration(&self.timeouts.criterion).unwrap_or(Duration::from_secs(300))
+        self.timeouts.criterion.get_ref().0
     }
     /// Memory cap in bytes.
     pub fn memory_max(&self) -> u64 {
-        parse_size(&self.memory.max).unwrap_or(4 << 30)
+        self.memory.max.get_ref().bytes
     }
     /// Time limit of the `[notify]` command.
     pub fn notify_timeout(&self) -> Duration {
-        parse_duration(&self.notify.timeout).unwrap_or(Duration::from_secs(30))
+        self.notify.timeout.get_ref().0
     }
     /// Timeout of one review evaluator run.
     pub fn review_timeout(&self) -> Duration {
-        parse_duration(&self.review.timeout).unwrap_or(Duration::from_secs(600))
+        self.review.timeout.get_ref().0
     }
     /// Assumed cache TTL.
     pub fn cache_ttl(&self) -> Duration {
-        parse_duration(&self.context.cache_ttl).unwrap_or(Duration::from_secs(300))
+        self.context.cache_ttl.get_ref().0
+    }
+}
+
+/// A default value, which stands nowhere in the file.
+fn at<T>(value: T) -> Spanned<T> {
+    Spanned::new(0..0, value)
+}
+
+/// A duration as config.toml writes it: a string [`parse_duration`] reads (`"90s"`, `"15m"`,
+/// `"1h30m"`, bare seconds `"7"`; `humantime`'s syntax). A value it cannot read fails the
+/// parse, and toml names its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    const fn secs(n: u64) -> Dur {
+        Dur(Duration::from_secs(n))
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Dur, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map(Dur).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+/// A memory size as config.toml writes it, systemd's `MemoryMax=` syntax ([`parse_size`]):
+/// the bytes, and the text as written (for messages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Bytes.
+    pub bytes: u64,
+    /// As written, e.g. `4G`.
+    pub text: String,
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
+        let text = String::deserialize(d)?;
+        let bytes = parse_size(&text).map_err(serde::de::Error::custom)?;
+        Ok(Size { bytes, text })
+    }
+}
+
+impl Serialize for Size {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
     }
 }
 
@@ -469,10 +538,35 @@ mod tests {
         let t = Config::parse(Path::new("config.toml"), text).unwrap();
         assert_eq!(format!("{:?}", t.agent), format!("{:?}", AgentConfig::default()));
         assert_eq!(t.agent.setting_sources, "project,local");
+        for (from_template, default) in [
+            (t.max_wall(), c.max_wall()),
+            (t.iteration_timeout(), c.iteration_timeout()),
+            (t.grace(), c.grace()),
+            (t.criterion_timeout(), c.criterion_timeout()),
+            (t.notify_timeout(), c.notify_timeout()),
+            (t.review_timeout(), c.review_timeout()),
+            (t.cache_ttl(), c.cache_ttl()),
+        ] {
+            assert_eq!(from_template, default);
+        }
+        assert_eq!(t.memory_max(), c.memory_max());
         assert_eq!(c.goal.confirm_runs, 2);
         let c = Config::parse(Path::new("config.toml"), "[goal]\nrequired_level = 2\n").unwrap();
         assert_eq!(c.goal.confirm_runs, 2);
         assert!(c.review.evaluator.is_empty());
+    }
+
+    #[test]
+    fn bad_values_are_named_with_what_is_accepted() {
+        let msg =
+            |text: &str| Config::parse(Path::new("config.toml"), text).unwrap_err().to_string();
+        let m = msg("[caps]\nmax_wall = \"forever\"\n");
+        assert!(m.contains("config.toml:2") && m.contains("`forever` is not a duration"), "{m}");
+        assert!(m.contains("90s, 15m, 2h"), "{m}");
+        let m = msg("[timeouts]\ncriterion = \"0\"\n");
+        assert!(m.contains("criterion = \"0\": caps may not be off"), "{m}");
+        let m = msg("[memory]\nmax = \"lots\"\n");
+        assert!(m.contains("config.toml:2") && m.contains("`lots` is not a memory size"), "{m}");
     }
 
     #[test]

@@ -1254,12 +1254,10 @@ impl RunCtx<'_> {
         notify::fire(&self.project, &self.journal, "limit", &env);
         let stop = self.stop;
         let pause_file = self.project.pause();
-        let step = if crate::clock::is_fake() { Duration::from_secs(60) } else { Duration::from_secs(1) };
-        let (slept, cut) = limits::sleep_interruptibly(
-            wait,
-            step,
-            &mut |d| crate::clock::sleep(d),
-            &mut || {
+        let step =
+            if crate::clock::is_fake() { Duration::from_secs(60) } else { Duration::from_secs(1) };
+        let (slept, cut) =
+            limits::sleep_interruptibly(wait, step, &mut |d| crate::clock::sleep(d), &mut || {
                 if stop.requested().is_some() {
                     Some("interrupted")
                 } else if pause_file.exists() {
@@ -1267,8 +1265,7 @@ impl RunCtx<'_> {
                 } else {
                     None
                 }
-            },
-        );
+            });
         if crate::clock::is_fake() {
             p.waited += slept;
             self.waited += slept;
