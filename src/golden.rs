@@ -289,7 +289,6 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
     }
 }
 
-
 /// The whole environment every golden command runs with: nothing else is inherited from the
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
 /// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).

@@ -71,7 +71,11 @@ impl<'a> Runner<'a> {
             match step {
                 Step::Exit { code } => return self.answer(otherwise, *code),
                 Step::Limit { reset_minutes } => {
-                    return Ok(Ending { text: String::new(), code: 1, how: How::Limit(*reset_minutes) })
+                    return Ok(Ending {
+                        text: String::new(),
+                        code: 1,
+                        how: How::Limit(*reset_minutes),
+                    })
                 }
                 Step::Crash { signal } => {
                     return Ok(Ending { text: String::new(), code: 1, how: How::Crash(*signal) })

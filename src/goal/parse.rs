@@ -786,7 +786,10 @@ mod tests {
         let g = p("## Criteria\n- function: `a` → `x`\n- review: every error names\n  `goal.md:LINE` and the fix\n- Review: no new dependency\n").unwrap();
         assert_eq!(g.criteria.len(), 1);
         let got: Vec<(usize, &str)> = g.reviews.iter().map(|r| (r.line, r.text.as_str())).collect();
-        assert_eq!(got, [(3, "every error names `goal.md:LINE` and the fix"), (5, "no new dependency")]);
+        assert_eq!(
+            got,
+            [(3, "every error names `goal.md:LINE` and the fix"), (5, "no new dependency")]
+        );
         assert!(g.prose_criteria.is_empty());
         match p("## Criteria\n- review:\n") {
             Err(Error::Input { line: Some(2), .. }) => {}

@@ -121,7 +121,8 @@ const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 /// Errors: a file cannot be written (`crate::error::Error::Io`).
 pub fn write_inputs(root: &Path, inputs: &Inputs<'_>) -> crate::error::Result<[PathBuf; 3]> {
     crate::atomic::create_dir_all(inputs.dir)?;
-    let dir = if inputs.dir.is_absolute() { inputs.dir.to_path_buf() } else { root.join(inputs.dir) };
+    let dir =
+        if inputs.dir.is_absolute() { inputs.dir.to_path_buf() } else { root.join(inputs.dir) };
     let goal = dir.join("goal.md");
     let diff = dir.join("diff.patch");
     let criteria = dir.join("criteria.json");
@@ -266,8 +267,9 @@ pub fn parse_verdict(stdout: &str) -> std::result::Result<(Verdict, String), Str
     };
     let shown: String = last.chars().take(120).collect();
     if last.starts_with('{') {
-        let v: Value = serde_json::from_str(last)
-            .map_err(|e| format!("the evaluator's last line `{shown}` is not valid JSON ({e}); {SHAPE}"))?;
+        let v: Value = serde_json::from_str(last).map_err(|e| {
+            format!("the evaluator's last line `{shown}` is not valid JSON ({e}); {SHAPE}")
+        })?;
         let word = v.get("verdict").and_then(Value::as_str).unwrap_or("");
         let verdict = Verdict::from_word(word).ok_or_else(|| {
             format!("the evaluator's verdict `{word}` is not pass, fail or ask; {SHAPE}")
@@ -282,7 +284,10 @@ pub fn parse_verdict(stdout: &str) -> std::result::Result<(Verdict, String), Str
     let rest = last[8..].trim_start();
     let word: String = rest.chars().take_while(char::is_ascii_alphabetic).collect();
     let verdict = Verdict::from_word(&word).ok_or_else(|| {
-        format!("the evaluator's verdict `{}` is not pass, fail or ask; {SHAPE}", rest.split_whitespace().next().unwrap_or(""))
+        format!(
+            "the evaluator's verdict `{}` is not pass, fail or ask; {SHAPE}",
+            rest.split_whitespace().next().unwrap_or("")
+        )
     })?;
     let reason = rest[word.len()..]
         .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '-' | '—' | '–'))
@@ -300,7 +305,8 @@ pub fn weigh(goal: &Goal, mut rating: Rating) -> Rating {
     if n == 0 || !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() {
         return rating;
     }
-    let reviews = if n == 1 { "1 review criterion".to_string() } else { format!("{n} review criteria") };
+    let reviews =
+        if n == 1 { "1 review criterion".to_string() } else { format!("{n} review criteria") };
     let lines: Vec<String> = goal.reviews.iter().map(|r| format!("goal.md:{}", r.line)).collect();
     rating.level = 2;
     let why = [
@@ -336,9 +342,21 @@ mod tests {
     fn verdicts_are_read_from_the_last_line_and_anything_else_fails() {
         let ok: &[(&str, Verdict, &str)] = &[
             ("thinking…\nVERDICT: pass\n", Verdict::Pass, ""),
-            ("VERDICT: fail — the message names no line\n\n", Verdict::Fail, "the message names no line"),
-            ("verdict: Ask: should errors go to stderr?", Verdict::Ask, "should errors go to stderr?"),
-            ("{\"verdict\":\"fail\",\"reason\":\"no tests for it\"}", Verdict::Fail, "no tests for it"),
+            (
+                "VERDICT: fail — the message names no line\n\n",
+                Verdict::Fail,
+                "the message names no line",
+            ),
+            (
+                "verdict: Ask: should errors go to stderr?",
+                Verdict::Ask,
+                "should errors go to stderr?",
+            ),
+            (
+                "{\"verdict\":\"fail\",\"reason\":\"no tests for it\"}",
+                Verdict::Fail,
+                "no tests for it",
+            ),
         ];
         for (out, v, reason) in ok {
             assert_eq!(parse_verdict(out), Ok((*v, reason.to_string())), "{out}");
@@ -374,14 +392,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(super::super::rate(&with_prose, &[], root).level, 1);
-        let tested = "# G\n## Criteria\n- function: `python3 -m unittest t` → `Ran 3 tests` and `re:^OK$`\n";
+        let tested =
+            "# G\n## Criteria\n- function: `python3 -m unittest t` → `Ran 3 tests` and `re:^OK$`\n";
         let plain = super::super::parse(Path::new("goal.md"), tested).unwrap();
         let reviewed = super::super::parse(
             Path::new("goal.md"),
             &format!("{tested}- review: the messages are clear\n"),
         )
         .unwrap();
-        let (a, b) = (super::super::rate(&plain, &[], root), super::super::rate(&reviewed, &[], root));
+        let (a, b) =
+            (super::super::rate(&plain, &[], root), super::super::rate(&reviewed, &[], root));
         assert_eq!((a.level, a.reasons), (b.level, b.reasons));
     }
 
@@ -399,7 +419,8 @@ mod tests {
         std::fs::write(root.join("new.txt"), "fresh\n").unwrap();
         let results = json!([{ "line": 3, "passed": true }]);
         let out = root.join("scratch");
-        let inputs = Inputs { goal_text: "# G\n", criteria: &results, base: &base, iteration: 4, dir: &out };
+        let inputs =
+            Inputs { goal_text: "# G\n", criteria: &results, base: &base, iteration: 4, dir: &out };
         let review = Review { line: 7, text: "the diff is small".into() };
         let script = "grep -q '+two' \"$KIT_REVIEW_DIFF\" && grep -q fresh \"$KIT_REVIEW_DIFF\" \
             && grep -q '\"line\": 3' \"$KIT_REVIEW_CRITERIA\" && grep -q '\"line\":7' && \
@@ -408,7 +429,8 @@ mod tests {
         assert_eq!((r.verdict, r.reason.as_str()), (Verdict::Pass, "fine"), "{r:?}");
         // The repository's own index is untouched: new.txt is still untracked.
         assert!(git(&["status", "--porcelain"]).contains("?? new.txt"));
-        let r = run(&review, "echo 'VERDICT: pass'; exit 1", root, &inputs, Duration::from_secs(60));
+        let r =
+            run(&review, "echo 'VERDICT: pass'; exit 1", root, &inputs, Duration::from_secs(60));
         assert_eq!(r.verdict, Verdict::Fail);
         assert!(r.reason.contains("exited 1"), "{}", r.reason);
         let r = run(&review, "sleep 30", root, &inputs, Duration::from_millis(300));

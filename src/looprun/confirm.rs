@@ -184,7 +184,8 @@ impl RunCtx<'_> {
                 "flap",
                 json!({ "iteration": iteration, "line": line, "criterion": command, "runs": passed, "times": times }),
             )?;
-            let shown: Vec<&str> = passed.iter().map(|&b| if b { "pass" } else { "fail" }).collect();
+            let shown: Vec<&str> =
+                passed.iter().map(|&b| if b { "pass" } else { "fail" }).collect();
             self.say(format!(
                 "iteration {iteration}: goal.md:{line} flaps ({} on the same tree): done refused",
                 shown.join(", ")
@@ -252,7 +253,13 @@ impl RunCtx<'_> {
         let mut refused = Vec::new();
         let mut asked = None;
         for r in p.goal.reviews.clone() {
-            let res = review::run(&r, &p.layers.evaluator, &self.project.root, &inputs, p.layers.review_timeout);
+            let res = review::run(
+                &r,
+                &p.layers.evaluator,
+                &self.project.root,
+                &inputs,
+                p.layers.review_timeout,
+            );
             end_strays()?;
             self.journal(
                 "review",
@@ -263,7 +270,11 @@ impl RunCtx<'_> {
                     "duration_ms": res.duration_ms, "dir": dir_rel,
                 }),
             )?;
-            let reason = if res.reason.is_empty() { "no reason given".to_string() } else { res.reason.clone() };
+            let reason = if res.reason.is_empty() {
+                "no reason given".to_string()
+            } else {
+                res.reason.clone()
+            };
             self.say(format!(
                 "iteration {iteration}: review goal.md:{}: {} ({reason})",
                 r.line,

@@ -121,7 +121,11 @@ impl State {
                 dropped[s].push(i);
             } else {
                 let c = &self.streams[s].calls[i];
-                keys.push(Held { key, ts_ms: c.ts_ms.unwrap_or(i64::MAX), tokens: total(&c.usage) });
+                keys.push(Held {
+                    key,
+                    ts_ms: c.ts_ms.unwrap_or(i64::MAX),
+                    tokens: total(&c.usage),
+                });
             }
         }
         for (stream, mut gone) in self.streams.iter_mut().zip(dropped) {

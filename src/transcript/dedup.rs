@@ -127,7 +127,12 @@ mod tests {
         // (case, held, path ranks, expected drops as (session, keys))
         type Case = (&'static str, Vec<(u32, Held)>, Vec<u32>, Vec<(u32, Vec<&'static str>)>);
         let cases: Vec<Case> = vec![
-            ("nothing shared", vec![(0, h("a", Some(1))), (1, h("b", Some(1)))], vec![0, 1], vec![]),
+            (
+                "nothing shared",
+                vec![(0, h("a", Some(1))), (1, h("b", Some(1)))],
+                vec![0, 1],
+                vec![],
+            ),
             (
                 "a fork: same timestamps, the smaller path owns",
                 vec![(0, h("a", Some(5))), (1, h("a", Some(5))), (1, h("b", Some(6)))],

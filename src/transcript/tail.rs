@@ -253,7 +253,6 @@ struct CompactMetadata {
     post_tokens: Option<u64>,
 }
 
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

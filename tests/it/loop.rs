@@ -1628,7 +1628,7 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
     assert_eq!(read(root, "longrun/.lock"), "");
     assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
 }
-mod cheats;
 mod agents;
+mod cheats;
 mod layers;
 mod limits;

@@ -342,7 +342,9 @@ fn a_line_with_invalid_utf8_is_read_and_its_usage_counted() {
     let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("damaged lines: 0 skipped, 2 repaired (2 invalid UTF-8 (read, bad bytes replaced))"),
+        text.contains(
+            "damaged lines: 0 skipped, 2 repaired (2 invalid UTF-8 (read, bad bytes replaced))"
+        ),
         "{text}"
     );
     assert!(text.contains(&format!("s.jsonl:{}: invalid UTF-8", prompt_line + 1)), "{text}");
@@ -894,10 +896,7 @@ fn a_forked_session_counts_each_copied_call_once() {
             (id, u(s, "api_calls"), u(s, "cache_read_tokens"), u(s, "turns"))
         })
         .collect();
-    assert_eq!(
-        rows,
-        [("c45af7b1".into(), 12, 223_265, 5), ("e5f0c8d2".into(), 4, 88_231, 6)]
-    );
+    assert_eq!(rows, [("c45af7b1".into(), 12, 223_265, 5), ("e5f0c8d2".into(), 4, 88_231, 6)]);
 }
 
 #[test]
@@ -949,8 +948,13 @@ fn claude_2_1_197_line_types_pass_strict_and_the_default_model_is_priced() {
     assert_eq!((u(s, "turns"), u(s, "api_calls")), (1, 2));
     assert_eq!(s["unpriced_models"].as_array().unwrap().len(), 0, "{s}");
     // claude-opus-4-8: $5 input, $6.25 / $10 cache writes, $0.50 reads, $25 output (per M).
-    let want = (6.0 * 5.0 + 12_000.0 * 10.0 + 40.0 * 25.0
-        + 3.0 * 5.0 + 500.0 * 6.25 + 12_000.0 * 0.5 + 20.0 * 25.0)
+    let want = (6.0 * 5.0
+        + 12_000.0 * 10.0
+        + 40.0 * 25.0
+        + 3.0 * 5.0
+        + 500.0 * 6.25
+        + 12_000.0 * 0.5
+        + 20.0 * 25.0)
         / 1e6;
     let cost = s["cost_usd"].as_f64().unwrap();
     assert!((cost - want).abs() < 1e-12, "{cost} vs {want}");

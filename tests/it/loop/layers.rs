@@ -78,7 +78,8 @@ fn a_passing_review_sees_the_agents_diff_and_done_follows() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
     assert_eq!(last_line(&o), "done: every criterion passes (2 of 2) at iteration 1", "{t}");
-    let verdicts: Vec<Value> = events(root, "review").iter().map(|e| e["verdict"].clone()).collect();
+    let verdicts: Vec<Value> =
+        events(root, "review").iter().map(|e| e["verdict"].clone()).collect();
     assert_eq!(verdicts, ["pass"], "{t}");
     let confirm = events(root, "confirm").pop().unwrap();
     assert_eq!((confirm["runs"].as_u64(), confirm["all_pass"].as_bool()), (Some(2), Some(true)));
@@ -95,7 +96,11 @@ fn a_review_that_asks_stops_the_loop_with_the_question() {
     assert!(last_line(&o).contains("should add accept strings?"), "{t}");
     assert!(events(root, "agent_start").is_empty());
     let st = text(&kit(root).arg("status").output().unwrap());
-    assert!(st.contains("needs you: the review at goal.md:9 asks") && st.contains("should add accept strings?"), "{st}");
+    assert!(
+        st.contains("needs you: the review at goal.md:9 asks")
+            && st.contains("should add accept strings?"),
+        "{st}"
+    );
 }
 
 #[test]
@@ -159,5 +164,8 @@ fn a_flapping_criterion_never_yields_done_and_stops_the_loop_the_second_time() {
     assert!(prompt.contains("goal.md:11 `python3 -B tools/bench_durations.py` flaps"), "{prompt}");
     assert!(events(root, "confirm").iter().all(|c| c["all_pass"] == false));
     let st = text(&kit(root).arg("status").output().unwrap());
-    assert!(st.contains("needs you: goal.md:11 `python3 -B tools/bench_durations.py` flapped"), "{st}");
+    assert!(
+        st.contains("needs you: goal.md:11 `python3 -B tools/bench_durations.py` flapped"),
+        "{st}"
+    );
 }
