@@ -1143,6 +1143,15 @@ mod tests {
             .ends_with("fake-agent --scenario finish -p --output-format stream-json --verbose"));
         assert!(AgentSpec::parse("  ").is_err());
         assert!(AgentSpec::parse("fake:").is_err());
+        let fc = AgentSpec::parse("fake-codex:ratelimit").unwrap();
+        assert_eq!(fc, AgentSpec::FakeCodex("ratelimit".into()));
+        assert_eq!(fc.format(), OutputFormat::CodexJson);
+        assert!(fc.is_codex() && !fake.is_codex());
+        assert!(fc
+            .argv()
+            .join(" ")
+            .ends_with("fake-agent --codex --scenario ratelimit exec --json -"));
+        assert!(AgentSpec::parse("fake-codex:").is_err());
     }
 
     fn log_with(lines: &[&str]) -> tempfile::NamedTempFile {
