@@ -255,7 +255,8 @@ pub enum GoalCommand {
 /// `kit loop …`
 #[derive(Debug, Args)]
 pub struct LoopArgs {
-    /// Agent: claude, codex, fake:SCENARIO, or any command line (overrides config.toml).
+    /// Agent: claude, codex, fake:SCENARIO, fake-codex:SCENARIO (the fake as Codex), or any
+    /// command line (overrides config.toml).
     #[arg(long, value_name = "SPEC")]
     pub agent: Option<String>,
     // The values below take a leading `-` so that `--max-wall -1` is reported as a bad value

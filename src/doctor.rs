@@ -171,7 +171,7 @@ pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
                     let next = match agent::AgentSpec::parse(&agent) {
                         Ok(agent::AgentSpec::Claude) => INSTALL_CLAUDE.to_string(),
                         Ok(agent::AgentSpec::Codex) => INSTALL_CODEX.to_string(),
-                        Ok(agent::AgentSpec::Fake(_)) => {
+                        Ok(agent::AgentSpec::Fake(_) | agent::AgentSpec::FakeCodex(_)) => {
                             e.hint().unwrap_or("kit loop --agent fake:finish").to_string()
                         }
                         _ => "install it, or set [agent] command in longrun/config.toml".into(),

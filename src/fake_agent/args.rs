@@ -51,7 +51,35 @@ pub struct Args {
     pub help: bool,
     /// `--list`: print the embedded scenarios with their descriptions.
     pub list: bool,
+    /// `--codex`: behave as `codex exec` (the flags after it are codex's; see [`CODEX_HELP`]).
+    pub codex: bool,
+    /// Codex `--json`: the event stream on stdout.
+    pub json: bool,
+    /// Codex `-s` / `--sandbox MODE`.
+    pub sandbox: Option<String>,
+    /// Codex `--ephemeral`: no rollout.
+    pub ephemeral: bool,
 }
+
+/// `codex exec` flags that take a value; `fake-agent --codex` skips the value.
+const CODEX_FLAGS_WITH_VALUE: &[&str] = &[
+    "-c",
+    "--config",
+    "-C",
+    "--cd",
+    "-p",
+    "--profile",
+    "-o",
+    "--output-last-message",
+    "--output-schema",
+    "--add-dir",
+    "-i",
+    "--image",
+    "--color",
+    "--local-provider",
+    "--enable",
+    "--disable",
+];
 
 impl Args {
     /// Parse the arguments after the program name.
@@ -61,6 +89,10 @@ impl Args {
         let argv: Vec<String> =
             argv.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let mut a = Args::default();
+        if argv.iter().any(|x| x == "--codex") {
+            a.parse_codex(&argv)?;
+            return Ok(a);
+        }
         let mut i = 0;
         while i < argv.len() {
             let arg = argv[i].as_str();
@@ -111,6 +143,56 @@ impl Args {
         }
         Ok(a)
     }
+
+    /// The `--codex` command line: `exec` (optional), codex's flags, the prompt or `-` (stdin).
+    fn parse_codex(&mut self, argv: &[String]) -> Result<(), String> {
+        self.codex = true;
+        let mut i = 0;
+        let mut exec_seen = false;
+        while i < argv.len() {
+            let arg = argv[i].as_str();
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (arg, None),
+            };
+            let value = |i: &mut usize| -> Result<String, String> {
+                if let Some(v) = inline.clone() {
+                    return Ok(v);
+                }
+                *i += 1;
+                argv.get(*i).cloned().ok_or_else(|| format!("{flag} needs a value"))
+            };
+            match flag {
+                "-h" | "--help" => self.help = true,
+                "--list" => self.list = true,
+                "--codex" => {}
+                "--scenario" => self.scenario = Some(value(&mut i)?),
+                "-m" | "--model" => self.model = Some(value(&mut i)?),
+                "-s" | "--sandbox" => self.sandbox = Some(value(&mut i)?),
+                "--json" | "--experimental-json" => self.json = true,
+                "--ephemeral" => self.ephemeral = true,
+                "--dangerously-bypass-approvals-and-sandbox" | "--yolo" => {
+                    self.sandbox = Some("danger-full-access".into())
+                }
+                f if CODEX_FLAGS_WITH_VALUE.contains(&f) => {
+                    value(&mut i)?;
+                }
+                "-" => self.prompt = None,
+                f if f.starts_with('-') => {}
+                "exec" | "e" if !exec_seen && self.prompt.is_none() => exec_seen = true,
+                _ => {
+                    if self.prompt.is_none() {
+                        self.prompt = Some(arg.to_string());
+                    }
+                }
+            }
+            i += 1;
+        }
+        if self.scenario.is_none() {
+            self.scenario = std::env::var("KIT_FAKE_SCENARIO").ok().filter(|s| !s.is_empty());
+        }
+        Ok(())
+    }
 }
 
 /// `fake-agent --help`.
@@ -130,7 +212,15 @@ The invocation number counts the finished invocations in .git/fake-agent-<scenar
 It acts on the current directory, prints its answer as claude -p does (text; the json result; or
 stream-json events ending in a `result`), and writes a Claude Code transcript under
 $CLAUDE_CONFIG_DIR/projects/ (default ~/.claude).
-Other claude flags are accepted and ignored.";
+Other claude flags are accepted and ignored.
+
+       fake-agent --codex --scenario NAME exec [--json] [-s SANDBOX] [-m MODEL] [PROMPT | -]
+
+  --codex           behave as `codex exec`: the same steps, printed as its --json event stream
+                    (thread.started … turn.completed, or turn.failed at a usage limit), and a
+                    rollout written under $CODEX_HOME/sessions/YYYY/MM/DD/ (default ~/.codex)
+  -m MODEL          the model the rollout names (default gpt-5.3-codex)
+Other codex exec flags are accepted and ignored.";
 
 #[cfg(test)]
 mod tests {
@@ -165,6 +255,29 @@ mod tests {
         let a = parse(&["--allowedTools", "Bash,Read", "-p", "--no-session-persistence"]);
         assert_eq!(a.prompt, None);
         assert!(a.no_persistence);
+    }
+
+    #[test]
+    fn codex_command_lines() {
+        let a = parse(&[
+            "--codex",
+            "--scenario",
+            "finish",
+            "exec",
+            "--json",
+            "--sandbox",
+            "workspace-write",
+            "-",
+        ]);
+        assert!(a.codex && a.json);
+        assert_eq!((a.scenario.as_deref(), a.prompt.as_deref()), (Some("finish"), None));
+        assert_eq!(a.sandbox.as_deref(), Some("workspace-write"));
+        let a = parse(&["--codex", "exec", "-m", "gpt-5-codex", "-C", "/x", "fix it"]);
+        assert_eq!(
+            (a.model.as_deref(), a.prompt.as_deref()),
+            (Some("gpt-5-codex"), Some("fix it"))
+        );
+        assert!(!a.json);
     }
 
     #[test]

@@ -4,11 +4,16 @@
 //! says for this invocation, prints stream-json events ending in a `result` with usage and cost,
 //! and writes a Claude Code transcript. Same seed and fake clock, same bytes.
 //!
+//! With `--codex` it stands in for `codex exec --json` instead (`kit loop --agent
+//! fake-codex:NAME`): the same steps, printed as Codex's event stream, and a Codex rollout under
+//! `$CODEX_HOME/sessions/` (see `codex.rs`).
+//!
 //! It is compiled once, here in the library; two thin mains start it: the `fake-agent` binary
 //! (`fake-agent/src/main.rs`) and the `kit` binary itself, as `kit fake-agent …` or when started
 //! under the name `fake-agent` (see `src/main.rs`). Its scenarios are `fake-agent/scenarios/`.
 
 mod args;
+mod codex;
 mod hooks;
 mod scenario;
 mod session;
@@ -64,7 +69,7 @@ fn run(args: &Args) -> Result<u8> {
             Error::usage(format!("--output-format {f}: expected text, json or stream-json"))
         })?,
     };
-    if output == OutputFormat::StreamJson && !args.verbose {
+    if output == OutputFormat::StreamJson && !args.verbose && !args.codex {
         // What Claude Code answers (formats/claude-code.md §7).
         return Err(Error::usage(
             "When using --print, --output-format=stream-json requires --verbose",
@@ -98,13 +103,34 @@ fn run(args: &Args) -> Result<u8> {
         seed,
         invocation,
         transcript: None,
-        model: args.model.clone().unwrap_or_else(|| scenario.model.clone()),
+        model: args.model.clone().unwrap_or_else(|| {
+            if args.codex {
+                codex::CODEX_MODEL.to_string()
+            } else {
+                scenario.model.clone()
+            }
+        }),
         cache_ttl: scenario.cache_ttl.clone(),
         permission_mode: args.permission_mode.clone().unwrap_or_else(|| "default".into()),
         git_branch: git_dir.as_deref().map(branch_of).unwrap_or_default(),
         cwd: cwd.clone(),
+        codex: args.codex.then(|| codex::Mode {
+            json: args.json,
+            sandbox: args.sandbox.clone().unwrap_or_else(|| "read-only".into()),
+            home: codex::codex_home(),
+            ephemeral: args.ephemeral,
+        }),
     };
-    let persist = !args.no_persistence;
+    let persist = !args.no_persistence && !args.codex;
+    if args.codex
+        && !args.ephemeral
+        && std::env::var("CODEX_HOME").map_or(true, |v| v.trim().is_empty())
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "fake-agent: note: this fake session's rollout goes under the real ~/.codex/sessions: kit measure counts it among your sessions; set CODEX_HOME to a folder of its own to keep them apart"
+        );
+    }
     let mut session = Session::start_with(spec, &prompt, |id| {
         persist.then(|| session::transcript_path(&cwd, id))
     })?;

@@ -56,6 +56,9 @@ pub struct SessionSpec {
     pub transcript: Option<PathBuf>,
     /// Current git branch (`""` outside a repository).
     pub git_branch: String,
+    /// `Some`: record as `codex exec` does (`fake-agent --codex`; see [`super::codex`]) instead
+    /// of as Claude Code.
+    pub codex: Option<super::codex::Mode>,
 }
 
 /// `claude -p --output-format`: what stdout carries.
@@ -101,6 +104,8 @@ pub struct Session {
     api_ms: u64,
     /// The last tool result: (tool_use id, its `toolUseResult`), for a `PostToolUse` hook.
     last_result: Option<(String, Value)>,
+    /// The Codex recorder, in `--codex` mode (then nothing Claude-shaped is printed or written).
+    codex: Option<super::codex::Rollout>,
     out: std::io::Stdout,
 }
 
@@ -136,10 +141,28 @@ impl Session {
             api_calls: 0,
             api_ms: 0,
             last_result: None,
+            codex: None,
             out: std::io::stdout(),
             spec,
         };
         s.session_id = s.uuid();
+        if let Some(mode) = s.spec.codex.clone() {
+            let now = s.now();
+            let r = super::codex::Rollout::start(
+                mode,
+                &s.spec.seed,
+                &s.spec.cwd,
+                &s.spec.model,
+                prompt,
+                now,
+            )?;
+            s.session_id = r.thread_id().to_string();
+            s.codex = Some(r);
+            s.spec.output = OutputFormat::Text;
+            s.pending = FIRST_CALL_EXTRA_TOKENS + tokens_of(prompt);
+            s.context = SYSTEM_CACHED_TOKENS;
+            return Ok(s);
+        }
         s.spec.transcript = transcript_for(&s.session_id);
         if let Some(t) = &s.spec.transcript {
             if let Some(dir) = t.parent() {
@@ -197,9 +220,12 @@ impl Session {
         self.last_result.as_ref().filter(|(i, _)| i == id).map(|(_, v)| v)
     }
 
-    /// The transcript file, if one is written.
+    /// The transcript file (in `--codex` mode the rollout), if one is written.
     pub fn transcript(&self) -> Option<&Path> {
-        self.spec.transcript.as_deref()
+        match &self.codex {
+            Some(r) => r.path(),
+            None => self.spec.transcript.as_deref(),
+        }
     }
 
     /// Record context a hook gave Claude, as Claude Code does: an `isMeta` user line holding a
@@ -263,6 +289,10 @@ impl Session {
         let latency = 900 + output * 12;
         self.api_ms += latency;
         self.pass(Duration::from_millis(latency));
+        if self.codex.is_some() {
+            let now = self.now();
+            return self.codex.as_mut().map_or(Ok(()), |r| r.response(blocks, &usage, now));
+        }
 
         let msg_id = format!("msg_01{}", self.base62("msg", 22));
         let request_id = format!("req_011C{}", self.base62("req", 20));
@@ -314,6 +344,15 @@ impl Session {
         is_error: bool,
         tool_use_result: Value,
     ) -> Result<()> {
+        if self.codex.is_some() {
+            let now = self.now();
+            self.last_result = Some((tool_use_id.to_string(), tool_use_result));
+            self.pending += tokens_of(content);
+            return self
+                .codex
+                .as_mut()
+                .map_or(Ok(()), |r| r.tool_output(tool_use_id, content, is_error, now));
+        }
         let message = json!({
             "role": "user",
             "content": [{
@@ -348,6 +387,9 @@ impl Session {
 
     /// Print the final `result` event (usage, cost, turns) and close the session.
     pub fn finish(mut self, result_text: &str, exit_code: u8) -> Result<()> {
+        if let Some(r) = self.codex.take() {
+            return r.finish(result_text, self.now());
+        }
         let is_error = exit_code != 0;
         let now = self.now();
         let duration_ms = now.duration_since(self.start).as_millis().max(0) as u64;
@@ -407,6 +449,9 @@ impl Session {
         let now = self.now().as_second();
         let reset =
             (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
+        if let Some(r) = self.codex.take() {
+            return r.limit(reset, self.now());
+        }
         let at = Timestamp::from_second(reset).unwrap_or_else(|_| self.now());
         let (h, m) = (at.strftime("%-I").to_string(), at.strftime("%M").to_string());
         let ampm = at.strftime("%P").to_string();

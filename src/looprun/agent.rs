@@ -9,6 +9,7 @@
 //! | `claude` | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools … --setting-sources project,local` (see [`AgentSpec::argv_with`]) | the `result` event |
 //! | `codex` | `codex exec --json --sandbox workspace-write -` | the last `turn.completed` event; the model from `-m` or the rollout ([`codex_model`]) |
 //! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
+//! | `fake-codex:SCENARIO` | `fake-agent --codex --scenario SCENARIO exec --json -` (the same steps as Codex prints them) | as `codex`: the last `turn.completed`; the model from the rollout it writes under `$CODEX_HOME` |
 //! | anything else | `sh -c SPEC` | whichever of the two it prints; a plain command reports none |
 //!
 //! Every agent runs in the repository root with the prompt on stdin (the prompt file itself, so
@@ -59,6 +60,8 @@ pub enum AgentSpec {
     Codex,
     /// kit's scripted fake agent with this scenario.
     Fake(String),
+    /// kit's fake agent with this scenario, as `codex exec --json` (`fake-agent --codex`).
+    FakeCodex(String),
     /// Any command line, run through `sh -c`.
     Shell(String),
 }
@@ -76,9 +79,10 @@ pub enum OutputFormat {
 }
 
 impl AgentSpec {
-    /// Parse a spec: `claude`, `codex`, `fake:SCENARIO`, or a command line.
+    /// Parse a spec: `claude`, `codex`, `fake:SCENARIO`, `fake-codex:SCENARIO`, or a command
+    /// line.
     ///
-    /// Errors: [`Error::Usage`] for an empty spec or `fake:` without a scenario.
+    /// Errors: [`Error::Usage`] for an empty spec or `fake:` / `fake-codex:` without a scenario.
     pub fn parse(spec: &str) -> Result<AgentSpec> {
         let s = spec.trim();
         match s {
@@ -87,6 +91,11 @@ impl AgentSpec {
             )),
             "claude" => Ok(AgentSpec::Claude),
             "codex" => Ok(AgentSpec::Codex),
+            _ if s.starts_with("fake-codex:") => match &s["fake-codex:".len()..] {
+                "" => Err(Error::usage("`fake-codex:` needs a scenario name")
+                    .with_hint("kit loop --agent fake-codex:finish")),
+                scenario => Ok(AgentSpec::FakeCodex(scenario.to_string())),
+            },
             _ => match s.strip_prefix("fake:") {
                 Some("") => Err(Error::usage("`fake:` needs a scenario name")
                     .with_hint("kit loop --agent fake:finish")),
@@ -100,9 +109,14 @@ impl AgentSpec {
     pub fn format(&self) -> OutputFormat {
         match self {
             AgentSpec::Claude | AgentSpec::Fake(_) => OutputFormat::ClaudeStreamJson,
-            AgentSpec::Codex => OutputFormat::CodexJson,
+            AgentSpec::Codex | AgentSpec::FakeCodex(_) => OutputFormat::CodexJson,
             AgentSpec::Shell(_) => OutputFormat::Detect,
         }
+    }
+
+    /// Codex or the fake agent as Codex: read as Codex (its stream, rollout, errors).
+    pub fn is_codex(&self) -> bool {
+        matches!(self, AgentSpec::Codex | AgentSpec::FakeCodex(_))
     }
 
     /// The argv that runs this agent with the default set-up (see [`AgentSetup::default`]).
@@ -159,6 +173,11 @@ impl AgentSpec {
                     "stream-json",
                     "--verbose",
                 ]));
+                a
+            }
+            AgentSpec::FakeCodex(scenario) => {
+                let mut a = fake_agent_argv();
+                a.extend(v(&["--codex", "--scenario", scenario, "exec", "--json", "-"]));
                 a
             }
             AgentSpec::Shell(cmd) => vec!["sh".into(), "-c".into(), cmd.clone()],
@@ -328,7 +347,7 @@ impl AgentSpec {
     /// Errors: [`Error::Usage`] naming the program or the scenario (with the embedded scenario
     /// names) and the next step (exit 2, before anything ran).
     pub fn check_installed(&self, root: &Path) -> Result<()> {
-        if let AgentSpec::Fake(scenario) = self {
+        if let AgentSpec::Fake(scenario) | AgentSpec::FakeCodex(scenario) = self {
             check_scenario(scenario, root)?;
         }
         let argv = self.argv();
@@ -1051,6 +1070,13 @@ pub fn codex_home() -> Option<PathBuf> {
 /// (real-clis.md §2, formats/codex.md §6). The newest day folders are searched first, at most
 /// 14 of them. None when no rollout or no model is found.
 pub fn codex_rollout_model(home: &Path, thread_id: &str) -> Option<String> {
+    rollout_model(&codex_rollout(home, thread_id)?)
+}
+
+/// The rollout of Codex thread `thread_id` under `home`
+/// (`sessions/YYYY/MM/DD/rollout-…-<thread_id>.jsonl`), the newest 14 day folders searched
+/// newest first. None when there is none.
+pub fn codex_rollout(home: &Path, thread_id: &str) -> Option<PathBuf> {
     let sessions = home.join("sessions");
     let sorted_desc = |dir: &Path| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -1073,7 +1099,7 @@ pub fn codex_rollout_model(home: &Path, thread_id: &str) -> Option<String> {
                 for e in rd.filter_map(|e| e.ok()) {
                     let name = e.file_name().to_string_lossy().into_owned();
                     if name.starts_with("rollout-") && name.ends_with(&suffix) {
-                        return rollout_model(&e.path());
+                        return Some(e.path());
                     }
                 }
             }
@@ -1102,6 +1128,27 @@ fn rollout_model(path: &Path) -> Option<String> {
         }
     }
     None
+}
+
+/// The `rate_limits` of the last `event_msg/token_count` in the rollout of the Codex run
+/// logged in `log` (its `thread.started` id, under [`codex_home`]): `{primary, secondary}` windows
+/// `{used_percent, window_minutes, resets_at}` (formats/codex.md §5.1). None without a rollout
+/// or such a record.
+pub fn codex_last_rate_limits(log: &Path) -> Option<Value> {
+    let path = codex_rollout(&codex_home()?, &codex_thread_id(log)?)?;
+    let file = File::open(path).ok()?;
+    let mut last = None;
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        if v.get("type").and_then(Value::as_str) == Some("event_msg")
+            && v.pointer("/payload/type").and_then(Value::as_str) == Some("token_count")
+        {
+            if let Some(r) = v.pointer("/payload/rate_limits").filter(|r| r.is_object()) {
+                last = Some(r.clone());
+            }
+        }
+    }
+    last
 }
 
 /// The model a Codex iteration used: config.toml's `model` (passed as `-m`), else the one its
@@ -1169,6 +1216,15 @@ mod tests {
             .ends_with("fake-agent --scenario finish -p --output-format stream-json --verbose"));
         assert!(AgentSpec::parse("  ").is_err());
         assert!(AgentSpec::parse("fake:").is_err());
+        let fc = AgentSpec::parse("fake-codex:ratelimit").unwrap();
+        assert_eq!(fc, AgentSpec::FakeCodex("ratelimit".into()));
+        assert_eq!(fc.format(), OutputFormat::CodexJson);
+        assert!(fc.is_codex() && !fake.is_codex());
+        assert!(fc
+            .argv()
+            .join(" ")
+            .ends_with("fake-agent --codex --scenario ratelimit exec --json -"));
+        assert!(AgentSpec::parse("fake-codex:").is_err());
     }
 
     fn log_with(lines: &[&str]) -> tempfile::NamedTempFile {

@@ -929,6 +929,15 @@ impl RunCtx<'_> {
                  sessions; export CLAUDE_CONFIG_DIR=$PWD/.home/.claude to keep a rehearsal apart",
             );
         }
+        if matches!(settings.spec, AgentSpec::FakeCodex(_))
+            && std::env::var_os("CODEX_HOME").is_none_or(|v| v.is_empty())
+        {
+            self.say(
+                "loop: note: the fake agent writes its rollouts under ~/.codex/sessions \
+                 (CODEX_HOME is unset), so kit measure will count them with your real \
+                 sessions; export CODEX_HOME=$PWD/.home/.codex to keep a rehearsal apart",
+            );
+        }
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
         // The user's uncommitted work, kept where no agent command sweeps it away.
@@ -1187,7 +1196,16 @@ impl RunCtx<'_> {
             agent::OutputFormat::CodexJson => limits::Dialect::Codex,
             agent::OutputFormat::Detect => limits::Dialect::Either,
         };
-        limits::classify_log(&self.project.root.join(&run.log), dialect, crate::clock::now())
+        let log = self.project.root.join(&run.log);
+        let mut limit = limits::classify_log(&log, dialect, crate::clock::now())?;
+        // Codex's text may give no reset ("try again later"); its rollout's last rate-limit
+        // snapshot then does, when a window is at 100 %.
+        if p.settings.spec.is_codex() && limit.kind == limits::Kind::Usage && limit.until.is_none()
+        {
+            limit.until = agent::codex_last_rate_limits(&log)
+                .and_then(|r| limits::codex_reset_from_rate_limits(&r));
+        }
+        Some(limit)
     }
 
     /// Wait out `limit` after iteration `iteration`: journal `limit_wait`, sleep on the kit
@@ -1211,6 +1229,7 @@ impl RunCtx<'_> {
             AgentSpec::Claude => "claude",
             AgentSpec::Codex => "codex",
             AgentSpec::Fake(_) => "fake",
+            AgentSpec::FakeCodex(_) => "fake-codex",
             AgentSpec::Shell(_) => "command",
         };
         self.journal(
@@ -1489,11 +1508,19 @@ impl RunCtx<'_> {
         }
         let wall_cut = ended.timed_out && timeout < p.settings.timeout;
         let mut usage = agent::read_usage(&log, p.settings.spec.format());
-        let errors = match p.settings.spec {
+        let errors = match &p.settings.spec {
             AgentSpec::Codex => {
                 // The stream never names the model: config.toml's `-m`, else the rollout.
                 if let Some(u) = usage.as_mut().filter(|u| u.model.is_none()) {
                     u.model = agent::codex_model(&log, &p.settings.setup);
+                }
+                agent::codex_errors(&log)
+            }
+            AgentSpec::FakeCodex(_) => {
+                // The fake is given no `-m`: its rollout names the model.
+                if let Some(u) = usage.as_mut().filter(|u| u.model.is_none()) {
+                    u.model = agent::codex_thread_id(&log)
+                        .and_then(|id| agent::codex_rollout_model(&agent::codex_home()?, &id));
                 }
                 agent::codex_errors(&log)
             }
@@ -1558,7 +1585,7 @@ impl RunCtx<'_> {
             format_duration(Duration::from_millis(ended.duration_ms)),
         ));
         let denials = match p.settings.spec {
-            AgentSpec::Codex => Vec::new(),
+            AgentSpec::Codex | AgentSpec::FakeCodex(_) => Vec::new(),
             _ => agent::read_denials(&log),
         };
         if !denials.is_empty() {

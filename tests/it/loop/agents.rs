@@ -262,3 +262,76 @@ fn the_loop_gives_the_hook_the_model_of_system_init_and_its_1m_point() {
     let point = (st["point"]["tokens"].as_u64(), st["point"]["window"].as_u64());
     assert_eq!(point, (Some(1_000_000), Some(1_000_000)), "{st}");
 }
+
+/// The fake agent as Codex (`fake-codex:SCENARIO`): its stream read as Codex's, the model from
+/// the rollout it wrote, the iteration priced, and `kit measure` of that rollout agreeing.
+#[test]
+fn the_fake_codex_agent_is_priced_from_its_rollout_and_measured_alike() {
+    let d = project(false);
+    let root = d.path();
+    write(
+        root,
+        "agent.toml",
+        "description = \"fixes calc\"\n\n[[call]]\nwhen = \"1\"\n\n[[call.step]]\ndo = \"run\"\ncommand = \"python3 -m unittest discover -s tests 2>&1 | tail -n 1\"\n\n[[call.step]]\ndo = \"write\"\npath = \"calc.py\"\ncontent = '''def add(a, b):\n    return a + b\n'''\n\n[[call.step]]\ndo = \"print\"\ntext = \"Fixed add.\"\n",
+    );
+    let home = root.join(".home/codex");
+    let o = kit(root)
+        .env("KIT_FAKE_CLOCK", "2026-10-01T01:06:00Z")
+        .env("CODEX_HOME", &home)
+        .args(["loop", "--agent", "fake-codex:agent.toml"])
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let end = events(root, "loop_end").pop().unwrap();
+    assert_eq!((end["outcome"].as_str(), end["iterations"].as_u64()), (Some("done"), Some(1)));
+    let a = events(root, "agent_end").pop().unwrap();
+    assert_eq!(a["usage"]["model"], "gpt-5.3-codex", "{a}");
+    assert!(a["cost_usd"].as_f64().unwrap() > 0.0, "{a}");
+    let log = read(root, "longrun/.runs/001.log");
+    let kinds: Vec<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            let item = v["item"]["type"].as_str().map(|t| format!(":{t}")).unwrap_or_default();
+            format!("{}{item}", v["type"].as_str().unwrap_or("?"))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "thread.started",
+            "turn.started",
+            "item.started:command_execution",
+            "item.completed:command_execution",
+            "item.completed:file_change",
+            "item.completed:agent_message",
+            "turn.completed"
+        ],
+        "{log}"
+    );
+    // The rollout it wrote: found by the stream's thread id, measured as the stream says.
+    let tid = log
+        .lines()
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l).ok().filter(|v| v["type"] == "thread.started")
+        })
+        .unwrap()["thread_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rollout = kit::looprun::agent::codex_rollout(&home, &tid).expect("rollout");
+    let m = crate::measure::measure_json(root, &[rollout.to_str().unwrap()]);
+    let s = &m["sessions"][0];
+    assert_eq!(s["source"], "codex");
+    assert_eq!(s["models"][0], "gpt-5.3-codex");
+    let u = &a["usage"];
+    for (k, want) in [
+        ("input_tokens", "input_tokens"),
+        ("cache_read_tokens", "cache_read_tokens"),
+        ("output_tokens", "output_tokens"),
+    ] {
+        assert_eq!(s[k], u[want], "{k}: {s} vs {u}");
+    }
+    assert!((s["cost_usd"].as_f64().unwrap() - a["cost_usd"].as_f64().unwrap()).abs() < 1e-9);
+}

@@ -137,3 +137,67 @@ fn a_continued_run_goes_on_with_the_backoff_streak_of_the_loop_before() {
     let end = events(root, "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("done"), Some(1)));
 }
+
+/// `kit loop --agent fake-codex:agent.toml` under the fake clock, with the rollouts in the
+/// sandbox's `CODEX_HOME`.
+fn fake_codex_loop(root: &Path) -> Output {
+    kit(root)
+        .env("KIT_FAKE_CLOCK", "2026-10-01T01:06:00Z")
+        .env("CODEX_HOME", root.join(".home/codex"))
+        .args(["loop", "--agent", "fake-codex:agent.toml"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_codex_usage_limit_waits_until_the_reset_its_rollout_gives() {
+    let d = project(false);
+    let root = d.path();
+    scenario(root, "[[call.step]]\ndo = \"limit\"\nreset_minutes = 124\n");
+    let o = fake_codex_loop(root);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    let wait = events(root, "limit_wait");
+    assert_eq!(wait.len(), 1, "{out}");
+    let w = &wait[0];
+    assert_eq!(
+        (w["iteration"].as_u64(), w["kind"].as_str(), w["agent"].as_str()),
+        (Some(1), Some("usage"), Some("fake-codex"))
+    );
+    assert_eq!(w["until"], "2026-10-01T03:10:00Z", "{out}");
+    // Codex's text has no time ("try again later"): the reset is the rollout's, 03:10 UTC.
+    let message = w["message"].as_str().unwrap();
+    assert!(message.starts_with("You've hit your usage limit."), "{w}");
+    assert!(message.ends_with("or try again later."), "{w}");
+    let resume = events(root, "limit_resume");
+    assert_eq!(resume.len(), 1, "{out}");
+    assert_eq!(resume[0]["waited_s"], w["wait_s"]);
+    let starts: Vec<u64> =
+        events(root, "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(starts, [1, 1], "{out}");
+    let end = &events(root, "loop_end")[0];
+    assert_eq!(
+        (end["outcome"].as_str(), end["iterations"].as_u64()),
+        (Some("done"), Some(1)),
+        "{out}"
+    );
+    assert!(end["wall_s"].as_f64().unwrap() >= 2.0 * 3600.0, "{end}");
+}
+
+#[test]
+fn a_codex_crash_mid_stream_is_a_failed_iteration_not_a_limit() {
+    let d = project(false);
+    let root = d.path();
+    scenario(root, "[[call.step]]\ndo = \"crash\"\nsignal = 9\n");
+    let o = fake_codex_loop(root);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(events(root, "limit_wait").is_empty(), "{out}");
+    let log = read(root, "longrun/.runs/001.log");
+    assert!(log.contains(r#""type":"thread.started""#), "{log}");
+    assert!(!log.contains("turn.completed") && !log.contains("turn.failed"), "{log}");
+    assert_eq!(events(root, "agent_end")[0]["signal"], 9, "{out}");
+    let iters: Vec<u64> =
+        events(root, "criteria").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(iters, [1, 2], "{out}");
+}
