@@ -1,0 +1,336 @@
+//! One iteration of the loop: the prompt, the agent run in its own process group under the
+//! timeout and the memory cap, its usage priced, the frozen files restored, the criteria run.
+
+use super::*;
+
+/// End any process a criterion left running in the background (kit being a subreaper, it was
+/// re-parented to kit), so nothing edits the tree after it was verified.
+pub(super) fn end_strays() -> Result<()> {
+    procs::end_tree(std::process::id() as i32, 0, Duration::from_secs(10)).map(|_| ()).map_err(
+        |alive| Error::internal(format!("processes {alive:?} left by a criterion survive SIGKILL")),
+    )
+}
+
+pub(super) fn describe_end(e: &agent::Ended, wall_cut: bool, enforcer: Enforcer) -> String {
+    if e.interrupted {
+        "stopped by hand".into()
+    } else if e.paused {
+        "stopped at once by kit pause --now".into()
+    } else if e.memory_killed {
+        format!("killed at the memory cap by the {}", enforcer.name())
+    } else if wall_cut {
+        "stopped at the wall-time cap".into()
+    } else if e.timed_out {
+        "killed at the timeout".into()
+    } else if let Some(code) = e.exit {
+        format!("exited {code}")
+    } else {
+        format!("ended by signal {}", e.signal.unwrap_or(0))
+    }
+}
+
+impl RunCtx<'_> {
+    /// Step 4, once: prompt, agent, restore, criteria on a verified tree, progress.
+    pub(super) fn iteration(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+    ) -> Result<Option<Outcome>> {
+        let iteration = self.last_iteration + 1;
+        self.last_iteration = iteration;
+        self.iterations_run += 1;
+        let run = self.run_agent(p, tally, iteration)?;
+        tally.reverts.clear();
+        tally.reverts.extend(run.reverts.iter().map(describe_revert));
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
+        if run.ended.paused {
+            let paused = pause::read(&self.project).unwrap_or(pause::Paused::ByHand);
+            return self.paused(&paused, true).map(Some);
+        }
+        if run.wall_cut {
+            // The wall cap ended the agent; the criteria would only run past it.
+            let [_, (which, used, limit, words), ..] = self.caps(p, tally);
+            return self.cap_reached(which, used, limit, &words, tally).map(Some);
+        }
+        if let Some(limit) = self.limit_of(p, &run) {
+            return self.wait_out_limit(p, tally, iteration, &limit);
+        }
+        tally.limit_streak = 0;
+        if let Some(o) = self.agent_failed(p, tally, &run) {
+            return Ok(Some(o));
+        }
+        if let Some(o) = self.only_denied(&run) {
+            return Ok(Some(o));
+        }
+
+        let c = self.check(p, iteration, "after_criteria")?;
+        if let Some(o) = self.interrupted() {
+            return Ok(Some(o));
+        }
+        if !c.late.is_empty() {
+            self.say(format!(
+                "iteration {iteration}: reverted {} (changed while the criteria ran)",
+                list_reverts(&c.late)
+            ));
+        }
+        tally.reverts.extend(c.late.iter().map(describe_revert));
+        let (commit, dirty) = git_head(&self.project.root);
+        let closer = tally.seen_failures.insert(failure_fingerprint(&c.views));
+        let progress = c.passed > tally.best || closer;
+        tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
+        tally.best = tally.best.max(c.passed);
+        tally.failures = c.failures();
+        self.journal(
+            "criteria",
+            json!({
+                "iteration": iteration,
+                "results": c.results,
+                "passed": c.passed,
+                "total": c.views.len(),
+                "commit": commit,
+                "dirty": dirty,
+                "verified": c.late.is_empty(),
+                "progress": progress,
+                "no_progress": tally.no_progress,
+            }),
+        )?;
+        self.say(format!(
+            "iteration {iteration}: {} of {} criteria pass{}",
+            c.passed,
+            c.views.len(),
+            if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
+        ));
+        if !c.all_pass() {
+            return Ok(None);
+        }
+        self.say(c.canary_line());
+        let done = Outcome {
+            name: "done",
+            code: EXIT_OK,
+            reason: format!(
+                "every criterion passes ({} of {}) at iteration {iteration}",
+                c.passed,
+                c.views.len()
+            ),
+        };
+        self.accept_done(p, tally, iteration, &c, done)
+    }
+
+    /// Write the prompt, run the agent under its timeout and memory cap, end its leftovers,
+    /// restore the frozen files, journal `agent_end` (with usage and cost) and the cheats.
+    /// Returns the reverts and how the agent ended.
+    pub(super) fn run_agent(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+    ) -> Result<AgentRun> {
+        let nnn = format!("{iteration:03}");
+        let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
+        let log = self.project.runs().join(format!("{nnn}.log"));
+        let text = prompt::render(&prompt::PromptInput {
+            iteration,
+            root: &self.project.root,
+            goal: &self.project.goal(),
+            progress: &self.project.progress(),
+            handoff: &self.project.handoff(),
+            failures: &tally.failures,
+            reverts: &tally.reverts,
+            denials: &tally.denials,
+        });
+        // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
+        crate::atomic::create_dir_all(&self.project.runs())?;
+        crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
+        self.journal(
+            "iteration_start",
+            json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
+        )?;
+        let s = &p.settings;
+        let remaining = s.max_wall.saturating_sub(p.wall_used());
+        let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
+        let pause_path = self.project.pause();
+        let tree_before = tree_state(&self.project.root);
+        let launch = Launch {
+            spec: &s.spec,
+            setup: &s.setup,
+            root: &self.project.root,
+            prompt_file: &prompt_file,
+            iteration,
+            log: &log,
+            timeout,
+            grace: s.grace,
+            memory_max: s.memory_max,
+            enforcer: p.enforcer,
+            stop: Some(self.stop),
+            pause_file: Some(&pause_path),
+            longrun: Some(&self.project.dir),
+        };
+        let journal = self.journal.clone();
+        let log_rel = rel(&self.project, &log);
+        let boot = procs::boot_id();
+        let out = &mut *self.out;
+        // The journal is append-only: from here on, what it holds must stay. Sealed before the
+        // agent exists, so that nothing it did can be taken for kit's own record.
+        p.guard.seal_journal()?;
+        let mut start_record = Value::Null;
+        let sealed_len = journal_len(&self.project.journal());
+        let mut own = None;
+        let ended = agent::run(&launch, &mut |started| {
+            start_record = json!({
+                "iteration": iteration,
+                "pid": started.pid,
+                "pgid": started.pgid,
+                "starttime": started.starttime,
+                "boot_id": boot,
+                "command": started.command,
+                "log": log_rel,
+            });
+            // The agent already runs: its lines may come before or after this one, so kit
+            // keeps the exact range of its own line rather than a length.
+            own = Some(journal.append_at("agent_start", start_record.clone())?.1);
+            let _ = writeln!(
+                out,
+                "iteration {iteration}: agent started (pid {}, pgid {})",
+                started.pid, started.pgid
+            );
+            let _ = out.flush();
+            Ok(())
+        })?;
+        // Restore before kit writes again: a journal the agent cut is put back first, and then
+        // ends before this iteration's agent_start, which is written again.
+        let forged = cut_appends(&self.project.journal(), sealed_len, own.as_slice())?;
+        let reverts = restore(&p.guard)?;
+        if forged {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": "after_agent", "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: removed lines the agent appended to longrun/journal.jsonl"
+            ));
+        }
+        let journal_rel = rel_path(&self.project, &self.project.journal());
+        if reverts.iter().any(|r| Path::new(&r.path) == journal_rel) {
+            self.journal("agent_start", start_record)?;
+        }
+        let wall_cut = ended.timed_out && timeout < p.settings.timeout;
+        let mut usage = agent::read_usage(&log, p.settings.spec.format());
+        let errors = match &p.settings.spec {
+            AgentSpec::Codex => {
+                // The stream never names the model: config.toml's `-m`, else the rollout.
+                if let Some(u) = usage.as_mut().filter(|u| u.model.is_none()) {
+                    u.model = agent::codex_model(&log, &p.settings.setup);
+                }
+                agent::codex_errors(&log)
+            }
+            AgentSpec::FakeCodex(_) => {
+                // The fake is given no `-m`: its rollout names the model.
+                if let Some(u) = usage.as_mut().filter(|u| u.model.is_none()) {
+                    u.model = agent::codex_thread_id(&log)
+                        .and_then(|id| agent::codex_rollout_model(&agent::codex_home()?, &id));
+                }
+                agent::codex_errors(&log)
+            }
+            _ => Vec::new(),
+        };
+        let priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
+        if !priced.unpriced.is_empty() {
+            self.journal(
+                "unpriced",
+                json!({
+                    "iteration": iteration,
+                    "models": priced.unpriced,
+                    "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
+                }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: {} not in kit's price table: counted ${:.4} (the agent's own \
+                 figure, 0 if it gave none), so the cost cap cannot be trusted; add \
+                 [prices.\"MODEL\"] to longrun/config.toml{}",
+                priced.unpriced.join(", "),
+                priced.cost_usd,
+                if matches!(p.settings.spec, AgentSpec::Codex) {
+                    " or set [agent] model (passed as -m)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        tally.cost_usd += priced.cost_usd;
+        self.journal(
+            "agent_end",
+            json!({
+                "iteration": iteration,
+                "exit": ended.exit,
+                "signal": ended.signal,
+                "timed_out": ended.timed_out && !wall_cut,
+                "wall_cut": wall_cut,
+                "interrupted": ended.interrupted,
+                "paused": ended.paused,
+                "memory_killed": ended.memory_killed,
+                "enforcer": p.enforcer.name(),
+                "peak_rss_bytes": ended.peak_rss_bytes,
+                "leftovers_killed": ended.leftovers_killed,
+                "usage": usage,
+                "cost_usd": priced.cost_usd,
+                "duration_ms": ended.duration_ms,
+                "errors": errors,
+            }),
+        )?;
+        let cost = if priced.cost_usd > 0.0 {
+            format!(", ${:.4}", priced.cost_usd)
+        } else {
+            String::new()
+        };
+        let said = match errors.last() {
+            Some(e) => format!("; codex: {e}"),
+            None => String::new(),
+        };
+        self.say(format!(
+            "iteration {iteration}: agent {} after {}{cost}{said}",
+            describe_end(&ended, wall_cut, p.enforcer),
+            format_duration(Duration::from_millis(ended.duration_ms)),
+        ));
+        let denials = match p.settings.spec {
+            AgentSpec::Codex | AgentSpec::FakeCodex(_) => Vec::new(),
+            _ => agent::read_denials(&log),
+        };
+        if !denials.is_empty() {
+            self.journal(
+                "permission_denials",
+                json!({
+                    "iteration": iteration,
+                    "denials": denials,
+                    "setting": "agent.allowed_tools",
+                    "suggest": agent::denial_setting(&denials),
+                }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: Claude Code denied {} tool call{}: {}; to allow: {}",
+                denials.len(),
+                if denials.len() == 1 { "" } else { "s" },
+                denials.iter().map(|d| d.pattern()).collect::<Vec<_>>().join(", "),
+                agent::denial_setting(&denials)
+            ));
+        }
+        tally.denials = denials.iter().map(agent::Denial::describe).collect();
+        self.cheats(&reverts, iteration, "after_agent")?;
+        if !reverts.is_empty() {
+            self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
+        }
+        if ended.log_recovered {
+            self.journal(
+                "cheat",
+                json!({ "iteration": iteration, "phase": "after_agent", "path": log_rel, "kind": "run_log_deleted" }),
+            )?;
+            self.say(format!(
+                "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
+            ));
+        }
+        let tree_unchanged =
+            tree_before.is_some().then(|| tree_state(&self.project.root) == tree_before);
+        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged })
+    }
+}

@@ -1,0 +1,125 @@
+//! The repository's identity as the loop sees it, through git: HEAD and dirtiness, the working
+//! tree's id (for "did the agent change anything"), the checkpoint ref of a run's start, local
+//! git config that appeared during a run, and the failing criteria's fingerprint (progress).
+
+use super::*;
+
+/// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
+pub(super) fn git_head(root: &Path) -> (String, bool) {
+    let head = git_rev(root, "HEAD").unwrap_or_else(|| "none".into());
+    let dirty =
+        crate::git::lines_in(root, &["status", "--porcelain", "--", ".", ":(exclude)longrun"])
+            .is_some_and(|l| !l.is_empty());
+    (head, dirty)
+}
+
+/// What the failing criteria say, as one sha256: per failing criterion its goal.md line, exit
+/// status, timeout, missed expectations and last output lines, with what changes from run to run
+/// without meaning anything removed (decimal numbers such as `0.004s`, hex addresses such as
+/// `0x7f3a…`). Equal fingerprints: the criteria failed the same way.
+pub(super) fn failure_fingerprint(views: &[CriterionView]) -> String {
+    use std::sync::LazyLock;
+    static NOISE: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\d+\.\d+|0x[0-9a-fA-F]+").expect("a valid pattern"));
+    let mut text = String::new();
+    for v in views.iter().filter(|v| !v.passed) {
+        text.push_str(&format!(
+            "{}\u{0}{:?}\u{0}{}\u{0}{}\u{0}{}\u{1}",
+            v.line,
+            v.exit,
+            v.timed_out,
+            v.missing.join("\u{0}"),
+            NOISE.replace_all(&v.output_tail, "#")
+        ));
+    }
+    crate::frozen::manifest::sha256_hex(text.as_bytes())
+}
+
+/// `git rev-parse --verify REV` in `root`, with kit's safe git settings.
+pub(super) fn git_rev(root: &Path, rev: &str) -> Option<String> {
+    crate::git::lines_in(root, &["rev-parse", "--verify", "-q", rev])?.into_iter().next()
+}
+
+/// The repository's own git settings an agent could plant to run code outside the loop or change
+/// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
+/// a `.sample`, as `hooks/NAME`. Compared before and after a run.
+pub(super) fn git_settings(root: &Path) -> Vec<String> {
+    let mut out = crate::git::lines_in(root, &["config", "--local", "--list"]).unwrap_or_default();
+    // The default hooks folder and the one `core.hooksPath` names, if any.
+    let mut dirs =
+        crate::git::lines_in(root, &["rev-parse", "--git-path", "hooks"]).unwrap_or_default();
+    let common = crate::git::lines_in(root, &["rev-parse", "--git-common-dir"]).unwrap_or_default();
+    if let Some(common) = common.first() {
+        dirs.push(format!("{common}/hooks"));
+    }
+    dirs.sort();
+    dirs.dedup();
+    for dir in &dirs {
+        let dir = root.join(dir);
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut names: Vec<String> = rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".sample"))
+                .map(|n| format!("hooks/{n}"))
+                .collect();
+            names.sort();
+            out.extend(names);
+        }
+    }
+    out
+}
+
+/// The ref where kit keeps the user's uncommitted work from before a loop started.
+pub const CHECKPOINT_REF: &str = "refs/kit/checkpoint";
+
+/// Keep the uncommitted state of the tree (outside `longrun/`, tracked and untracked files that
+/// are not ignored) as a commit on [`CHECKPOINT_REF`], without touching the tree, the index or
+/// HEAD: what an agent's `git stash -u` or `git clean -fdx` later sweeps away can be restored
+/// with `git checkout refs/kit/checkpoint -- .`. Returns the commit id; None when git cannot
+/// make it (the loop goes on, and says so).
+pub(super) fn checkpoint(root: &Path, label: &str) -> Option<String> {
+    let tree = tree_state(root)?;
+    // kit's own identity for its commit, whatever the user's git has.
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=kit", "-c", "user.email=kit@localhost"];
+        all.extend_from_slice(args);
+        crate::git::lines_in(root, &all)
+    };
+    let head = git_rev(root, "HEAD");
+    let msg = format!("kit checkpoint: the tree before {label}");
+    let mut args = vec!["commit-tree", tree.as_str(), "-m", msg.as_str()];
+    if let Some(h) = &head {
+        args.extend(["-p", h.as_str()]);
+    }
+    let commit = git(&args)?.into_iter().next()?;
+    git(&["update-ref", "--create-reflog", "-m", &msg, CHECKPOINT_REF, &commit])?;
+    Some(commit)
+}
+
+/// The id of the working tree outside `longrun/` as git would store it (`git write-tree` over a
+/// scratch copy of the index after `git add -A`), so equal trees give equal ids whether or not
+/// they are committed. None when git cannot say.
+pub(super) fn tree_state(root: &Path) -> Option<String> {
+    let scratch = tempfile::tempdir().ok()?;
+    let index = scratch.path().join("index");
+    let real = crate::git::command_in(root)
+        .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
+        .output()
+        .ok()?;
+    let real = PathBuf::from(String::from_utf8_lossy(&real.stdout).trim());
+    if real.is_file() {
+        std::fs::copy(&real, &index).ok()?;
+    }
+    let git = |args: &[&str]| {
+        crate::git::command_in(root)
+            .args(args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    git(&["add", "-A", "--", ".", ":(exclude)longrun"])?;
+    let out = git(&["write-tree"])?;
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
