@@ -24,11 +24,11 @@ use crate::units::{thousands, usd4};
 
 /// Tokens of a clean start from a handoff, when not given: system prompt and tools (≈20k) plus
 /// the handoff and state files (≈5k).
-pub const DEFAULT_HANDOFF_TOKENS: u64 = 25_000;
+pub(crate) const DEFAULT_HANDOFF_TOKENS: u64 = 25_000;
 
 /// The two prompt-cache TTLs Anthropic offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ttl {
+pub(crate) enum Ttl {
     /// 5 minutes (cache writes at 1.25× input).
     FiveMinutes,
     /// 1 hour (cache writes at 2× input).
@@ -37,7 +37,7 @@ pub enum Ttl {
 
 impl Ttl {
     /// Parse `5m` or `1h` (also `300s`, `60m`…: any duration equal to one of them).
-    pub fn parse(s: &str) -> Result<Ttl> {
+    pub(crate) fn parse(s: &str) -> Result<Ttl> {
         match crate::duration::parse_duration(s) {
             Ok(d) if d == Duration::from_secs(300) => Ok(Ttl::FiveMinutes),
             Ok(d) if d == Duration::from_secs(3600) => Ok(Ttl::OneHour),
@@ -47,7 +47,7 @@ impl Ttl {
     }
 
     /// The TTL closest to `d` (≥ 1 h → 1 h, else 5 m).
-    pub fn from_duration(d: Duration) -> Ttl {
+    pub(crate) fn from_duration(d: Duration) -> Ttl {
         if d >= Duration::from_secs(3600) {
             Ttl::OneHour
         } else {
@@ -56,7 +56,7 @@ impl Ttl {
     }
 
     /// Its length.
-    pub fn duration(self) -> Duration {
+    pub(crate) fn duration(self) -> Duration {
         match self {
             Ttl::FiveMinutes => Duration::from_secs(300),
             Ttl::OneHour => Duration::from_secs(3600),
@@ -64,7 +64,7 @@ impl Ttl {
     }
 
     /// `5m` or `1h`.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Ttl::FiveMinutes => "5m",
             Ttl::OneHour => "1h",
@@ -72,7 +72,7 @@ impl Ttl {
     }
 
     /// `Usage` of writing `tokens` to the cache at this TTL.
-    pub fn write(self, tokens: u64) -> Usage {
+    pub(crate) fn write(self, tokens: u64) -> Usage {
         match self {
             Ttl::FiveMinutes => Usage { cache_write_5m: tokens, ..Usage::default() },
             Ttl::OneHour => Usage { cache_write_1h: tokens, ..Usage::default() },
@@ -82,7 +82,7 @@ impl Ttl {
 
 /// The two costs of the next message after an idle gap.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// True when the gap is within the TTL (the context is still cached).
     pub warm: bool,
     /// USD of resending the context: a cache read when warm, a cache write when cold.
@@ -98,7 +98,7 @@ pub struct Comparison {
 /// Price the next message after `idle` with `context` tokens cached at `ttl`, against a clean
 /// start of `handoff_tokens`. Each is priced as one request (the long-context tier applies per
 /// request, DESIGN §9).
-pub fn compare(
+pub(crate) fn compare(
     price: &ModelPrice,
     context: u64,
     ttl: Ttl,
@@ -126,7 +126,7 @@ pub fn compare(
 
 /// How the cold message's tokens are billed, as the messages name it: `5m cache write`, or
 /// `uncached input` for a provider that bills no cache writes.
-pub fn cold_billing(price: &ModelPrice, ttl: Ttl) -> String {
+pub(crate) fn cold_billing(price: &ModelPrice, ttl: Ttl) -> String {
     if price.cache_writes {
         format!("{} cache write", ttl.label())
     } else {
@@ -146,7 +146,7 @@ fn cold_verb(price: &ModelPrice) -> (&'static str, &'static str) {
 
 /// Where `kit cache` takes its numbers from.
 #[derive(Clone, Debug)]
-pub enum Source {
+pub(crate) enum Source {
     /// Given on the command line.
     Given {
         /// Model id.
@@ -167,7 +167,7 @@ pub enum Source {
 
 /// Options of `kit cache`, validated.
 #[derive(Clone, Debug)]
-pub struct CacheOptions {
+pub(crate) struct CacheOptions {
     /// Where the numbers come from.
     pub source: Source,
     /// TTL (default: the transcript's, else config `context.cache_ttl`, else 5m).
@@ -182,7 +182,7 @@ pub struct CacheOptions {
 ///
 /// Errors: [`Error::Usage`] for an unpriced model; [`Error::Input`] for a transcript with no API
 /// call; [`Error::Io`] for an unreadable transcript.
-pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
     let config = match crate::longrun::find_longrun(&opts.cwd) {
         Some(dir) => crate::longrun::config::Config::load(&dir.join("config.toml"))?,
         None => crate::longrun::config::Config::default(),

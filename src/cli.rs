@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 /// loop in which the tests decide when the work is done — and measure what it cost.
 #[derive(Debug, Parser)]
 #[command(name = "kit", version, max_term_width = 100)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Run as if kit was started in DIR.
     #[arg(short = 'C', long = "dir", global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,

@@ -16,7 +16,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The SHA-256 of everything `reader` yields, as 64 lowercase hex digits.
 ///
 /// Errors: the read fails (`std::io::Error`, for the caller to name the file).
-pub fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
+pub(crate) fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut reader, &mut h)?;
     Ok(hex::encode(h.finalize()))

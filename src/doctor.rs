@@ -63,7 +63,7 @@ use crate::proc::find_on_path;
 
 /// `kit doctor`: print what the loop will use on this machine, and for the project containing
 /// `cwd` (if any) whether its configured agent can start.
-pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let o = Path::new("stdout");
     let (enforcer, why) = memcap::detect();
     writeln!(out, "{} {} — {why}", theme.bold("memory cap:"), enforcer.name()).at(o)?;
@@ -242,7 +242,7 @@ fn setup_argv(spec: &agent::AgentSpec, setup: &agent::AgentSetup) -> String {
 }
 
 /// How long `kit doctor` waits for `PROGRAM --version`.
-pub const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The first line `program --version` prints, or why there is none (it timed out, failed).
 fn agent_version(program: &str) -> String {

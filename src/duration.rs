@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Parse a duration such as `90s`, `15m`, `2h`, `1h30m`, `500ms`. A bare number is seconds.
 ///
 /// Errors: a message naming the text and the accepted shapes.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(n) = t.parse::<u64>() {
         return Ok(Duration::from_secs(n));
@@ -18,11 +18,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 90s, 15m, 2h or 1h30m"))
 }
 
-pub use crate::units::{format_duration, format_idle}; // moved: crate::units (issue 11)
+pub(crate) use crate::units::{format_duration, format_idle}; // moved: crate::units (issue 11)
 
 /// Parse a memory size in systemd's syntax: `1073741824`, `512K`, `512M`, `4G`, `1T`
 /// (suffixes are powers of 1024; an optional trailing `B`/`iB` is accepted). Returns bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let err = || format!("`{s}` is not a memory size; write e.g. 512M or 4G");
     let upper = t.to_ascii_uppercase();
@@ -49,12 +49,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// The smallest memory cap kit accepts for an agent's process tree: below it no agent CLI
 /// (Claude Code and Codex start a Node.js or Rust process of 40–200 MiB) even starts, so a
 /// smaller value is a typo (`1K` for `1G`), not a cap.
-pub const MIN_MEMORY_CAP: u64 = 32 << 20;
+pub(crate) const MIN_MEMORY_CAP: u64 = 32 << 20;
 
 /// Check a memory cap parsed by [`parse_size`] against [`MIN_MEMORY_CAP`].
 ///
 /// Errors: a message naming the text and the smallest accepted value.
-pub fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
+pub(crate) fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
     if bytes < MIN_MEMORY_CAP {
         return Err(format!(
             "`{text}` is below the smallest memory cap kit accepts ({}): no agent starts in \
@@ -66,7 +66,7 @@ pub fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
 }
 
 /// Print a byte count the way `MemoryMax=` accepts it back, e.g. `512M`, `4G`, `1536M`.
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     for (suffix, mult) in [("T", 1u64 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
         if bytes >= mult && bytes.is_multiple_of(mult) {
             return format!("{}{suffix}", bytes / mult);

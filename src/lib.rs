@@ -24,43 +24,47 @@
 //! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
 //! 8. the command line: `cli`, `run`
 
-pub mod atomic;
-pub mod cache;
-pub mod cli;
-pub mod clock;
+// Crate-private by default: an item is `pub` only where the binaries (`kit`, `fake-agent`) or
+// the integration tests reach it through a `pub mod` above; everything else is `pub(crate)`.
+#![warn(unreachable_pub)]
+
+pub(crate) mod atomic;
+pub(crate) mod cache;
+pub(crate) mod cli;
+pub(crate) mod clock;
 pub mod course;
-pub mod digest;
-pub mod doctor;
-pub mod duration;
+pub(crate) mod digest;
+pub(crate) mod doctor;
+pub(crate) mod duration;
 pub mod embedded;
-pub mod error;
+pub(crate) mod error;
 pub mod fake_agent;
 pub mod frozen;
 pub mod git;
 pub mod goal;
 pub mod golden;
 pub mod handoff;
-pub mod hook;
+pub(crate) mod hook;
 pub mod keys;
 pub mod longrun;
 pub mod looprun;
-pub mod matcher;
-pub mod measure;
-pub mod mine;
+pub(crate) mod matcher;
+pub(crate) mod measure;
+pub(crate) mod mine;
 pub mod prices;
 pub mod proc;
-pub mod recall;
+pub(crate) mod recall;
 pub mod rehearse;
-pub mod report;
+pub(crate) mod report;
 pub mod run;
-pub mod sandbox;
-pub mod schedule;
-pub mod status;
-pub mod term;
+pub(crate) mod sandbox;
+pub(crate) mod schedule;
+pub(crate) mod status;
+pub(crate) mod term;
 #[cfg(test)]
 mod testing;
-pub mod transcript;
-pub mod units;
+pub(crate) mod transcript;
+pub(crate) mod units;
 pub mod verify;
 
 #[cfg(test)]

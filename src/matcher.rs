@@ -26,19 +26,19 @@ use regex::Regex;
 /// Values replaced by placeholders in the actual output before matching, longest value first,
 /// e.g. `("[ROOT]", "/tmp/.tmpA1b2/sandbox")`.
 #[derive(Clone, Debug, Default)]
-pub struct Redactions {
+pub(crate) struct Redactions {
     pairs: Vec<(String, String)>,
 }
 
 impl Redactions {
     /// No redactions.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Replace every occurrence of `value` in the actual output by `placeholder`.
     /// Empty values are ignored.
-    pub fn add(&mut self, placeholder: &str, value: impl Into<String>) -> &mut Self {
+    pub(crate) fn add(&mut self, placeholder: &str, value: impl Into<String>) -> &mut Self {
         let value = value.into();
         if !value.is_empty() {
             self.pairs.push((placeholder.to_string(), value));
@@ -48,7 +48,7 @@ impl Redactions {
     }
 
     /// Apply the redactions to `text`.
-    pub fn apply(&self, text: &str) -> String {
+    pub(crate) fn apply(&self, text: &str) -> String {
         let mut out = text.to_string();
         for (ph, value) in &self.pairs {
             out = out.replace(value.as_str(), ph);
@@ -58,7 +58,7 @@ impl Redactions {
 }
 
 /// Normalise line ends and trailing white space.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let text = text.replace("\r\n", "\n");
     let mut lines: Vec<&str> = text.split('\n').map(|l| l.trim_end()).collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
@@ -119,7 +119,7 @@ fn compile_line(line: &str) -> Pattern {
 }
 
 /// True if `actual` matches the `expected` golden text (after [`normalize`] on both sides).
-pub fn is_match(expected: &str, actual: &str) -> bool {
+pub(crate) fn is_match(expected: &str, actual: &str) -> bool {
     let exp = normalize(expected);
     let act = normalize(actual);
     let pats: Vec<Pattern> = exp.split('\n').map(compile_line).collect();
@@ -153,7 +153,7 @@ fn match_from(
 /// How one expected line (or `...`) lines up with the actual output, from [`align`].
 /// Indices are 0-based into the normalised expected and actual lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Row {
+pub(crate) enum Row {
     /// Expected line `exp` matched actual line `act` (literally or through `[..]`/placeholders).
     Same { exp: usize, act: usize },
     /// A `...` line at `exp` matched the actual lines `act` (possibly none).
@@ -193,7 +193,7 @@ fn split_lines(text: &str) -> Vec<&str> {
 /// run of changes that holds a `...`, the `...` takes all the unexpected actual lines, so a
 /// wildcard never shows as a change. Keeping every `Same`/`Folded` expected line and writing
 /// each `Extra` actual line literally gives a golden that matches `actual` (see [`bless`]).
-pub fn align(expected: &str, actual: &str) -> Vec<Row> {
+pub(crate) fn align(expected: &str, actual: &str) -> Vec<Row> {
     let exp = normalize(expected);
     let act = normalize(actual);
     let exp_lines = split_lines(&exp);
@@ -270,7 +270,7 @@ pub fn align(expected: &str, actual: &str) -> Vec<Row> {
 /// The golden text rewritten to match `actual`: expected lines that still match (wildcards
 /// included) are kept as written, lines no longer printed are dropped, new lines are added
 /// literally. Used by `KIT_GOLDEN=overwrite` and `kit verify --bless`.
-pub fn bless(expected: &str, actual: &str) -> String {
+pub(crate) fn bless(expected: &str, actual: &str) -> String {
     let exp = normalize(expected);
     let act = normalize(actual);
     let (exp_lines, act_lines) = (split_lines(&exp), split_lines(&act));
@@ -286,7 +286,7 @@ pub fn bless(expected: &str, actual: &str) -> String {
 }
 
 /// Lines of context shown around each change in [`diff`].
-pub const CONTEXT: usize = 3;
+pub(crate) const CONTEXT: usize = 3;
 
 /// A readable unified diff of expected versus actual, for a failed match: each row shows the
 /// expected line number, the actual line number, a sign (`-` expected but missing, `+` printed but
@@ -294,12 +294,12 @@ pub const CONTEXT: usize = 3;
 /// matched (with the actual text); a `...` shows once with the range of actual lines it took.
 /// Only [`CONTEXT`] lines around each change are shown; skipped stretches print as `@@ … @@`.
 /// Line numbers count from 1 within the expected block and the actual output.
-pub fn diff(expected: &str, actual: &str) -> String {
+pub(crate) fn diff(expected: &str, actual: &str) -> String {
     diff_numbered(expected, actual, 1)
 }
 
 /// [`diff`], numbering the expected lines from `first_expected_line` (its line in the case file).
-pub fn diff_numbered(expected: &str, actual: &str, first_expected_line: usize) -> String {
+pub(crate) fn diff_numbered(expected: &str, actual: &str, first_expected_line: usize) -> String {
     let exp = normalize(expected);
     let act = normalize(actual);
     let (exp_lines, act_lines) = (split_lines(&exp), split_lines(&act));

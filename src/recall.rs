@@ -32,7 +32,7 @@ use crate::transcript::{format_ts_ms, parse_ts_ms, Damage, ReadLimits, Source};
 /// Who said it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     /// The human's prompts.
     User,
     /// The model's text and thinking.
@@ -43,7 +43,7 @@ pub enum Role {
 
 impl Role {
     /// Parse `--role`. Errors: not user, assistant or tool.
-    pub fn parse(s: &str) -> Result<Role> {
+    pub(crate) fn parse(s: &str) -> Result<Role> {
         match s {
             "user" => Ok(Role::User),
             "assistant" => Ok(Role::Assistant),
@@ -64,7 +64,7 @@ impl Role {
 
 /// What `kit recall` was asked, validated.
 #[derive(Clone, Debug)]
-pub struct RecallOptions {
+pub(crate) struct RecallOptions {
     /// The text or regular expression.
     pub query: String,
     /// Roots, folders or files; empty = the default roots.
@@ -89,7 +89,7 @@ pub struct RecallOptions {
 
 /// One match.
 #[derive(Clone, Debug, Serialize)]
-pub struct Hit {
+pub(crate) struct Hit {
     /// Session id.
     pub session_id: String,
     /// Source.
@@ -181,7 +181,7 @@ impl Matcher {
 
 /// The outcome of a search.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(crate) struct Found {
     /// The newest `limit` hits, oldest first.
     pub hits: Vec<Hit>,
     /// All hits counted.
@@ -191,7 +191,7 @@ pub struct Found {
 }
 
 /// Search. Errors: a bad query, a missing PATH, I/O, or damage under `--strict`.
-pub fn search(opts: &RecallOptions) -> Result<Found> {
+pub(crate) fn search(opts: &RecallOptions) -> Result<Found> {
     let m = Matcher::new(&opts.query, opts.regex, opts.ignore_case)?;
     let mut found = Found::default();
     let files: Vec<(PathBuf, Source, String, String)> =
@@ -440,7 +440,7 @@ fn snippet(text: &str, s: usize, e: usize) -> (String, usize, usize) {
 }
 
 /// Run `kit recall`. Returns the exit code (0, matches or not: 1 means an internal error in kit).
-pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u8> {
     let found = search(opts)?;
     let io = |e| Error::io("stdout", e);
     if opts.json {

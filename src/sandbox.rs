@@ -32,14 +32,14 @@ use crate::error::{Error, Result};
 use crate::keys;
 
 /// The git identity of a course sandbox (and of golden cases): name, email.
-pub const LEARNER: (&str, &str) = ("Kit Learner", "learner@example.com");
+pub(crate) const LEARNER: (&str, &str) = ("Kit Learner", "learner@example.com");
 
 /// The environment a sandbox's commands run with, whose user folders all live in `home`:
 /// `PATH` (`bin_dirs`, then this process's `PATH`, for `sh`, `git` and coreutils), `HOME`,
 /// `CLAUDE_CONFIG_DIR` (`home/.claude`, where the fake agent writes its transcripts),
 /// `CODEX_HOME`, `XDG_STATE_HOME` (so kit's handoff and course keys stay in the sandbox), the
 /// git author and committer `identity` (name, email), and no global or system git config.
-pub fn environment(
+pub(crate) fn environment(
     home: &Path,
     bin_dirs: Vec<PathBuf>,
     identity: (&str, &str),
@@ -69,16 +69,16 @@ pub fn environment(
 }
 
 /// The marker's schema id.
-pub const SCHEMA: &str = "kit.sandbox/1";
+pub(crate) const SCHEMA: &str = "kit.sandbox/1";
 /// The marker inside a sandbox that is a git repository.
-pub const IN_GIT: &str = ".git/kit-exercise";
+pub(crate) const IN_GIT: &str = ".git/kit-exercise";
 /// The marker inside any other sandbox.
-pub const IN_HOME: &str = ".home/.kit-exercise";
+pub(crate) const IN_HOME: &str = ".home/.kit-exercise";
 
 /// The marker's fields.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// Always [`SCHEMA`].
     pub schema: String,
     /// The exercise's number.
@@ -91,7 +91,7 @@ pub struct Marker {
 
 /// What [`read`] found in a sandbox.
 #[derive(Clone, Debug)]
-pub enum Found {
+pub(crate) enum Found {
     /// No marker, or one kit cannot read.
     Missing,
     /// A marker naming exercise `id`; `genuine` when its stamp verifies under the course key for
@@ -116,7 +116,7 @@ fn fields(m: &Marker, sandbox: &Path) -> [String; 4] {
 /// Write the marker of exercise `id` (folder `slug`, `NN-slug`) into `sandbox` under `key`.
 ///
 /// Errors: the file cannot be written.
-pub fn write(sandbox: &Path, id: u32, slug: &str, key: &[u8]) -> Result<()> {
+pub(crate) fn write(sandbox: &Path, id: u32, slug: &str, key: &[u8]) -> Result<()> {
     let mut m = Marker { schema: SCHEMA.into(), exercise: id, slug: slug.into(), stamp: "".into() };
     let f = fields(&m, sandbox);
     m.stamp = keys::sign(key, &f.each_ref().map(String::as_str));
@@ -134,7 +134,7 @@ pub fn write(sandbox: &Path, id: u32, slug: &str, key: &[u8]) -> Result<()> {
 }
 
 /// The marker of `sandbox`, checked against `key` (`None`: no key, nothing verifies).
-pub fn read(sandbox: &Path, key: Option<&[u8]>) -> Found {
+pub(crate) fn read(sandbox: &Path, key: Option<&[u8]>) -> Found {
     let Some(m) = [IN_GIT, IN_HOME].iter().find_map(|rel| {
         let text = std::fs::read_to_string(sandbox.join(rel)).ok()?;
         toml::from_str::<Marker>(&text).ok()
@@ -148,7 +148,7 @@ pub fn read(sandbox: &Path, key: Option<&[u8]>) -> Found {
 }
 
 /// The nearest folder at or above `cwd` whose genuine marker names an exercise, with its number.
-pub fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> {
+pub(crate) fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> {
     let cwd = canonical(cwd);
     cwd.ancestors().find_map(|a| match read(a, key) {
         Found::Of { id, genuine: true } => Some((a.to_path_buf(), id)),
@@ -160,7 +160,7 @@ pub fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> {
 /// holds a genuine marker under this user's course key; `None` anywhere else (then kit uses
 /// `$XDG_STATE_HOME`). A marker cannot be made without the course key, so no repository can
 /// redirect where kit keeps its handoff key by writing files.
-pub fn own_state_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn own_state_dir(root: &Path) -> Option<PathBuf> {
     let key = keys::load_course_key().ok().flatten()?;
     match read(root, Some(&key)) {
         Found::Of { genuine: true, .. } => Some(root.join(".home/.local/state")),

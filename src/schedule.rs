@@ -49,7 +49,7 @@ use crate::longrun::Project;
 
 /// Which scheduler to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     /// A user systemd service and timer.
     Systemd,
     /// A crontab line.
@@ -58,7 +58,7 @@ pub enum Backend {
 
 /// `kit schedule install|remove` options.
 #[derive(Clone, Debug)]
-pub struct ScheduleOptions {
+pub(crate) struct ScheduleOptions {
     /// The scheduler; None picks systemd where `systemctl --user` answers, else cron.
     pub backend: Option<Backend>,
     /// How often the timer calls `kit loop --ensure-alive` (install only).
@@ -68,7 +68,7 @@ pub struct ScheduleOptions {
 }
 
 /// The default interval of `--every`.
-pub const DEFAULT_EVERY: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(600);
 
 /// The marker that starts every file and crontab block kit writes.
 const MARKER: &str = "# kit schedule";
@@ -79,7 +79,7 @@ const MARKER: &str = "# kit schedule";
 /// does not repeat evenly, a path that cannot be written in a unit or crontab, or no scheduler;
 /// [`Error::Io`] when a file cannot be written. Exit 1 (with the command to run) when the units
 /// were written but `systemctl --user` could not enable them, or `crontab` failed.
-pub fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     let target = Target::of(&project)?;
     let backend = pick(opts.backend)?;
@@ -93,7 +93,7 @@ pub fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Resul
 /// `kit schedule remove`: delete this repository's units or crontab block, and only those.
 ///
 /// Errors: as [`install`].
-pub fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     let target = Target::of(&project)?;
     let o = Path::new("stdout");
@@ -198,7 +198,7 @@ impl Target {
 /// `kit-loop-SLUG-HASH` for the repository at `root`: SLUG is its folder's name with anything
 /// but ASCII letters, digits, `_` and `-` turned into `-` (at most 32 characters), HASH the
 /// first 8 hex digits of the sha256 of the whole path. A valid unit name with no escaping.
-pub fn unit_id(root: &Path) -> String {
+pub(crate) fn unit_id(root: &Path) -> String {
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut slug = String::new();
     for c in name.chars() {
@@ -302,7 +302,7 @@ fn unit_dir() -> Result<PathBuf> {
 }
 
 /// A word for `ExecStart=`/`Environment=`: double-quoted, `\` `"` escaped, `%%`, `$$`.
-pub fn systemd_quote(word: &str) -> String {
+pub(crate) fn systemd_quote(word: &str) -> String {
     let mut s = String::from("\"");
     for c in word.chars() {
         match c {
@@ -323,7 +323,7 @@ fn systemd_plain(text: &str) -> String {
 }
 
 /// A word for `sh`, single-quoted, with `%` escaped for cron.
-pub fn cron_quote(word: &str) -> String {
+pub(crate) fn cron_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', "'\\''")).replace('%', "\\%")
 }
 
@@ -612,7 +612,7 @@ fn crontab_install(text: &str) -> Result<()> {
 
 /// Whether the user's systemd instance outlives their sessions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Linger {
+pub(crate) enum Linger {
     /// On: user timers run without a session.
     On(String),
     /// Off: user timers stop at logout.
@@ -623,7 +623,7 @@ pub enum Linger {
 
 /// Lingering of this user: `loginctl show-user USER -p Linger` (`Linger=yes`), else the file
 /// `/var/lib/systemd/linger/USER` that logind keeps for each lingering user.
-pub fn lingering() -> Linger {
+pub(crate) fn lingering() -> Linger {
     let user = crate::looprun::pause::user_name();
     if let Ok(o) = Command::new("loginctl")
         .args(["show-user", &user, "-p", "Linger"])

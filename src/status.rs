@@ -31,9 +31,9 @@
 //! `needs you:` lines name the decisions pending, and `--watch` redraws it all in place (see
 //! [`watch`]).
 
-pub mod pending;
-pub mod since;
-pub mod watch;
+pub(crate) mod pending;
+pub(crate) mod since;
+pub(crate) mod watch;
 
 use std::io::Write;
 use std::path::Path;
@@ -53,7 +53,7 @@ use crate::term::Theme;
 
 /// `kit status` options.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct StatusOptions {
+pub(crate) struct StatusOptions {
     /// Print JSON instead of text.
     pub json: bool,
     /// Redraw in place every `interval` until Ctrl-C (`--watch`); needs a terminal.
@@ -70,7 +70,7 @@ pub struct StatusOptions {
 
 /// One cap: how much of it the current run used, and its limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct CapUse {
+pub(crate) struct CapUse {
     /// Used so far in the current run.
     pub used: f64,
     /// The limit.
@@ -79,7 +79,7 @@ pub struct CapUse {
 
 /// The caps of the current run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// Agent iterations.
     pub iterations: CapUse,
     /// Wall time, seconds.
@@ -98,19 +98,21 @@ pub struct Caps {
 
 /// What the loop's "verified" proves and what it does not, as status says it (README: "What the
 /// loop enforces, and what it does not").
-pub const VERIFIED_MEANS: &str = "every criterion passed on a tree that matches frozen.toml, \
+pub(crate) const VERIFIED_MEANS: &str =
+    "every criterion passed on a tree that matches frozen.toml, \
 in an environment kit set (no user site folder, no stale bytecode, PATH without relative or \
 agent-made entries, the programs pinned at the start), and the runner failed a test kit planted; \
 it does not prove the tests cover the goal, nor catch code written to recognise kit's canary";
 
 /// The loop's definition of progress (see `looprun`'s module doc), as status reports it.
-pub const PROGRESS_MEANS: &str = "more criteria passing than the best so far in this run, or the \
+pub(crate) const PROGRESS_MEANS: &str =
+    "more criteria passing than the best so far in this run, or the \
 failing criteria failing differently (exit status, missed expectations or last output lines); \
 changed files alone are not progress";
 
 /// Where the caps came from; see [`Caps::sources`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct CapSources {
+pub(crate) struct CapSources {
     /// `iterations`.
     pub iterations: &'static str,
     /// `wall`.
@@ -132,7 +134,7 @@ impl CapSources {
 
 /// Everything `kit status` reports.
 #[derive(Clone, Debug, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     /// `kit.status/1`.
     pub schema: &'static str,
     /// `{title, level}` or `{error}`.
@@ -185,7 +187,7 @@ pub struct Status {
 
 /// The journal's last run, as status shows it.
 #[derive(Clone, Debug, Serialize)]
-pub struct RunStatus {
+pub(crate) struct RunStatus {
     /// Its number.
     pub id: u64,
     /// When its first loop process started, RFC 3339.
@@ -200,7 +202,7 @@ pub struct RunStatus {
 
 /// What a plain `kit loop` would do now.
 #[derive(Clone, Debug, Serialize)]
-pub struct NextLoop {
+pub(crate) struct NextLoop {
     /// `start`, `continue`, `refuse` (a finished run: exit 2), `locked` (a loop runs: exit 4),
     /// `paused` (exit 5 until `kit resume`).
     pub action: &'static str,
@@ -212,7 +214,7 @@ pub struct NextLoop {
 ///
 /// Errors: [`crate::Error::Usage`] outside an initialised repository; [`crate::Error::Io`] when
 /// the journal cannot be read.
-pub fn gather(cwd: &Path) -> Result<Status> {
+pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let project = Project::discover_initialised(cwd)?;
     let mut h = History::read(&project.journal())?;
     let parsed_goal = crate::goal::load(&project).ok();
@@ -372,7 +374,7 @@ pub fn gather(cwd: &Path) -> Result<Status> {
 /// One short line each for the current run's last `permission_denials` event (the patterns
 /// denied and the setting that allows them) and its `unpriced` events (the models kit could not
 /// price, so the cost cap cannot be trusted). Empty when the run had neither.
-pub fn agent_notes(run: &[Value]) -> Vec<String> {
+pub(crate) fn agent_notes(run: &[Value]) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some(d) = run.iter().rev().find(|e| event_name(e) == "permission_denials") {
         let n = d.get("denials").and_then(Value::as_array).map_or(0, Vec::len);
@@ -524,7 +526,7 @@ fn caps_of(
 ///
 /// Errors: the reason, when the file exists but cannot be read (permissions, not UTF-8). A
 /// missing file is no next action (`Ok(None)`).
-pub fn next_action(path: &Path) -> std::result::Result<Option<String>, String> {
+pub(crate) fn next_action(path: &Path) -> std::result::Result<Option<String>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -592,7 +594,12 @@ fn strip_comments(text: &str) -> String {
 ///
 /// Errors: [`crate::Error::Usage`] (exit 2) for `--watch` when stdout is not a terminal; those
 /// of [`gather`].
-pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(
+    cwd: &Path,
+    opts: StatusOptions,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
     if opts.watch {
         if !opts.terminal {
             return Err(crate::Error::usage(

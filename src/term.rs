@@ -54,14 +54,14 @@ impl Theme {
 }
 
 /// Whether stderr is a terminal (for progress bars).
-pub fn stderr_is_term() -> bool {
+pub(crate) fn stderr_is_term() -> bool {
     console::Term::stderr().is_term()
 }
 
 /// The terminal's width in characters, for tables that must not wrap: `COLUMNS` when it holds
 /// a positive number (goldens pin it; shells that export it pass the user's width), else the
 /// width of the terminal on stdout, else None (a pipe or a file: no limit).
-pub fn columns() -> Option<usize> {
+pub(crate) fn columns() -> Option<usize> {
     if let Some(n) = std::env::var("COLUMNS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
         if n > 0 {
             return Some(n);

@@ -32,7 +32,7 @@ const FLAGS_WITH_VALUE: &[&str] = &[
 
 /// What a run was asked to do.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Args {
+pub(super) struct Args {
     /// `--scenario NAME` (or `KIT_FAKE_SCENARIO`): an embedded scenario name or a `.toml` path.
     pub scenario: Option<String>,
     /// The prompt from the command line; `None` means read it from stdin.
@@ -85,7 +85,7 @@ impl Args {
     /// Parse the arguments after the program name.
     ///
     /// Errors: a message for a flag of ours that lacks its value.
-    pub fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Args, String> {
+    pub(super) fn parse(argv: impl IntoIterator<Item = OsString>) -> Result<Args, String> {
         let argv: Vec<String> =
             argv.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let mut a = Args::default();
@@ -196,7 +196,7 @@ impl Args {
 }
 
 /// `fake-agent --help`.
-pub const HELP: &str = "\
+pub(super) const HELP: &str = "\
 fake-agent: a scripted stand-in for `claude -p --output-format stream-json --verbose`.
 
 Usage: fake-agent --scenario NAME [-p PROMPT] [--output-format text|json|stream-json --verbose]

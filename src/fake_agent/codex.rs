@@ -35,21 +35,21 @@ use crate::error::Result;
 use crate::prices::Usage;
 
 /// The codex version the fake claims in `session_meta`.
-pub const CODEX_VERSION: &str = "0.171.0";
+pub(super) const CODEX_VERSION: &str = "0.171.0";
 
 /// The model a fake Codex session claims unless `-m` names one (priced by kit's table).
-pub const CODEX_MODEL: &str = "gpt-5.3-codex";
+pub(super) const CODEX_MODEL: &str = "gpt-5.3-codex";
 
 /// The context window reported in `task_started` and `token_count` (gpt-5 codex models).
 const CONTEXT_WINDOW: u64 = 272_000;
 
 /// codex's `UsageLimitReachedError` text when the server gave no reset time (openai/codex
 /// `codex-rs/core/src/error.rs`; see `looprun::limits`).
-pub const USAGE_LIMIT_TEXT: &str = "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again later.";
+pub(super) const USAGE_LIMIT_TEXT: &str = "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again later.";
 
 /// How a fake Codex session runs: what `codex exec` was asked.
 #[derive(Clone, Debug)]
-pub struct Mode {
+pub(super) struct Mode {
     /// `--json`: the event stream on stdout (else only the final message).
     pub json: bool,
     /// `--sandbox` (reported in `turn_context`; default `read-only`, as codex's).
@@ -61,7 +61,7 @@ pub struct Mode {
 }
 
 /// `$CODEX_HOME`, else `$HOME/.codex`.
-pub fn codex_home() -> PathBuf {
+pub(super) fn codex_home() -> PathBuf {
     match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".codex"),
@@ -77,7 +77,7 @@ enum Pending {
 }
 
 /// The recorder of one fake Codex session.
-pub struct Rollout {
+pub(super) struct Rollout {
     mode: Mode,
     thread_id: String,
     turn_id: String,
@@ -96,7 +96,7 @@ pub struct Rollout {
 }
 
 /// A UUIDv7-shaped id: 48 bits of milliseconds since the epoch, then bits from `digest`.
-pub fn uuid_v7(at: Timestamp, digest: &[u8; 32]) -> String {
+pub(super) fn uuid_v7(at: Timestamp, digest: &[u8; 32]) -> String {
     let ms = at.as_millisecond().max(0) as u64;
     let mut b = [0u8; 16];
     b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
@@ -109,7 +109,7 @@ pub fn uuid_v7(at: Timestamp, digest: &[u8; 32]) -> String {
 
 /// The rollout file codex writes for `thread_id` started at `at`:
 /// `HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<thread_id>.jsonl`, in local time.
-pub fn rollout_path(home: &Path, at: Timestamp, thread_id: &str) -> PathBuf {
+pub(super) fn rollout_path(home: &Path, at: Timestamp, thread_id: &str) -> PathBuf {
     let local = at.to_zoned(TimeZone::system());
     home.join("sessions")
         .join(local.strftime("%Y").to_string())
@@ -132,7 +132,7 @@ impl Rollout {
     /// start and the user's prompt.
     ///
     /// Errors: the rollout cannot be created ([`crate::Error::Io`]).
-    pub fn start(
+    pub(super) fn start(
         mode: Mode,
         seed: &str,
         cwd: &Path,
@@ -209,18 +209,18 @@ impl Rollout {
     }
 
     /// The thread id (also the rollout's name and `session_meta.id`).
-    pub fn thread_id(&self) -> &str {
+    pub(super) fn thread_id(&self) -> &str {
         &self.thread_id
     }
 
     /// The rollout file, unless `--ephemeral`.
-    pub fn path(&self) -> Option<&Path> {
+    pub(super) fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
     /// One API call answered with `blocks` (Claude-shaped: `text` and `tool_use`), using `u`:
     /// its items, then the `token_count` with the new cumulative.
-    pub fn response(&mut self, blocks: &[Value], u: &Usage, now: Timestamp) -> Result<()> {
+    pub(super) fn response(&mut self, blocks: &[Value], u: &Usage, now: Timestamp) -> Result<()> {
         for b in blocks {
             match b["type"].as_str() {
                 Some("text") => {
@@ -319,7 +319,7 @@ impl Rollout {
 
     /// The result of tool call `tool_use_id`: its `function_call_output` in the rollout, its
     /// item completed on the stream.
-    pub fn tool_output(
+    pub(super) fn tool_output(
         &mut self,
         tool_use_id: &str,
         content: &str,
@@ -354,7 +354,7 @@ impl Rollout {
 
     /// The turn's end: `task_complete` in the rollout, `turn.completed` with the cumulative
     /// usage on the stream (or, without `--json`, the final message).
-    pub fn finish(mut self, text: &str, now: Timestamp) -> Result<()> {
+    pub(super) fn finish(mut self, text: &str, now: Timestamp) -> Result<()> {
         let last = self.last_message.clone().unwrap_or_else(|| text.to_string());
         self.record(
             now,
@@ -372,7 +372,7 @@ impl Rollout {
     /// The plan's usage limit, resetting at `reset` (unix seconds): a `token_count` whose
     /// `primary` window is at 100 % with that reset, then the `error` and `turn.failed` events
     /// (stderr without `--json`).
-    pub fn limit(mut self, reset: i64, now: Timestamp) -> Result<()> {
+    pub(super) fn limit(mut self, reset: i64, now: Timestamp) -> Result<()> {
         let mut rate_limits = self.rate_limits(100.0);
         rate_limits["primary"]["resets_at"] = json!(reset);
         let info = if self.calls == 0 { Value::Null } else { self.info((0, 0, 0)) };

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 /// One command handler from a settings file.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Handler {
+pub(super) struct Handler {
     /// The shell command (`sh -c`).
     pub command: String,
     /// Longest it may run.
@@ -40,7 +40,7 @@ pub struct Handler {
 
 /// What the handlers of one event said.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reply {
+pub(super) struct Reply {
     /// Text given to Claude (`additionalContext`, plain stdout where it counts, a Stop's block
     /// reason), one entry per handler that gave some.
     pub context: Vec<String>,
@@ -53,7 +53,7 @@ pub struct Reply {
 }
 
 /// The settings files Claude Code would read for a session in `cwd`, in merge order.
-pub fn settings_files(cwd: &Path) -> Vec<PathBuf> {
+pub(super) fn settings_files(cwd: &Path) -> Vec<PathBuf> {
     let project = git_toplevel(cwd).unwrap_or_else(|| cwd.to_path_buf());
     vec![
         super::session::config_root().join("settings.json"),
@@ -63,14 +63,14 @@ pub fn settings_files(cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// The project folder (`CLAUDE_PROJECT_DIR`): the git top level of `cwd`, else `cwd`.
-pub fn project_dir(cwd: &Path) -> PathBuf {
+pub(super) fn project_dir(cwd: &Path) -> PathBuf {
     git_toplevel(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
 /// The handlers configured for `event` whose matcher accepts `subject` (the tool name, source
 /// or trigger; `None` for events that take no matcher), read from `files`. Returns the handlers
 /// and one note per settings file that could not be used.
-pub fn configured(
+pub(super) fn configured(
     files: &[PathBuf],
     event: &str,
     subject: Option<&str>,
@@ -135,7 +135,7 @@ fn default_timeout(event: &str) -> Duration {
 }
 
 /// Does `matcher` accept `subject`? (formats §5.1)
-pub fn matches(matcher: &str, subject: &str) -> bool {
+pub(super) fn matches(matcher: &str, subject: &str) -> bool {
     if matcher.is_empty() || matcher == "*" {
         return true;
     }
@@ -147,7 +147,7 @@ pub fn matches(matcher: &str, subject: &str) -> bool {
 }
 
 /// Run `handlers` for `event` with `input` (the event JSON) on their stdin, in `cwd`.
-pub fn run(handlers: &[Handler], event: &str, input: &Value, cwd: &Path) -> Reply {
+pub(super) fn run(handlers: &[Handler], event: &str, input: &Value, cwd: &Path) -> Reply {
     let mut reply = Reply::default();
     let stdin = input.to_string();
     let project = project_dir(cwd);

@@ -9,15 +9,15 @@ use serde::Deserialize;
 use crate::error::{Error, IoContext, Result};
 
 /// The scenario format this build reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(super) const FORMAT_VERSION: u32 = 1;
 
 /// Model a scenario claims unless it names another (or `--model` does).
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5-20250929";
+pub(super) const DEFAULT_MODEL: &str = "claude-sonnet-4-5-20250929";
 
 /// One scenario file.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Scenario {
+pub(super) struct Scenario {
     /// Version of the format; a newer file asks for a newer fake-agent.
     #[serde(default = "default_version")]
     pub format_version: u32,
@@ -53,7 +53,7 @@ fn default_idle() -> String {
 /// The steps of the invocations that `when` selects.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Call {
+pub(super) struct Call {
     /// Which invocations: `"2"`, `"1..3"` (inclusive), `"3.."`, or `"*"` (all). 1-based.
     pub when: String,
     /// The steps, in order.
@@ -65,7 +65,7 @@ pub struct Call {
 /// Paths are relative to the working directory.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "do", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
+pub(super) enum Step {
     /// Assistant text; joins the next API call (or the final answer).
     Print { text: String },
     /// Create or overwrite a file (the `Write` tool).
@@ -180,7 +180,7 @@ impl Scenario {
     ///
     /// Errors: an unknown name (listing the embedded ones), an unreadable file, or a malformed
     /// one with its line.
-    pub fn load(name: &str) -> Result<(Scenario, String)> {
+    pub(super) fn load(name: &str) -> Result<(Scenario, String)> {
         if name.ends_with(".toml") || name.contains('/') {
             let path = Path::new(name);
             let text = std::fs::read_to_string(path).at(path)?;
@@ -197,7 +197,7 @@ impl Scenario {
     }
 
     /// Parse a scenario's text; `origin` names it in errors.
-    pub fn parse(origin: &str, text: &str) -> Result<Scenario> {
+    pub(super) fn parse(origin: &str, text: &str) -> Result<Scenario> {
         let s: Scenario = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| crate::longrun::config::line_of(text, s.start));
             Error::input(origin, line, e.message().to_string())
@@ -226,7 +226,7 @@ impl Scenario {
     }
 
     /// The steps for invocation `n` (1-based), or `None` when no call matches.
-    pub fn steps_for(&self, n: u64) -> Option<&[Step]> {
+    pub(super) fn steps_for(&self, n: u64) -> Option<&[Step]> {
         self.calls
             .iter()
             .find(|c| parse_when(&c.when).is_some_and(|(lo, hi)| lo <= n && n <= hi))
@@ -251,7 +251,7 @@ fn parse_when(when: &str) -> Option<(u64, u64)> {
 }
 
 /// Names of the embedded scenarios, sorted.
-pub fn names() -> Vec<String> {
+pub(super) fn names() -> Vec<String> {
     crate::embedded::scenario_names()
 }
 

@@ -26,7 +26,7 @@ use crate::error::{IoContext, Result};
 use crate::prices::{Lookup, PriceTable, Usage};
 
 /// The Claude Code version the fake claims.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.39";
+pub(super) const CLAUDE_CODE_VERSION: &str = "2.1.39";
 
 /// Tokens of system prompt and tool definitions, already cached when a session starts.
 const SYSTEM_CACHED_TOKENS: u64 = 12_800;
@@ -36,7 +36,7 @@ const FIRST_CALL_EXTRA_TOKENS: u64 = 3_900;
 const TOOLS: [&str; 8] = ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite"];
 
 /// Identity of a session: where it runs and what it claims.
-pub struct SessionSpec {
+pub(super) struct SessionSpec {
     /// Seed of every id: `scenario:invocation`.
     pub seed: String,
     /// What stdout carries (`--output-format`).
@@ -63,7 +63,7 @@ pub struct SessionSpec {
 
 /// `claude -p --output-format`: what stdout carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
+pub(super) enum OutputFormat {
     /// `text` (Claude Code's default): the final answer only.
     Text,
     /// `json`: the `result` object only, on one line.
@@ -74,7 +74,7 @@ pub enum OutputFormat {
 
 impl OutputFormat {
     /// Parse `text`, `json` or `stream-json`.
-    pub fn parse(s: &str) -> Option<OutputFormat> {
+    pub(super) fn parse(s: &str) -> Option<OutputFormat> {
         match s {
             "text" => Some(OutputFormat::Text),
             "json" => Some(OutputFormat::Json),
@@ -85,7 +85,7 @@ impl OutputFormat {
 }
 
 /// The recorder of one session.
-pub struct Session {
+pub(super) struct Session {
     spec: SessionSpec,
     session_id: String,
     counter: u64,
@@ -110,14 +110,14 @@ pub struct Session {
 }
 
 /// Tokens a text is worth, roughly (4 bytes a token; at least 1).
-pub fn tokens_of(text: &str) -> u64 {
+pub(super) fn tokens_of(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4).max(1)
 }
 
 impl Session {
     /// Start a session: print `system/init`, open the transcript that `transcript_for(session
     /// id)` names (none: no transcript), record the user prompt.
-    pub fn start_with(
+    pub(super) fn start_with(
         spec: SessionSpec,
         prompt: &str,
         transcript_for: impl FnOnce(&str) -> Option<PathBuf>,
@@ -201,27 +201,27 @@ impl Session {
     }
 
     /// The API model id this session claims.
-    pub fn model(&self) -> &str {
+    pub(super) fn model(&self) -> &str {
         &self.spec.model
     }
 
     /// The session id (a UUID).
-    pub fn session_id(&self) -> &str {
+    pub(super) fn session_id(&self) -> &str {
         &self.session_id
     }
 
     /// The permission mode it reports (`--permission-mode`, default `default`).
-    pub fn permission_mode(&self) -> &str {
+    pub(super) fn permission_mode(&self) -> &str {
         &self.spec.permission_mode
     }
 
     /// The `toolUseResult` of tool call `id`, if it was the last result recorded.
-    pub fn last_tool_result(&self, id: &str) -> Option<&Value> {
+    pub(super) fn last_tool_result(&self, id: &str) -> Option<&Value> {
         self.last_result.as_ref().filter(|(i, _)| i == id).map(|(_, v)| v)
     }
 
     /// The transcript file (in `--codex` mode the rollout), if one is written.
-    pub fn transcript(&self) -> Option<&Path> {
+    pub(super) fn transcript(&self) -> Option<&Path> {
         match &self.codex {
             Some(r) => r.path(),
             None => self.spec.transcript.as_deref(),
@@ -230,7 +230,7 @@ impl Session {
 
     /// Record context a hook gave Claude, as Claude Code does: an `isMeta` user line holding a
     /// `<system-reminder>`. Its size joins the next call's cache write.
-    pub fn hook_context(&mut self, event: &str, text: &str) -> Result<()> {
+    pub(super) fn hook_context(&mut self, event: &str, text: &str) -> Result<()> {
         let content = format!(
             "<system-reminder>\n{event} hook additional context: {text}\n</system-reminder>"
         );
@@ -243,35 +243,35 @@ impl Session {
     }
 
     /// The absolute working directory as text.
-    pub fn cwd_str(&self) -> String {
+    pub(super) fn cwd_str(&self) -> String {
         self.spec.cwd.to_string_lossy().into_owned()
     }
 
     /// An absolute path for `rel` inside the working directory, as tool inputs show it.
-    pub fn abs(&self, rel: &str) -> String {
+    pub(super) fn abs(&self, rel: &str) -> String {
         self.spec.cwd.join(rel).to_string_lossy().into_owned()
     }
 
     /// Tokens in the context at the last API call.
-    pub fn context(&self) -> u64 {
+    pub(super) fn context(&self) -> u64 {
         self.context
     }
 
     /// Make the next API call's context exactly `tokens` (input + cache write + cache read) if
     /// that is more than it would have anyway: the cache write grows to reach it.
-    pub fn aim_context(&mut self, tokens: u64) {
+    pub(super) fn aim_context(&mut self, tokens: u64) {
         self.aim = Some(tokens);
     }
 
     /// Let `d` of modelled time pass (virtually, under a fake clock; not at all otherwise).
-    pub fn pass(&mut self, d: Duration) {
+    pub(super) fn pass(&mut self, d: Duration) {
         if clock::is_fake() {
             clock::sleep(d);
         }
     }
 
     /// One API call whose response has `blocks` (text, tool_use), `stop_reason` on its last line.
-    pub fn api_call(&mut self, blocks: &[Value], stop_reason: &str) -> Result<()> {
+    pub(super) fn api_call(&mut self, blocks: &[Value], stop_reason: &str) -> Result<()> {
         self.api_calls += 1;
         let output = blocks.iter().map(|b| tokens_of(&b.to_string())).sum::<u64>() + 9;
         let input = 1 + (self.digest("input")[0] as u64 % 8);
@@ -337,7 +337,7 @@ impl Session {
     }
 
     /// The user line carrying a tool's result; its size joins the next call's cache write.
-    pub fn tool_result(
+    pub(super) fn tool_result(
         &mut self,
         tool_use_id: &str,
         content: &str,
@@ -381,12 +381,12 @@ impl Session {
     }
 
     /// A fresh tool_use id, `toolu_01…`.
-    pub fn tool_id(&mut self) -> String {
+    pub(super) fn tool_id(&mut self) -> String {
         format!("toolu_01{}", self.base62("tool", 22))
     }
 
     /// Print the final `result` event (usage, cost, turns) and close the session.
-    pub fn finish(mut self, result_text: &str, exit_code: u8) -> Result<()> {
+    pub(super) fn finish(mut self, result_text: &str, exit_code: u8) -> Result<()> {
         if let Some(r) = self.codex.take() {
             return r.finish(result_text, self.now());
         }
@@ -445,7 +445,7 @@ impl Session {
     /// End as Claude Code does on the plan's usage limit (formats in `looprun::limits`): a
     /// rejected `rate_limit_event` with `resetsAt` `minutes` after now (rounded up to the
     /// minute), a `<synthetic>` assistant line with the text, and an error `result`.
-    pub fn limit_hit(mut self, minutes: u64) -> Result<()> {
+    pub(super) fn limit_hit(mut self, minutes: u64) -> Result<()> {
         let now = self.now().as_second();
         let reset =
             (now + 60 * minutes as i64).div_euclid(60) * 60 + if now % 60 == 0 { 0 } else { 60 };
@@ -598,13 +598,13 @@ impl Session {
 /// `$HOME/.claude`, and `<encoded>` is `cwd` with every non-alphanumeric character turned into
 /// `-` (formats §1). Claude Code shortens names over 200 characters with an undocumented hash;
 /// the fake keeps 200 characters and appends `-` and 8 hex digits of sha256 of the path.
-pub fn transcript_path(cwd: &Path, session_id: &str) -> PathBuf {
+pub(super) fn transcript_path(cwd: &Path, session_id: &str) -> PathBuf {
     config_root().join("projects").join(encode_project(cwd)).join(format!("{session_id}.jsonl"))
 }
 
 /// Claude Code's configuration folder: the first entry of `$CLAUDE_CONFIG_DIR` (a comma list),
 /// else `$HOME/.claude`.
-pub fn config_root() -> PathBuf {
+pub(super) fn config_root() -> PathBuf {
     match std::env::var("CLAUDE_CONFIG_DIR").ok().filter(|s| !s.trim().is_empty()) {
         Some(list) => PathBuf::from(list.split(',').next().unwrap_or("").trim()),
         None => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".claude"),
@@ -612,7 +612,7 @@ pub fn config_root() -> PathBuf {
 }
 
 /// Claude Code's project folder name for `cwd` (see [`transcript_path`]).
-pub fn encode_project(cwd: &Path) -> String {
+pub(super) fn encode_project(cwd: &Path) -> String {
     let full = cwd.to_string_lossy();
     let enc: String =
         full.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();

@@ -15,7 +15,7 @@ use super::scenario::Step;
 use super::session::Session;
 
 /// How an invocation ended.
-pub struct Ending {
+pub(super) struct Ending {
     /// The final answer (the `result` text).
     pub text: String,
     /// The process exit status.
@@ -26,7 +26,7 @@ pub struct Ending {
 
 /// How an invocation ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum How {
+pub(super) enum How {
     /// The `result` event.
     Result,
     /// The usage limit (`limit` step): reset this many minutes from now.
@@ -36,7 +36,7 @@ pub enum How {
 }
 
 /// Runs steps against one working directory, holding what must outlive a step (memory).
-pub struct Runner<'a> {
+pub(super) struct Runner<'a> {
     session: &'a mut Session,
     cwd: PathBuf,
     invocation: u64,
@@ -52,7 +52,7 @@ pub struct Runner<'a> {
 
 impl<'a> Runner<'a> {
     /// A runner for `session` in `cwd`, invocation `invocation`.
-    pub fn new(session: &'a mut Session, cwd: &Path, invocation: u64) -> Self {
+    pub(super) fn new(session: &'a mut Session, cwd: &Path, invocation: u64) -> Self {
         Runner {
             session,
             cwd: cwd.to_path_buf(),
@@ -66,7 +66,7 @@ impl<'a> Runner<'a> {
 
     /// Run `steps` in order, then the final answer. `otherwise` is the answer when nothing was
     /// said.
-    pub fn run(&mut self, steps: &[Step], otherwise: &str) -> Result<Ending> {
+    pub(super) fn run(&mut self, steps: &[Step], otherwise: &str) -> Result<Ending> {
         for step in steps {
             match step {
                 Step::Exit { code } => return self.answer(otherwise, *code),

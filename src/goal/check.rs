@@ -16,7 +16,7 @@ use crate::longrun::Project;
 use crate::term::Theme;
 
 /// The JSON schema id of `kit goal check --json`.
-pub const SCHEMA: &str = "kit.goal/1";
+pub(super) const SCHEMA: &str = "kit.goal/1";
 
 /// Width the text output wraps at.
 const WIDTH: usize = 100;

@@ -8,7 +8,7 @@
 
 /// A piece of a command line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Token {
+pub(super) enum Token {
     /// A word with its quotes removed.
     Word(String),
     /// `;` (or a newline), `&&`, `||`, `|` or `&`.
@@ -16,7 +16,7 @@ pub enum Token {
 }
 
 /// Split `cmd` into words and operators. Unclosed quotes run to the end of the text.
-pub fn tokenize(cmd: &str) -> Vec<Token> {
+pub(super) fn tokenize(cmd: &str) -> Vec<Token> {
     lex(cmd).into_iter().map(|(t, _)| t).collect()
 }
 
@@ -153,7 +153,7 @@ fn lex(cmd: &str) -> Vec<(Token, bool)> {
 
 /// Where a redirection sends output or takes input from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Redirect {
+pub(super) struct Redirect {
     /// The redirection as written, target included: `2>&1`, `> /dev/null`, `&>/dev/null`.
     pub written: String,
     /// The file descriptor redirected: 0, 1, 2, or `None` for both 1 and 2 (`&>`, `>&FILE`).
@@ -166,7 +166,7 @@ pub struct Redirect {
 
 /// A simple command: its words (assignments and wrappers included) and its redirections.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Simple {
+pub(super) struct Simple {
     /// The words, quotes removed, redirections taken out.
     pub words: Vec<String>,
     /// The redirections, in the order written (the order decides where output ends up).
@@ -177,7 +177,7 @@ impl Simple {
     /// Whether output written to file descriptor `fd` (1 or 2) ends in `/dev/null`, following
     /// the redirections left to right as the shell does (`>/dev/null 2>&1` discards both,
     /// `2>&1 >/dev/null` only stdout).
-    pub fn discards(&self, fd: u32) -> bool {
+    pub(super) fn discards(&self, fd: u32) -> bool {
         let (mut out, mut err) = ("-".to_string(), "-".to_string());
         for r in &self.redirects {
             let target = match r.op {
@@ -204,7 +204,7 @@ impl Simple {
 
     /// The file stdout is finally written to (`> out.txt`, `&>log`), if not the terminal,
     /// /dev/null or another descriptor.
-    pub fn stdout_file(&self) -> Option<&str> {
+    pub(super) fn stdout_file(&self) -> Option<&str> {
         let mut file = None;
         for r in &self.redirects {
             if r.op == ">" && matches!(r.fd, Some(1) | None) {
@@ -219,7 +219,7 @@ impl Simple {
 
 /// A pipeline: simple commands joined by `|`, perhaps negated with `!`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Pipeline {
+pub(super) struct Pipeline {
     /// `! cmd`: the exit status is inverted.
     pub negated: bool,
     /// The commands, left to right; the exit status is the last one's (without `pipefail`).
@@ -228,7 +228,7 @@ pub struct Pipeline {
 
 /// An and-or list: pipelines joined by `&&` and `||`, ended by `;`, a newline or `&`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AndOr {
+pub(super) struct AndOr {
     /// The pipelines, left to right.
     pub pipelines: Vec<Pipeline>,
     /// `ops[i]` joins `pipelines[i]` and `pipelines[i + 1]`: `&&` or `||`.
@@ -245,7 +245,7 @@ const KEYWORDS: [&str; 10] =
 /// The command lists of `cmd` in order, the last one deciding the exit status. Subshells
 /// `( … )` and groups `{ …; }` are read through as if their lists stood in line, which keeps
 /// which command runs last; `case`, functions and here-documents are not understood.
-pub fn script(cmd: &str) -> Vec<AndOr> {
+pub(super) fn script(cmd: &str) -> Vec<AndOr> {
     let mut lists: Vec<AndOr> = Vec::new();
     let mut list = AndOr::default();
     let mut pipe = Pipeline::default();
@@ -374,7 +374,7 @@ fn redirect(w: &str) -> Option<Redirect> {
 
 /// The simple commands of `cmd` as word lists, including those of scripts nested in
 /// `sh -c '…'` / `bash -c '…'` (which follow their outer command).
-pub fn simple_commands(cmd: &str) -> Vec<Vec<String>> {
+pub(super) fn simple_commands(cmd: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     collect(cmd, &mut out, 0);
     out
@@ -404,7 +404,7 @@ fn collect(cmd: &str, out: &mut Vec<Vec<String>>, depth: usize) {
 }
 
 /// The script of `sh -c SCRIPT` / `bash -lc SCRIPT`, if `words` is such a command.
-pub fn nested_script(words: &[String]) -> Option<String> {
+pub(super) fn nested_script(words: &[String]) -> Option<String> {
     let prog = words.first()?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
     if !matches!(base, "sh" | "bash" | "dash" | "zsh") {
@@ -417,7 +417,7 @@ pub fn nested_script(words: &[String]) -> Option<String> {
 
 /// The program of a simple command after environment assignments and wrappers such as
 /// `env`, `timeout 60`, `time`, `nice`, `uv run`, `poetry run`: `(program, its arguments)`.
-pub fn program(words: &[String]) -> Option<(&str, &[String])> {
+pub(super) fn program(words: &[String]) -> Option<(&str, &[String])> {
     let mut i = 0;
     while i < words.len() {
         let w = words[i].as_str();

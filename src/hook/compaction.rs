@@ -15,13 +15,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::transcript::point::{self, PointEnv, PointInputs};
-pub use crate::transcript::point::{Point, Trigger};
-
-/// The context window assumed when nothing says otherwise, tokens (formats §4.4).
-pub const DEFAULT_WINDOW: u64 = crate::transcript::DEFAULT_WINDOW;
+pub(crate) use crate::transcript::point::{Point, Trigger};
 
 /// The settings files Claude Code reads for a project at `project` (merge order).
-pub fn settings_files(var: &dyn Fn(&str) -> Option<String>, project: &Path) -> Vec<PathBuf> {
+pub(crate) fn settings_files(var: &dyn Fn(&str) -> Option<String>, project: &Path) -> Vec<PathBuf> {
     let os = |k: &str| var(k).map(OsString::from);
     let mut files: Vec<PathBuf> = crate::transcript::discover::claude_roots_in(&os)
         .ok()
@@ -36,7 +33,7 @@ pub fn settings_files(var: &dyn Fn(&str) -> Option<String>, project: &Path) -> V
 /// Resolve the compaction point. `configured` is config.toml's value (0 = derive), `var` the
 /// hook's environment, `model` the best-known model, `observed` the largest context seen
 /// (tokens), `project` the folder whose `.claude/` settings apply (None: user settings only).
-pub fn resolve(
+pub(crate) fn resolve(
     configured: u64,
     var: &dyn Fn(&str) -> Option<String>,
     model: Option<&str>,

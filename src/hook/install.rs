@@ -26,12 +26,9 @@ use serde_json::Value;
 
 use crate::error::{Error, IoContext, Result};
 
-/// The command kit installs.
-pub const COMMAND: &str = "kit hook claude";
-
 /// Options of `kit hook install`.
 #[derive(Clone, Debug)]
-pub struct InstallOptions {
+pub(crate) struct InstallOptions {
     /// The settings file to change.
     pub settings: PathBuf,
     /// Remove kit's entries instead of adding them.
@@ -45,7 +42,7 @@ pub struct InstallOptions {
 ///
 /// Errors: [`Error::Usage`] with `user` when neither `CLAUDE_CONFIG_DIR` nor an absolute `HOME`
 /// is set (never a path relative to `cwd`).
-pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
+pub(crate) fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     if user {
         let roots = crate::transcript::discover::claude_roots().map_err(|e| {
             let msg = e.to_string();
@@ -67,12 +64,12 @@ fn snippet_text() -> &'static str {
 }
 
 /// The embedded snippet, as a value (for [`misshapen`]).
-pub fn snippet() -> Value {
+pub(crate) fn snippet() -> Value {
     serde_json::from_str(snippet_text()).unwrap_or(Value::Null)
 }
 
 /// True when a handler object runs kit's hook.
-pub fn is_kit_handler(h: &Value) -> bool {
+pub(crate) fn is_kit_handler(h: &Value) -> bool {
     let Some(cmd) = h.get("command").and_then(Value::as_str) else { return false };
     let words: Vec<&str> = cmd.split_whitespace().collect();
     words.len() == 3
@@ -102,7 +99,7 @@ fn kind(v: &Value) -> &'static str {
 
 /// A key of the settings whose value has the wrong shape for [`merge`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Misshapen {
+pub(crate) struct Misshapen {
     /// Dotted path: `hooks` or `hooks.Stop`.
     pub key: String,
     /// What it holds: "an object", "a string", …
@@ -114,7 +111,7 @@ pub struct Misshapen {
 /// groups (formats/claude-code.md §5.1). Hand-edited settings get this wrong; kit reports them
 /// rather than skip the event (no Stop hook means no 85 % Stop block) or replace the value.
 /// Listed in the snippet's event order.
-pub fn misshapen(settings: &Value, snippet: &Value) -> Vec<Misshapen> {
+pub(crate) fn misshapen(settings: &Value, snippet: &Value) -> Vec<Misshapen> {
     let Some(hooks) = settings.get("hooks") else { return Vec::new() };
     let Value::Object(events) = hooks else {
         return vec![Misshapen { key: "hooks".into(), found: kind(hooks) }];
@@ -197,7 +194,7 @@ fn input_of(node: &CstNode) -> CstInputValue {
 /// groups go after the existing ones, the rest of the text stays byte for byte. Keys that
 /// [`misshapen`] names are left as they are (check it first: `run` refuses such a file);
 /// the root must be an object (else nothing changes).
-pub fn merge(root: &CstRootNode) {
+pub(crate) fn merge(root: &CstRootNode) {
     let Some(top) = root.object_value() else { return };
     let Ok(ours) = CstRootNode::parse(snippet_text(), &ParseOptions::default()) else { return };
     let Some(events) = ours.object_value().and_then(|o| o.object_value("hooks")) else { return };
@@ -219,7 +216,7 @@ pub fn merge(root: &CstRootNode) {
 
 /// Remove kit's handlers, then groups and events they leave empty, then `hooks` if empty; the
 /// rest of the text stays byte for byte.
-pub fn unmerge(root: &CstRootNode) {
+pub(crate) fn unmerge(root: &CstRootNode) {
     let Some(top) = root.object_value() else { return };
     let Some(hooks) = top.object_value("hooks") else { return };
     for event in hooks.properties() {
@@ -271,7 +268,7 @@ fn edit(old: &str, uninstall: bool) -> Result<String> {
 
 /// The file a settings path really names: `path` itself, or where its chain of symbolic links
 /// ends (which may not exist yet). A loop of links is an error naming `path`.
-pub fn resolve_links(path: &Path) -> Result<PathBuf> {
+pub(crate) fn resolve_links(path: &Path) -> Result<PathBuf> {
     let mut at = path.to_path_buf();
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
@@ -330,7 +327,7 @@ fn tidy(path: &Path) -> PathBuf {
 /// not an object, naming the keys when `hooks` or one of kit's events has the wrong shape
 /// ([`misshapen`]; install only), all with the file left untouched; or when its links loop; [`Error::Io`] on read and
 /// write failures.
-pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
     let path = &opts.settings;
     let real = resolve_links(path)?;
     let old_text = match std::fs::read_to_string(&real) {

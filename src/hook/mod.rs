@@ -21,10 +21,10 @@
 //! stderr (Claude Code shows it in the debug log only) and no decision: a broken hook must not
 //! break the user's session. Without a `longrun/` folder the hook only measures.
 
-pub mod compaction;
-pub mod install;
-pub mod rehearse;
-pub mod state;
+pub(crate) mod compaction;
+pub(crate) mod install;
+pub(crate) mod rehearse;
+pub(crate) mod state;
 use crate::transcript::tail;
 
 use std::io::{Read, Write};
@@ -43,13 +43,13 @@ use crate::prices::{Lookup, PriceTable};
 use state::HookState;
 
 /// The hook events kit answers; others are ignored (exit 0, no output).
-pub const EVENTS: [&str; 5] =
+pub(crate) const EVENTS: [&str; 5] =
     ["UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionStart"];
 
 /// The fields of the hook's stdin JSON that kit reads (formats §5.3); unknown fields are ignored.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct HookInput {
+pub(crate) struct HookInput {
     /// Claude Code session id.
     pub session_id: String,
     /// The session's transcript (`~/.claude/projects/<project>/<session>.jsonl`).
@@ -81,7 +81,7 @@ pub struct HookInput {
 
 /// What the hook process sees besides stdin: the time, the environment and the directory it
 /// runs in. Production uses [`HookEnv::process`]; the rehearsal builds its own.
-pub struct HookEnv<'a> {
+pub(crate) struct HookEnv<'a> {
     /// The current time (the kit clock).
     pub now: Timestamp,
     /// Looks up an environment variable.
@@ -92,14 +92,14 @@ pub struct HookEnv<'a> {
 
 impl HookEnv<'_> {
     /// The real process environment.
-    pub fn process(cwd: PathBuf) -> HookEnv<'static> {
+    pub(crate) fn process(cwd: PathBuf) -> HookEnv<'static> {
         HookEnv { now: crate::clock::now(), var: &|k| std::env::var(k).ok(), cwd }
     }
 }
 
 /// The kind of one firing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// First band: update progress.md.
     Checkpoint,
     /// Middle band: run `kit handoff save`.
@@ -126,7 +126,7 @@ pub enum Action {
 
 impl Action {
     /// The name journaled in the `action` field.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Action::Checkpoint => "checkpoint",
             Action::Handoff => "handoff",
@@ -144,7 +144,7 @@ impl Action {
 
 /// One thing the hook did, as journaled (`hook` event) and as the rehearsal prints it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Firing {
+pub(crate) struct Firing {
     /// What it did.
     pub action: Action,
     /// The band (percent) it concerns, if any.
@@ -155,7 +155,7 @@ pub struct Firing {
 
 /// The outcome of one hook run.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The JSON object to print on stdout, if any.
     pub stdout: Option<Value>,
     /// One line for stderr (a note: Claude Code puts it in the debug log).
@@ -170,7 +170,7 @@ pub struct Outcome {
 
 /// `kit hook claude`: read the event on `stdin`, answer on `out`, notes on `err`. Always
 /// returns exit code 0 (a hook that fails must not break the session).
-pub fn run_claude(
+pub(crate) fn run_claude(
     stdin: &mut dyn Read,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -204,7 +204,7 @@ pub fn run_claude(
 }
 
 /// Handle one event (the bytes of stdin). Never fails: problems become [`Outcome::note`].
-pub fn handle(input: &[u8], env: &HookEnv) -> Outcome {
+pub(crate) fn handle(input: &[u8], env: &HookEnv) -> Outcome {
     let mut input: HookInput = match serde_json::from_slice(input) {
         Ok(i) => i,
         Err(e) => return note(format!("stdin is not hook event JSON ({e}); nothing done")),
@@ -262,16 +262,16 @@ struct Measured {
 
 /// Longest the hook waits for the transcript to hold the event's API call (Claude Code flushes
 /// its transcript every 100 ms; real-clis.md §3).
-pub const FLUSH_WAIT: Duration = Duration::from_millis(300);
+pub(crate) const FLUSH_WAIT: Duration = Duration::from_millis(300);
 /// Step of that wait.
-pub const FLUSH_STEP: Duration = Duration::from_millis(10);
+pub(crate) const FLUSH_STEP: Duration = Duration::from_millis(10);
 /// How much of the transcript's end is searched for the event's call, bytes.
-pub const FLUSH_SEARCH_BYTES: u64 = 256 * 1024;
+pub(crate) const FLUSH_SEARCH_BYTES: u64 = 256 * 1024;
 
 /// What the event says the transcript must hold once flushed: the quoted `tool_use_id` of a
 /// PostToolUse, or the JSON-escaped end (up to 1,000 characters) of a Stop's
 /// `last_assistant_message`. None when the event names nothing to wait for.
-pub fn flush_needle(input: &HookInput) -> Option<Vec<u8>> {
+pub(crate) fn flush_needle(input: &HookInput) -> Option<Vec<u8>> {
     match input.hook_event_name.as_str() {
         "PostToolUse" => {
             let id = input.tool_use_id.as_deref().filter(|i| !i.trim().is_empty())?;
@@ -294,7 +294,7 @@ pub fn flush_needle(input: &HookInput) -> Option<Vec<u8>> {
 
 /// Whether the last [`FLUSH_SEARCH_BYTES`] of `path` hold `needle`. A missing or unreadable
 /// file holds nothing.
-pub fn tail_holds(path: &Path, needle: &[u8]) -> bool {
+pub(crate) fn tail_holds(path: &Path, needle: &[u8]) -> bool {
     use std::io::{Seek, SeekFrom};
     let Ok(mut f) = tail::open_regular(path) else { return false };
     let Ok(len) = f.metadata().map(|m| m.len()) else { return false };
@@ -311,12 +311,12 @@ pub fn tail_holds(path: &Path, needle: &[u8]) -> bool {
 
 /// The variable that sets the wait bound in milliseconds (default [`FLUSH_WAIT`]; for slow disks,
 /// and for tests that append the line from another thread).
-pub const FLUSH_WAIT_VAR: &str = "KIT_HOOK_FLUSH_WAIT_MS";
+pub(crate) const FLUSH_WAIT_VAR: &str = "KIT_HOOK_FLUSH_WAIT_MS";
 
 /// Wait, at most `bound` in [`FLUSH_STEP`] steps (virtual steps under `KIT_FAKE_CLOCK`, so a
 /// golden never sleeps), until the transcript holds `needle`. Returns false when the bound passed
 /// without it.
-pub fn wait_for_flush(path: &Path, needle: &[u8], bound: Duration) -> bool {
+pub(crate) fn wait_for_flush(path: &Path, needle: &[u8], bound: Duration) -> bool {
     let start = std::time::Instant::now();
     let mut waited = Duration::ZERO;
     loop {
@@ -812,7 +812,7 @@ const HANDOFF: &str = "Save a handoff now: write your summary and the next actio
 const WRAP_UP: &str = "Compaction is near. Wrap up: finish the current step only, update longrun/progress.md, run `kit handoff save`, then stop.";
 /// How a Stop block's reason starts: Claude Code labels any block "Stop hook error occurred",
 /// so the reason says it is deliberate (real-clis.md §5).
-pub const STOP_HEAD: &str = "kit blocked this stop on purpose (not an error):";
+pub(crate) const STOP_HEAD: &str = "kit blocked this stop on purpose (not an error):";
 const STOP_REASON: &str = "Before stopping: update longrun/progress.md, then run `kit handoff save` as a command (so this session's transcript holds the proof), then stop.";
 
 #[cfg(test)]

@@ -34,12 +34,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 
 /// The state format this kit writes.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// One session's hook state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct HookState {
+pub(crate) struct HookState {
     /// Format of this file.
     pub format_version: u32,
     /// The Claude Code session id.
@@ -62,7 +62,7 @@ pub struct HookState {
 
 /// Remember the window-suffixed model of `session` (e.g. from a `system/init` event) so the
 /// hook resolves the compaction point for it. Errors: the state cannot be written.
-pub fn remember_model(longrun: &Path, session: &str, model: &str) -> Result<()> {
+pub(crate) fn remember_model(longrun: &Path, session: &str, model: &str) -> Result<()> {
     let mut st = HookState::load(longrun, session);
     if st.model.as_deref() == Some(model) {
         return Ok(());
@@ -72,13 +72,13 @@ pub fn remember_model(longrun: &Path, session: &str, model: &str) -> Result<()> 
 }
 
 /// `longrun/.hook/`, the folder of the per-session files.
-pub fn dir(longrun: &Path) -> PathBuf {
+pub(crate) fn dir(longrun: &Path) -> PathBuf {
     longrun.join(".hook")
 }
 
 /// The state file of `session`. Characters outside `[A-Za-z0-9_-]` become `_`, so a hostile
 /// session id cannot name a path outside the folder.
-pub fn path(longrun: &Path, session: &str) -> PathBuf {
+pub(crate) fn path(longrun: &Path, session: &str) -> PathBuf {
     let safe: String = session
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
@@ -88,7 +88,7 @@ pub fn path(longrun: &Path, session: &str) -> PathBuf {
 
 impl HookState {
     /// Load the state of `session`, or a fresh one.
-    pub fn load(longrun: &Path, session: &str) -> HookState {
+    pub(crate) fn load(longrun: &Path, session: &str) -> HookState {
         let fresh = HookState {
             format_version: FORMAT_VERSION,
             session: session.to_string(),
@@ -104,7 +104,7 @@ impl HookState {
     }
 
     /// Write the state atomically (creating `longrun/.hook/`).
-    pub fn save(&self, longrun: &Path) -> Result<()> {
+    pub(crate) fn save(&self, longrun: &Path) -> Result<()> {
         crate::atomic::create_dir_all(&dir(longrun))?;
         let text =
             serde_json::to_string(self).map_err(|e| crate::Error::internal(e.to_string()))?;
@@ -113,7 +113,7 @@ impl HookState {
 
     /// Re-arm every band above `pct` (the context shrank: a compaction or a rewind happened).
     /// Returns true when something was re-armed. Re-arming also allows one more Stop block.
-    pub fn rearm_above(&mut self, pct: f64) -> bool {
+    pub(crate) fn rearm_above(&mut self, pct: f64) -> bool {
         let before = self.fired.len();
         self.fired.retain(|&b| f64::from(b) <= pct);
         let changed = self.fired.len() != before;
@@ -125,7 +125,7 @@ impl HookState {
 
     /// The highest band in `bands` that `pct` reached and that has not fired yet; marks it and
     /// every lower band as fired (a jump from 40 % to 90 % gives one wrap-up, not three).
-    pub fn crossed(&mut self, bands: &[u8], pct: f64) -> Option<u8> {
+    pub(crate) fn crossed(&mut self, bands: &[u8], pct: f64) -> Option<u8> {
         let top = bands.iter().copied().filter(|&b| pct >= f64::from(b)).max()?;
         if self.fired.contains(&top) {
             return None;

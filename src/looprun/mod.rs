@@ -876,8 +876,8 @@ const AGENT_FAILED_NEXT: &str = "next: fix the agent command (kit loop --agent '
 #[cfg(test)]
 mod tests {
     use super::*;
-    use checks::skipped_tests;
     use crate::goal::Budget;
+    use checks::skipped_tests;
 
     #[test]
     fn skipped_tests_are_read_from_unittest_and_pytest_summaries() {

@@ -8,7 +8,7 @@ use crate::transcript::{SessionSummary, Tokens};
 use super::*;
 
 /// The `kit.measure/1` document.
-pub fn to_json(scan: &Scan) -> Value {
+pub(crate) fn to_json(scan: &Scan) -> Value {
     let sessions: Vec<Value> = scan.sessions.iter().map(session_json).collect();
     let mut tokens = Tokens::default();
     let (mut cost, mut priced) = (0.0, false);
@@ -57,7 +57,7 @@ pub fn to_json(scan: &Scan) -> Value {
 }
 
 /// One session of the `kit.measure/1` document (`sessions[]`).
-pub fn session_json(s: &SessionSummary) -> Value {
+pub(crate) fn session_json(s: &SessionSummary) -> Value {
     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         let events = o.remove("compactions").unwrap_or(Value::Null);

@@ -25,19 +25,19 @@ use crate::term::Theme;
 use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
-pub use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
+pub(crate) use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
 
 mod json;
 mod table;
 mod turns;
 
-pub use json::*;
-pub use table::*;
-pub use turns::*;
+pub(crate) use json::*;
+pub(crate) use table::*;
+pub(crate) use turns::*;
 
 /// What `kit measure` was asked, validated.
 #[derive(Clone, Debug, Default)]
-pub struct MeasureOptions {
+pub(crate) struct MeasureOptions {
     /// Roots, project folders or files; empty = the default roots.
     pub paths: Vec<PathBuf>,
     /// Show this session's API calls (id or prefix).
@@ -57,7 +57,7 @@ pub struct MeasureOptions {
 }
 
 /// Parse `--source`. Errors: anything but `claude` or `codex`.
-pub fn parse_source(s: &str) -> Result<Source> {
+pub(crate) fn parse_source(s: &str) -> Result<Source> {
     match s {
         "claude" => Ok(Source::Claude),
         "codex" => Ok(Source::Codex),
@@ -68,7 +68,7 @@ pub fn parse_source(s: &str) -> Result<Source> {
 
 /// Parse `--since`: `YYYY-MM-DD` (UTC midnight), an RFC 3339 time, or a duration back from now
 /// (`7d`, `12h`). Returns Unix ms. Errors: none of these.
-pub fn parse_since(s: &str) -> Result<i64> {
+pub(crate) fn parse_since(s: &str) -> Result<i64> {
     let t = s.trim();
     if let Ok(ts) = t.parse::<jiff::Timestamp>() {
         return Ok(ts.as_millisecond());
@@ -87,7 +87,7 @@ pub fn parse_since(s: &str) -> Result<i64> {
 
 /// The outcome of a scan.
 #[derive(Debug, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Sessions, oldest first.
     pub sessions: Vec<SessionSummary>,
     /// Damage over all files read.
@@ -101,7 +101,7 @@ pub struct Scan {
 /// Find and read the sessions `opts` selects.
 ///
 /// Errors: a missing PATH, I/O, or the first damaged line under `--strict`.
-pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
+pub(crate) fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
     scan_with(opts, engine, |_, _| ()).map(|(scan, _)| scan)
 }
 
@@ -112,7 +112,7 @@ pub fn scan(opts: &MeasureOptions, engine: EngineOptions<'_>) -> Result<Scan> {
 /// `kit measure`.
 ///
 /// Errors: those of [`scan`].
-pub fn scan_with<T, F>(
+pub(crate) fn scan_with<T, F>(
     opts: &MeasureOptions,
     engine: EngineOptions<'_>,
     each: F,
@@ -300,7 +300,7 @@ impl Progress {
 }
 
 /// Run `kit measure`. Returns the exit code.
-pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<u8> {
     let engine = EngineOptions {
         limits: crate::transcript::ReadLimits { strict: opts.strict, ..Default::default() },
         ..EngineOptions::standard()

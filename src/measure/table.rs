@@ -12,7 +12,7 @@ use super::*;
 
 /// The session table's columns in display order: header, width (characters), right-aligned.
 /// SESSION's width is the longest unique id prefix (at least 8), set per table.
-pub const COLUMNS: [(&str, usize, bool); 13] = [
+pub(crate) const COLUMNS: [(&str, usize, bool); 13] = [
     ("SESSION", 8, false),
     ("PROJECT", 13, false),
     ("START (UTC)", 11, false),
@@ -237,7 +237,7 @@ pub(super) fn wrap(text: &str, max: Option<usize>) -> Vec<String> {
 }
 
 /// Print the damage report (nothing when there is none).
-pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::Result<()> {
     if !d.unreadable.is_empty() {
         writeln!(
             out,
@@ -274,7 +274,10 @@ pub fn write_damage(theme: &Theme, d: &Damage, out: &mut dyn Write) -> std::io::
 
 /// The shortest prefix of each id (at least `min` characters) that no other id shares, so
 /// that the SESSION column tells file-named sessions apart and can be passed to `--turns`.
-pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usize) -> Vec<String> {
+pub(crate) fn unique_prefixes<'a>(
+    ids: impl Iterator<Item = &'a str> + Clone,
+    min: usize,
+) -> Vec<String> {
     let all: Vec<&str> = ids.collect();
     all.iter()
         .map(|id| {
@@ -293,7 +296,7 @@ pub fn unique_prefixes<'a>(ids: impl Iterator<Item = &'a str> + Clone, min: usiz
 }
 
 /// The cells of a session's row in the session table, under [`COLUMNS`].
-pub fn session_cells(s: &SessionSummary) -> [String; 13] {
+pub(crate) fn session_cells(s: &SessionSummary) -> [String; 13] {
     let unpriced = if s.unpriced_models.is_empty() { "" } else { "*" };
     [
         s.session_id.chars().take(8).collect(),
@@ -369,7 +372,7 @@ impl SessionSummary {
 }
 
 /// The last component of a working directory, for narrow columns.
-pub fn project_name(p: &str) -> &str {
+pub(crate) fn project_name(p: &str) -> &str {
     p.trim_end_matches('/').rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or(p)
 }
 

@@ -93,7 +93,7 @@ pub(super) fn job_id(j: &Job) -> String {
 }
 
 /// One call of the `kit.measure.turns/1` document (`calls[]`).
-pub fn call_json(c: &ApiCall, point: u64) -> Value {
+pub(crate) fn call_json(c: &ApiCall, point: u64) -> Value {
     json!({
         "time": c.ts_ms.map(crate::transcript::format_ts_ms),
         "gap_s": c.gap_s,
@@ -115,12 +115,12 @@ pub fn call_json(c: &ApiCall, point: u64) -> Value {
 }
 
 /// The headers of the `--turns` table's columns, in order (NOTE last).
-pub const TURN_COLUMNS: [&str; 10] =
+pub(crate) const TURN_COLUMNS: [&str; 10] =
     ["#", "TIME", "GAP", "INPUT", "WRITE", "READ", "OUTPUT", "COST", "CTX", "NOTE"];
 
 /// One line of the `--turns` table.
 #[derive(Clone, Debug)]
-pub enum TurnLine<'a> {
+pub(crate) enum TurnLine<'a> {
     /// An API call: its cells under [`TURN_COLUMNS`] (NOTE included, possibly empty).
     Call {
         /// The call.
@@ -135,7 +135,7 @@ pub enum TurnLine<'a> {
 /// The `--turns` table of a session as lines: its calls in order, each compaction after the
 /// last call logged at or before it (the ones without a time at the end). `kit measure
 /// --turns` prints these; `kit report` shows the same cells.
-pub fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLine<'a>> {
+pub(crate) fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLine<'a>> {
     let mut lines = Vec::with_capacity(calls.len() + s.compactions.len());
     let mut compactions = s.compactions.iter().peekable();
     for (i, c) in calls.iter().enumerate() {
@@ -178,14 +178,14 @@ pub fn turn_lines<'a>(s: &'a SessionSummary, calls: &'a [ApiCall]) -> Vec<TurnLi
 }
 
 /// A compaction as the `--turns` table writes it: `compaction (auto): 167,094 -> 31,205 tokens`.
-pub fn compaction_text(k: &Compaction) -> String {
+pub(crate) fn compaction_text(k: &Compaction) -> String {
     let after = k.tokens_after.map(thousands).unwrap_or_else(|| "?".into());
     format!("compaction ({}): {} -> {} tokens", k.trigger, thousands(k.tokens_before), after)
 }
 
 /// The `--turns` table's last line: `total 331.8k tokens · $0.66 · 1 resume ($0.48 beyond a
 /// warm cache)`.
-pub fn turns_total_text(s: &SessionSummary) -> String {
+pub(crate) fn turns_total_text(s: &SessionSummary) -> String {
     format!(
         "total {} tokens · {} · {} ({} beyond a warm cache)",
         tokens(s.tokens.total()),

@@ -17,16 +17,16 @@ use crate::error::{Error, IoContext, Result};
 use super::{Finding, Report};
 
 /// The heading kit adds once above the rules it appends.
-pub const HEADING: &str = "## Rules from past sessions (kit mine)";
+pub(crate) const HEADING: &str = "## Rules from past sessions (kit mine)";
 
 /// The marker that ends a rule's line: `<!-- kit mine: ID -->`.
-pub fn marker(id: &str) -> String {
+pub(crate) fn marker(id: &str) -> String {
     format!("<!-- kit mine: {id} -->")
 }
 
 /// `old` with every finding whose marker it lacks appended (heading first if absent), and how
 /// many were added.
-pub fn with_rules(old: &str, findings: &[&Finding]) -> (String, usize) {
+pub(crate) fn with_rules(old: &str, findings: &[&Finding]) -> (String, usize) {
     let new: Vec<&&Finding> = findings.iter().filter(|f| !old.contains(&marker(&f.id))).collect();
     if new.is_empty() {
         return (old.to_string(), 0);
@@ -57,7 +57,7 @@ pub fn with_rules(old: &str, findings: &[&Finding]) -> (String, usize) {
 ///
 /// Errors: the file exists but is not UTF-8 ([`Error::Input`]); it cannot be read or written
 /// ([`Error::Io`]).
-pub fn apply(
+pub(crate) fn apply(
     shown: &Path,
     path: &Path,
     findings: &[&Finding],
@@ -125,7 +125,7 @@ pub fn apply(
 ///
 /// Errors: `sh` cannot be started, or `cmd` exits non-zero ([`Error::Usage`], with its first
 /// stderr line).
-pub fn ask_agent(cmd: &str, report: &Report, cwd: &Path, out: &mut dyn Write) -> Result<()> {
+pub(crate) fn ask_agent(cmd: &str, report: &Report, cwd: &Path, out: &mut dyn Write) -> Result<()> {
     let io = |e| Error::io("stdout", e);
     let input = serde_json::to_vec_pretty(report).map_err(|e| Error::internal(e.to_string()))?;
     let mut child = Command::new("sh")
@@ -178,7 +178,7 @@ pub fn ask_agent(cmd: &str, report: &Report, cwd: &Path, out: &mut dyn Write) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mine::Kind;
+    use crate::mine::patterns::Kind;
 
     fn f(id: &str, rule: &str) -> Finding {
         Finding {

@@ -22,9 +22,9 @@
 //! line ending in the marker `<!-- kit mine: ID -->` — after printing the diff, atomically.
 //! A second run finds the markers and adds nothing twice.
 
-pub mod apply;
-pub mod patterns;
-pub mod read;
+pub(crate) mod apply;
+pub(crate) mod patterns;
+pub(crate) mod read;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,15 +38,15 @@ use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{claude, codex, Damage, EngineOptions, Source};
 
-pub use patterns::{Finding, Kind};
+pub(crate) use patterns::Finding;
 use read::{Fact, What};
 
 /// The JSON schema name.
-pub const SCHEMA: &str = "kit.mine/1";
+pub(crate) const SCHEMA: &str = "kit.mine/1";
 
 /// What `kit mine` was asked, validated.
 #[derive(Clone, Debug, Default)]
-pub struct MineOptions {
+pub(crate) struct MineOptions {
     /// Roots, project folders, transcript files, or `longrun/journal.jsonl` files; empty = the
     /// default roots.
     pub paths: Vec<PathBuf>,
@@ -66,7 +66,7 @@ pub struct MineOptions {
 
 /// Where one occurrence of a pattern was logged.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Occurrence {
+pub(crate) struct Occurrence {
     /// The session's id; None for a journal event.
     pub session_id: Option<String>,
     /// `claude`, `codex` or `journal`.
@@ -81,7 +81,7 @@ pub struct Occurrence {
 
 /// One session's facts, with the engine's resumes placed on their lines.
 #[derive(Clone, Debug)]
-pub struct SessionFacts {
+pub(crate) struct SessionFacts {
     /// Session id.
     pub session_id: String,
     /// Source.
@@ -96,7 +96,7 @@ pub struct SessionFacts {
 
 /// A journal that was read.
 #[derive(Clone, Debug, Serialize)]
-pub struct JournalSummary {
+pub(crate) struct JournalSummary {
     /// The file.
     pub path: PathBuf,
     /// Events read (after `--since`).
@@ -109,7 +109,7 @@ pub struct JournalSummary {
 
 /// The thresholds in force (see [`patterns`]).
 #[derive(Clone, Debug, Serialize)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     /// [`patterns::SAME_FAILURE_MIN_SESSIONS`].
     pub same_failure_min_sessions: usize,
     /// [`patterns::SAME_FAILURE_MIN_TIMES`].
@@ -130,7 +130,7 @@ pub struct Thresholds {
 
 impl Thresholds {
     /// The constants of [`patterns`].
-    pub fn current() -> Thresholds {
+    pub(crate) fn current() -> Thresholds {
         use patterns::*;
         Thresholds {
             same_failure_min_sessions: SAME_FAILURE_MIN_SESSIONS,
@@ -147,7 +147,7 @@ impl Thresholds {
 
 /// The `kit.mine/1` document.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// `kit.mine/1`.
     pub schema: &'static str,
     /// Sessions read.
@@ -165,7 +165,7 @@ pub struct Report {
 }
 
 /// The text after `kit mine --help`'s options: what is written when, and the thresholds.
-pub fn after_help() -> String {
+pub(crate) fn after_help() -> String {
     use patterns::*;
     format!(
         "Nothing is written without --apply. --apply FILE appends every rule listed (or those of \
@@ -191,7 +191,7 @@ fn is_journal(p: &Path) -> bool {
 ///
 /// Errors: a PATH that does not exist (exit 2); I/O on a journal named as a PATH. Damaged
 /// transcript lines and journal lines are counted, never fatal.
-pub fn mine(opts: &MineOptions) -> Result<Report> {
+pub(crate) fn mine(opts: &MineOptions) -> Result<Report> {
     let (journal_paths, transcript_paths): (Vec<PathBuf>, Vec<PathBuf>) =
         opts.paths.iter().cloned().partition(|p| is_journal(p));
     let mut damage = Damage::default();
@@ -385,7 +385,7 @@ fn read_journal(
 ///
 /// Errors: as [`mine`]; `--only` naming an id not found; `--agent`'s command failing to start
 /// or exiting non-zero; `--apply`'s file not readable as UTF-8 or not writable.
-pub fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8> {
     let report = mine(opts)?;
     let io = |e| Error::io("stdout", e);
     if opts.json {

@@ -13,28 +13,28 @@ use super::{Occurrence, SessionFacts};
 
 /// The same command failing with the same first error line: a pattern once it happened in
 /// this many sessions…
-pub const SAME_FAILURE_MIN_SESSIONS: usize = 2;
+pub(crate) const SAME_FAILURE_MIN_SESSIONS: usize = 2;
 /// …or this many times in one session.
-pub const SAME_FAILURE_MIN_TIMES: usize = 3;
+pub(crate) const SAME_FAILURE_MIN_TIMES: usize = 3;
 /// Test (or frozen) files edited, overwritten, deleted or reverted by the loop: this many,
 /// over all sessions and the journal.
-pub const TEST_EDITS_MIN: usize = 2;
+pub(crate) const TEST_EDITS_MIN: usize = 2;
 /// Compactions in one session that make a compaction spiral.
-pub const COMPACTIONS_MIN: usize = 3;
+pub(crate) const COMPACTIONS_MIN: usize = 3;
 /// Resumes after the prompt cache expired (the engine's definition, DESIGN §8), over all
 /// sessions.
-pub const RESUMES_MIN: usize = 2;
+pub(crate) const RESUMES_MIN: usize = 2;
 /// Denials of the same tool, over all sessions.
-pub const DENIALS_MIN: usize = 2;
+pub(crate) const DENIALS_MIN: usize = 2;
 /// Reads of the same file in one session.
-pub const READS_MIN: usize = 5;
+pub(crate) const READS_MIN: usize = 5;
 /// Stop-hook blocks the agent answered without a tool call, over all sessions.
-pub const IGNORED_BLOCKS_MIN: usize = 2;
+pub(crate) const IGNORED_BLOCKS_MIN: usize = 2;
 
 /// The kinds of pattern, in the order findings of equal count are listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The same command failing with the same error.
     FailingCommand,
     /// Tests edited or deleted by the agent.
@@ -53,7 +53,7 @@ pub enum Kind {
 
 impl Kind {
     /// The id prefix, e.g. `failing-command`.
-    pub fn slug(self) -> &'static str {
+    pub(crate) fn slug(self) -> &'static str {
         match self {
             Kind::FailingCommand => "failing-command",
             Kind::TestEdits => "test-edits",
@@ -68,7 +68,7 @@ impl Kind {
 
 /// One recurring failure and the rule proposed against it.
 #[derive(Clone, Debug, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// Stable id: the kind's slug and 8 hex digits of sha256(kind, key), e.g.
     /// `failing-command-3fa2c1d0`. The same pattern gets the same id on every run, which is
     /// what `--apply`'s marker and `--only` use.
@@ -136,7 +136,7 @@ fn finding(
 
 /// Every finding in `sessions` and the journal's reverts, sorted: most occurrences first, then
 /// by kind, then by id.
-pub fn find(sessions: &[SessionFacts], reverts: &[Occurrence]) -> Vec<Finding> {
+pub(crate) fn find(sessions: &[SessionFacts], reverts: &[Occurrence]) -> Vec<Finding> {
     let mut out = vec![];
     out.extend(failing_commands(sessions));
     out.extend(test_edits(sessions, reverts));
@@ -160,7 +160,7 @@ fn occ(s: &SessionFacts, f: &super::read::Fact, detail: String) -> Occurrence {
 }
 
 /// A command as a key: blanks collapsed, a leading `cd DIR &&` and a trailing `2>&1` dropped.
-pub fn normalise_command(cmd: &str) -> String {
+pub(crate) fn normalise_command(cmd: &str) -> String {
     let mut c = cmd.split_whitespace().collect::<Vec<_>>().join(" ");
     while let Some(rest) = c.strip_prefix("cd ").and_then(|r| r.split_once(" && ").map(|(_, b)| b))
     {
@@ -171,7 +171,7 @@ pub fn normalise_command(cmd: &str) -> String {
 
 /// An error line as a key: runs of digits become `N` (line numbers, pids, timings, temporary
 /// names), blanks collapse.
-pub fn normalise_error(line: &str) -> String {
+pub(crate) fn normalise_error(line: &str) -> String {
     let mut out = String::new();
     let mut digits = false;
     for c in line.chars() {
@@ -464,7 +464,7 @@ fn list(names: &BTreeSet<String>, max: usize) -> String {
 /// Transcript text made safe to quote in a rule: one line, no backquotes (they would end the
 /// rule's code span), no HTML comment marks (they would break the marker), at most `max`
 /// characters.
-pub fn clean(s: &str, max: usize) -> String {
+pub(crate) fn clean(s: &str, max: usize) -> String {
     let one = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let safe = one.replace('`', "'").replace("<!--", "<!-").replace("-->", "->");
     clip(&safe, max)

@@ -33,7 +33,7 @@ use crate::transcript::{parse_ts_ms, Damage, ReadLimits, Source};
 /// A command (Bash, exec_command) that failed: a tool result marked `is_error`, or a non-zero
 /// exit code.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// The command as the agent wrote it.
     pub command: String,
     /// The error text (the result's content or output).
@@ -42,7 +42,7 @@ pub struct Failure {
 
 /// One fact, where it was logged.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Fact {
+pub(crate) struct Fact {
     /// The transcript file (main or subagent).
     pub path: PathBuf,
     /// 1-based line.
@@ -55,7 +55,7 @@ pub struct Fact {
 
 /// The kinds of fact.
 #[derive(Clone, Debug, PartialEq)]
-pub enum What {
+pub(crate) enum What {
     /// A shell command failed.
     Failed(Failure),
     /// A tool call was refused by the harness (a permission or sandbox denial): the tool's name
@@ -85,7 +85,7 @@ pub enum What {
 /// codex-rs normalises to "exec command rejected by user" / "patch rejected by user"; a
 /// sandbox refusal, "sandbox denied exec error"; its guardian's "This action was rejected due
 /// to unacceptable risk." (the strings of codex-rs's tool runtime and its tests).
-pub const DENIAL_MARKERS: [&str; 8] = [
+pub(crate) const DENIAL_MARKERS: [&str; 8] = [
     "haven't granted",
     "doesn't want to proceed with this tool use",
     "require approval",
@@ -98,7 +98,7 @@ pub const DENIAL_MARKERS: [&str; 8] = [
 
 /// The facts of one file, in line order. Damage is counted into `damage` (the engine counts
 /// the same damage on its own pass, so callers may discard this one).
-pub fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec<Fact> {
+pub(crate) fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec<Fact> {
     let mut st = Pass { path: path.to_path_buf(), ..Pass::default() };
     let limits = ReadLimits::default();
     let _ = lines::for_each_record(path, limits, damage, |no, bytes| {
@@ -595,7 +595,7 @@ fn count(text: &str, markers: &[&str]) -> usize {
 /// ([`ASSERTION_MARKERS`]), or more that assert nothing or skip ([`NEUTERING_MARKERS`]).
 /// Adding tests or assertions is the agent's job and does not count. Returns the reason, e.g.
 /// ` (3 -> 1 assertions)`, or None.
-pub fn weakens(old: &str, new: &str) -> Option<String> {
+pub(crate) fn weakens(old: &str, new: &str) -> Option<String> {
     let (a, b) = (count(old, &ASSERTION_MARKERS), count(new, &ASSERTION_MARKERS));
     if b < a {
         return Some(format!(" ({a} -> {b} assertions)"));
@@ -647,7 +647,7 @@ fn str_of(v: &Value) -> &str {
 }
 
 /// Whether a tool error is the harness refusing the call ([`DENIAL_MARKERS`]).
-pub fn is_denial(text: &str) -> bool {
+pub(crate) fn is_denial(text: &str) -> bool {
     let t = text.to_lowercase();
     DENIAL_MARKERS.iter().any(|m| t.contains(m))
 }
@@ -671,7 +671,7 @@ fn first_line(s: &str) -> String {
 
 /// The first line of an error that says what went wrong: without Claude Code's `Exit code N`
 /// header and `<tool_use_error>` tags.
-pub fn error_line(text: &str) -> String {
+pub(crate) fn error_line(text: &str) -> String {
     let t = text.replace("<tool_use_error>", "").replace("</tool_use_error>", "");
     t.lines()
         .map(str::trim)
@@ -690,7 +690,7 @@ const TEST_DIRS: [&str; 6] = ["test", "tests", "__tests__", "spec", "specs", "te
 /// Whether a path names a test file: under a `test`/`tests`/`__tests__`/`spec` folder, or named
 /// like one (`test_*.py`, `*_test.py`, `*_test.go`, `*.test.ts`, `*.spec.js`, `*_spec.rb`,
 /// `conftest.py`).
-pub fn is_test_path(p: &str) -> bool {
+pub(crate) fn is_test_path(p: &str) -> bool {
     let p = p.trim_matches(|c| c == '"' || c == '\'');
     let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty()).collect();
     let Some((name, dirs)) = parts.split_last() else { return false };
@@ -736,7 +736,7 @@ fn words(cmd: &str) -> Vec<String> {
 
 /// The file a plain read command reads: `cat F`, `head … F`, `tail … F`, `nl … F`,
 /// `sed -n '…' F`, `less F` — one command, no pipe or redirection.
-pub fn shell_read(cmd: &str) -> Option<String> {
+pub(crate) fn shell_read(cmd: &str) -> Option<String> {
     let w = words(cmd);
     if w.iter().any(|x| matches!(x.as_str(), ";" | "|" | "&" | ">" | "<")) || w.len() < 2 {
         return None;
@@ -754,7 +754,7 @@ pub fn shell_read(cmd: &str) -> Option<String> {
 /// A shell command that changes a test file: `rm`, `git rm`, `mv`, `truncate`, `sed -i`,
 /// `perl -i`, or a redirection `>`/`>>` into it. Returns the first test
 /// path it names and the verb.
-pub fn shell_test_edit(cmd: &str) -> Option<(String, String)> {
+pub(crate) fn shell_test_edit(cmd: &str) -> Option<(String, String)> {
     let w = words(cmd);
     let mut verb: Option<String> = None;
     let mut redirect = false;

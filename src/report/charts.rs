@@ -64,13 +64,13 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// The x position of each compaction: halfway between the call before it and the one after
 /// (`after_call` is the number of calls logged before it).
-pub fn compaction_x(after_call: usize) -> f64 {
+pub(crate) fn compaction_x(after_call: usize) -> f64 {
     after_call as f64 + 0.5
 }
 
 /// How a legend entry is drawn: the mark beside its text (a CSS class of the page).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mark {
+pub(crate) enum Mark {
     /// A solid line.
     Line,
     /// A dashed line.
@@ -85,7 +85,7 @@ pub enum Mark {
 
 impl Mark {
     /// The CSS class of the mark.
-    pub fn class(self) -> &'static str {
+    pub(crate) fn class(self) -> &'static str {
         match self {
             Mark::Line => "line",
             Mark::Dash => "dash",
@@ -98,7 +98,7 @@ impl Mark {
 
 /// One legend entry: its text, its colour (CSS `#rrggbb`) and its mark.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Key {
+pub(crate) struct Key {
     /// The text.
     pub label: String,
     /// The colour, `#rrggbb`.
@@ -114,7 +114,7 @@ fn key(label: impl Into<String>, c: RGBColor, mark: Mark) -> Key {
 /// A session chart: the SVG and its legend, which the page writes as HTML under it (text
 /// that wraps and prints, and that never hides data).
 #[derive(Clone, Debug)]
-pub struct Chart {
+pub(crate) struct Chart {
     /// The `<svg>` element.
     pub svg: String,
     /// What each colour means.
@@ -124,7 +124,7 @@ pub struct Chart {
 /// Context size per API call (main conversation; a subagent's calls carry their own context)
 /// against the compaction point, with the 50/70/85 % bands, each compaction (a dashed line
 /// at `compactions`, from [`compaction_x`]) and each resume (a dot) marked.
-pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> Chart {
+pub(crate) fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> Chart {
     let n = calls.len() as f64;
     let point = s.compaction_point as f64;
     let peak = calls.iter().map(|c| c.context_tokens).max().unwrap_or(0) as f64;
@@ -204,7 +204,7 @@ pub fn context(s: &SessionSummary, calls: &[ApiCall], compactions: &[f64]) -> Ch
 /// cumulative cost (USD, right axis) of the main conversation's calls, with each idle gap
 /// longer than the 5-minute cache TTL marked where it ended (a ring; a filled dot when the
 /// call after it was a resume). Unpriced calls add nothing to the cost.
-pub fn cache_cost(calls: &[ApiCall]) -> Chart {
+pub(crate) fn cache_cost(calls: &[ApiCall]) -> Chart {
     let n = calls.len() as f64;
     let top = calls
         .iter()
@@ -298,7 +298,7 @@ pub fn cache_cost(calls: &[ApiCall]) -> Chart {
 
 /// One iteration of a loop as the timeline chart needs it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct IterationPoint {
+pub(crate) struct IterationPoint {
     /// The iteration number (0: a baseline).
     pub iteration: u64,
     /// Criteria passing after it, and how many there are.
@@ -309,7 +309,7 @@ pub struct IterationPoint {
 
 /// Criteria passing per iteration (a line of dots, in journal order), with the iterations
 /// in which kit reverted a frozen file marked by a cross at the top.
-pub fn iterations(points: &[IterationPoint]) -> String {
+pub(crate) fn iterations(points: &[IterationPoint]) -> String {
     let n = points.len() as f64;
     let total = points.iter().filter_map(|p| p.passed.map(|(_, t)| t)).max().unwrap_or(1);
     let top = total as f64 + 0.6;
@@ -384,7 +384,7 @@ pub fn iterations(points: &[IterationPoint]) -> String {
 
 /// The current run's cost (USD) after each iteration against its cost cap (a line).
 /// `spent` holds (iteration, cumulative cost) in order.
-pub fn cost_cap(spent: &[(u64, f64)], cap: f64) -> String {
+pub(crate) fn cost_cap(spent: &[(u64, f64)], cap: f64) -> String {
     let n = spent.len() as f64;
     let top = spent.last().map_or(0.0, |s| s.1).max(cap) * 1.1 + 1e-6;
     let labels: Vec<String> = spent.iter().map(|s| s.0.to_string()).collect();

@@ -28,9 +28,9 @@
 //! iterations' logs), else `kit-report.html` in the current folder. Written atomically
 //! ([`crate::atomic`]).
 
-pub mod charts;
-pub mod page;
-pub mod timeline;
+pub(crate) mod charts;
+pub(crate) mod page;
+pub(crate) mod timeline;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -44,7 +44,7 @@ use crate::units;
 
 /// `kit report`'s options.
 #[derive(Clone, Debug, Default)]
-pub struct ReportOptions {
+pub(crate) struct ReportOptions {
     /// The folder kit runs in (the loop is looked for from here; relative paths start here).
     pub cwd: PathBuf,
     /// Roots, project folders or transcript files, as for `kit measure` (relative ones from
@@ -57,14 +57,14 @@ pub struct ReportOptions {
 }
 
 /// The default page name outside a loop project.
-pub const DEFAULT_NAME: &str = "kit-report.html";
+pub(crate) const DEFAULT_NAME: &str = "kit-report.html";
 
 /// Run `kit report`: gather, render, write atomically, say where; optionally open it.
 /// Returns the exit code (0).
 ///
 /// Errors: a PATH that does not exist (as `kit measure`), a page that cannot be written.
 /// An unreadable `longrun/` or damaged transcripts are shown on the page instead.
-pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
+pub(crate) fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(&opts.cwd).ok();
     let status;
     let rows;

@@ -14,7 +14,7 @@ use crate::transcript::{ApiCall, Damage, SessionSummary, TTL_5M_S};
 use crate::units;
 
 /// What the page shows about a loop.
-pub enum LoopPart<'a> {
+pub(crate) enum LoopPart<'a> {
     /// No `longrun/` around the folder kit ran in.
     Absent,
     /// `longrun/` is there but its state could not be read: the error.
@@ -24,7 +24,7 @@ pub enum LoopPart<'a> {
 }
 
 /// Everything the page is made of.
-pub struct Page<'a> {
+pub(crate) struct Page<'a> {
     /// When it was made (RFC 3339).
     pub generated: String,
     /// Where sessions were looked for.
@@ -51,7 +51,7 @@ const ARTICLES: &str = "<!--kit:articles-->";
 /// assembled (on a big tree the articles are tens of MB).
 ///
 /// Errors: those of `w`.
-pub fn write_document(p: &Page<'_>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+pub(crate) fn write_document(p: &Page<'_>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let shell = document(p);
     let (before, after) = shell.split_once(ARTICLES).unwrap_or((&shell, ""));
     w.write_all(before.as_bytes())?;
@@ -199,7 +199,7 @@ fn session_table(sessions: &[SessionSummary]) -> Markup {
 
 /// One session's article: its figures, its two charts, its idle gaps and its `--turns`
 /// table. Rendered on the thread that read the session, while its calls are in memory.
-pub fn session_article(s: &SessionSummary, calls: &[ApiCall]) -> String {
+pub(crate) fn session_article(s: &SessionSummary, calls: &[ApiCall]) -> String {
     let lines = measure::turn_lines(s, calls);
     // The x of each compaction: after the calls listed before it.
     let mut before = 0;

@@ -14,7 +14,7 @@ use crate::looprun::history::{event_name, History};
 
 /// One row of the timeline.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Row {
+pub(crate) struct Row {
     /// The run it belongs to: 1 for the journal's first `loop_start`.
     pub run: usize,
     /// The iteration number; 0 for a baseline.
@@ -44,7 +44,7 @@ pub struct Row {
 }
 
 /// The rows of every run in `h`, in journal order.
-pub fn rows(h: &History) -> Vec<Row> {
+pub(crate) fn rows(h: &History) -> Vec<Row> {
     let mut rows: Vec<Row> = vec![];
     let mut run = 0;
     for e in &h.events {

@@ -18,7 +18,7 @@ use crate::longrun::history::event_name;
 
 /// One decision a person has to make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// `flap`, `review`, `cap` or `paused`.
     pub kind: &'static str,
     /// The goal.md line of the criterion concerned, if any.
@@ -29,7 +29,7 @@ pub struct Decision {
 
 /// The decisions pending in `run` (the last run's events, in order), given whether a loop runs
 /// now and the pause state in words (`since … by …`), if paused.
-pub fn of(run: &[Value], running: bool, paused: Option<String>) -> Vec<Decision> {
+pub(crate) fn of(run: &[Value], running: bool, paused: Option<String>) -> Vec<Decision> {
     let mut flaps: Vec<(u64, &Value)> = Vec::new();
     let mut asks: Vec<(u64, &Value)> = Vec::new();
     for e in run {

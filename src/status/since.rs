@@ -20,13 +20,13 @@ use crate::longrun::history::{event_name, History};
 use crate::longrun::Project;
 
 /// The mark file of `project`.
-pub fn mark_path(project: &Project) -> PathBuf {
+pub(crate) fn mark_path(project: &Project) -> PathBuf {
     project.runs().join("status-seen.json")
 }
 
 /// What the mark file holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Mark {
+pub(crate) struct Mark {
     /// When the person looked, RFC 3339 UTC.
     pub seen_at: String,
     /// Journal events read then.
@@ -37,7 +37,7 @@ pub struct Mark {
 
 impl Mark {
     /// The mark for having seen all of `h` now.
-    pub fn now(h: &History) -> Mark {
+    pub(crate) fn now(h: &History) -> Mark {
         Mark {
             seen_at: crate::clock::now_rfc3339(),
             events: h.events.len(),
@@ -46,14 +46,14 @@ impl Mark {
     }
 
     /// Read the mark at `path`; None when missing or unreadable (a damaged mark is no mark).
-    pub fn read(path: &Path) -> Option<Mark> {
+    pub(crate) fn read(path: &Path) -> Option<Mark> {
         serde_json::from_slice(&std::fs::read(path).ok()?).ok()
     }
 
     /// Write it atomically to `path`, creating its folder.
     ///
     /// Errors: [`crate::Error::Io`] naming the file.
-    pub fn write(&self, path: &Path) -> crate::Result<()> {
+    pub(crate) fn write(&self, path: &Path) -> crate::Result<()> {
         if let Some(dir) = path.parent() {
             crate::atomic::create_dir_all(dir)?;
         }
@@ -64,7 +64,7 @@ impl Mark {
 
     /// True when `h` is the journal this mark was taken on (append-only: its first `events`
     /// events are still there, the last of them with the same `ts`).
-    pub fn fits(&self, h: &History) -> bool {
+    pub(crate) fn fits(&self, h: &History) -> bool {
         match self.events {
             0 => true,
             n => h.events.len() >= n && h.events[n - 1]["ts"].as_str() == self.last_ts.as_deref(),
@@ -74,7 +74,7 @@ impl Mark {
 
 /// What happened in the journal after a point (the mark, or the last run's start).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Since {
+pub(crate) struct Since {
     /// `mark` (since the person last looked) or `run` (since the last run started: no mark).
     pub from: &'static str,
     /// When: the mark's `seen_at`, or the run's start, RFC 3339.
@@ -110,7 +110,7 @@ pub struct Since {
 
 /// Review verdicts counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Reviews {
+pub(crate) struct Reviews {
     /// `pass`.
     pub pass: u64,
     /// `fail`.
@@ -123,7 +123,7 @@ impl Since {
     /// The summary of `h` after `mark` when it fits the journal, else from the start of the
     /// journal's last run (`run_start`: its index and number, its start time); None when there
     /// is neither (no loop has run and nobody looked).
-    pub fn of(
+    pub(crate) fn of(
         h: &History,
         mark: Option<&Mark>,
         run_start: Option<(usize, u64, &str)>,
@@ -182,14 +182,14 @@ impl Since {
     /// Whether `kit status` prints it: after a mark always; without one (`from: run`) only
     /// when the run holds what no other line shows (limit waits, flaps, reviews), since its
     /// iterations and reverts are on the `run:` and `reverts:` lines already.
-    pub fn worth_a_line(&self) -> bool {
+    pub(crate) fn worth_a_line(&self) -> bool {
         let r = self.reviews;
         self.from == "mark" || self.limit_waits + self.flaps + r.pass + r.fail + r.ask > 0
     }
 
     /// The label, e.g. `since you last looked at 08:10 UTC` (the date too when it was not
     /// today, UTC, by the kit clock) or `since run 2 started at 2026-10-01T09:00:00Z`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.from {
             "mark" => format!("since you last looked at {}", short_time(&self.at)),
             _ => format!(
@@ -202,7 +202,7 @@ impl Since {
 
     /// What happened, e.g. `3 iterations (5–7), 1 revert, 2 limit waits (1h05m), 1 flap, 2
     /// reviews (1 ask)`; `nothing new` when the span holds nothing of that.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let plural =
             |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let mut parts = Vec::new();
@@ -264,7 +264,7 @@ fn short_time(ts: &str) -> String {
 
 /// The start of the journal's last run for [`Since::of`]: its first event's index, its number
 /// and its start time.
-pub fn run_start(h: &History) -> Option<(usize, u64, String)> {
+pub(crate) fn run_start(h: &History) -> Option<(usize, u64, String)> {
     crate::looprun::durable::last_run(h).map(|r| (r.first_event, r.id, r.started.clone()))
 }
 

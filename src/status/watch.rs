@@ -21,12 +21,17 @@ use crate::error::{IoContext, Result};
 use crate::term::Theme;
 
 /// Default time between redraws.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(2);
 
 /// The frame for one redraw: a header naming the interval and the time of this refresh (kit
 /// clock, UTC), a blank line, then `body`; every line cut to `width` columns (ANSI-aware) and the
 /// whole to `height` lines, the last one saying how many were cut.
-pub fn frame(body: &str, interval: Duration, at: &str, size: Option<(usize, usize)>) -> String {
+pub(crate) fn frame(
+    body: &str,
+    interval: Duration,
+    at: &str,
+    size: Option<(usize, usize)>,
+) -> String {
     let mut lines = vec![
         format!(
             "kit status --watch: every {}, last refresh {at}; Ctrl-C ends it",
@@ -53,7 +58,7 @@ pub fn frame(body: &str, interval: Duration, at: &str, size: Option<(usize, usiz
 
 /// The bytes that draw `frame` over the previous one: cursor home, each line followed by an
 /// erase to its end, then an erase of everything below.
-pub fn redraw(frame: &str) -> String {
+pub(crate) fn redraw(frame: &str) -> String {
     let mut s = String::from("\x1b[H");
     for (i, l) in frame.lines().enumerate() {
         if i > 0 {
@@ -71,7 +76,7 @@ pub fn redraw(frame: &str) -> String {
 /// (rows, columns) at each redraw.
 ///
 /// Errors: [`crate::Error::Io`] when `out` cannot be written (the terminal went away).
-pub fn watch(
+pub(crate) fn watch(
     cwd: &Path,
     interval: Duration,
     mark: bool,

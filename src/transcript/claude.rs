@@ -36,7 +36,7 @@ use super::discover::SessionFiles;
 
 /// A session read whole: its summary and the main conversation's API calls in order.
 #[derive(Debug)]
-pub struct SessionRead {
+pub(crate) struct SessionRead {
     /// The summary (subagents as sub-rows).
     pub summary: SessionSummary,
     /// The main conversation's calls, with gaps, resumes and costs.
@@ -47,22 +47,15 @@ pub struct SessionRead {
     pub keys: Vec<Held>,
 }
 
-/// Read one session file (and its subagents) with the embedded prices, leniently.
-///
-/// Errors: the file cannot be opened or read ([`crate::Error::Io`]).
-pub fn read_session(path: &Path) -> Result<SessionSummary> {
-    Ok(read(&SessionFiles::of_main(path), EngineOptions::standard())?.summary)
-}
-
 /// Read a session's files. Errors: I/O, or the first damaged line under `strict`.
-pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
+pub(crate) fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
     read_without(files, opts, &HashSet::new())
 }
 
 /// [`read`], leaving out the calls whose key is in `drop` (calls another session holds first,
 /// [`super::dedup::losers`]): they are in no figure of the session, tokens, cost, context or
 /// resumes; its lines still count for its time and turns. Errors: those of [`read`].
-pub fn read_without(
+pub(crate) fn read_without(
     files: &SessionFiles,
     opts: EngineOptions<'_>,
     drop: &HashSet<CallKey>,
@@ -504,7 +497,7 @@ struct CompactMeta {
 
 /// `message.usage` as logged (claude-code.md §4.1).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-pub struct RawUsage {
+pub(crate) struct RawUsage {
     /// Uncached input.
     pub input_tokens: Option<u64>,
     /// Cache writes, both TTLs.
@@ -519,17 +512,16 @@ pub struct RawUsage {
 
 /// `usage.cache_creation`.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-pub struct CacheCreation {
-    /// Writes at the 5-minute TTL.
-    pub ephemeral_5m_input_tokens: Option<u64>,
-    /// Writes at the 1-hour TTL.
+pub(crate) struct CacheCreation {
+    /// Writes at the 1-hour TTL (the 5-minute part is the rest of
+    /// `cache_creation_input_tokens`, see [`RawUsage::to_usage`]).
     pub ephemeral_1h_input_tokens: Option<u64>,
 }
 
 impl RawUsage {
     /// As a billing record. The cache-write total is `cache_creation_input_tokens`; the 1-hour
     /// part comes from the split, the rest is 5-minute (the default TTL).
-    pub fn to_usage(&self) -> Usage {
+    pub(crate) fn to_usage(self) -> Usage {
         let writes = self.cache_creation_input_tokens.unwrap_or(0);
         let w1h =
             self.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(writes);

@@ -36,22 +36,15 @@ use crate::prices::Usage;
 
 /// A rollout read whole: its summary and its API calls in order.
 #[derive(Debug)]
-pub struct SessionRead {
+pub(crate) struct SessionRead {
     /// The summary.
     pub summary: SessionSummary,
     /// The calls, with gaps and costs.
     pub calls: Vec<ApiCall>,
 }
 
-/// Read one rollout with the embedded prices, leniently.
-///
-/// Errors: the file cannot be opened or read ([`crate::Error::Io`]).
-pub fn read_session(path: &Path) -> Result<SessionSummary> {
-    Ok(read(path, EngineOptions::standard())?.summary)
-}
-
 /// Read one rollout. Errors: I/O, or the first damaged line under `strict`.
-pub fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
+pub(crate) fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
     let mut b = Builder::new(opts, Source::Codex, id_from_name(path), path.to_path_buf());
     let mut st = State::default();
     let mut damage = std::mem::take(&mut b.damage);

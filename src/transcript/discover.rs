@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 /// One unit of work: a session's files.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Job {
+pub(crate) enum Job {
     /// A Claude Code session (main file and subagents).
     Claude(SessionFiles),
     /// A Codex rollout.
@@ -33,7 +33,7 @@ pub enum Job {
 
 impl Job {
     /// The source.
-    pub fn source(&self) -> Source {
+    pub(crate) fn source(&self) -> Source {
         match self {
             Job::Claude(_) => Source::Claude,
             Job::Codex(_) => Source::Codex,
@@ -41,7 +41,7 @@ impl Job {
     }
 
     /// All files of the job.
-    pub fn files(&self) -> Vec<&Path> {
+    pub(crate) fn files(&self) -> Vec<&Path> {
         match self {
             Job::Claude(s) => s.all().map(|p| p.as_path()).collect(),
             Job::Codex(p) => vec![p.as_path()],
@@ -51,7 +51,7 @@ impl Job {
 
 /// The files of one Claude Code session.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SessionFiles {
+pub(crate) struct SessionFiles {
     /// Session id (the main file's stem).
     pub session_id: String,
     /// The project folder's name (the encoded working directory).
@@ -63,32 +63,8 @@ pub struct SessionFiles {
 }
 
 impl SessionFiles {
-    /// The session of one main transcript file, with the subagent files beside it
-    /// (`<dir>/<stem>/subagents/*.jsonl`).
-    pub fn of_main(path: &Path) -> SessionFiles {
-        let stem = stem(path);
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut subagents = vec![];
-        if let Ok(rd) = std::fs::read_dir(dir.join(&stem).join("subagents")) {
-            subagents = rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| is_transcript_name(p))
-                .collect();
-            subagents.sort();
-        }
-        SessionFiles {
-            session_id: stem,
-            project_dir: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            main: Some(path.to_path_buf()),
-            subagents,
-        }
-    }
-
     /// All files, main first.
-    pub fn all(&self) -> impl Iterator<Item = &PathBuf> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &PathBuf> {
         self.main.iter().chain(self.subagents.iter())
     }
 }
@@ -99,12 +75,12 @@ impl SessionFiles {
 /// Errors: [`Error::Usage`] when a root would come from `HOME` (no `CLAUDE_CONFIG_DIR` or
 /// `CODEX_HOME`) and `HOME` is unset or not absolute: kit would read relative to the current
 /// folder instead, as `kit hook install --user` refuses to.
-pub fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+pub(crate) fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     default_roots_in(&|k| std::env::var_os(k))
 }
 
 /// [`default_roots`] with the environment as a function (tests give their own).
-pub fn default_roots_in(
+pub(crate) fn default_roots_in(
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let home = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute());
@@ -144,7 +120,7 @@ fn config_dirs(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Vec<PathBuf>> {
 ///
 /// Errors: [`Error::Usage`] when no transcript or more than one matches, or when the
 /// roots are unknown ([`claude_roots`]).
-pub fn find_session(id: &str) -> Result<PathBuf> {
+pub(crate) fn find_session(id: &str) -> Result<PathBuf> {
     let mut found = Vec::new();
     for root in claude_roots()? {
         let projects = root.join("projects");
@@ -178,12 +154,12 @@ pub fn find_session(id: &str) -> Result<PathBuf> {
 /// Errors: [`Error::Usage`] ("HOME is not set", with the next step) when neither
 /// variable names a folder, or `HOME` is not an absolute path: kit never falls back to a path
 /// relative to the current folder, which would read or write the project's `.claude/` instead.
-pub fn claude_roots() -> Result<Vec<PathBuf>> {
+pub(crate) fn claude_roots() -> Result<Vec<PathBuf>> {
     claude_roots_in(&|k| std::env::var_os(k))
 }
 
 /// [`claude_roots`] with the environment as a function (tests give their own).
-pub fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
+pub(crate) fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
     if let Some(dirs) = config_dirs(var) {
         return Ok(dirs);
     }
@@ -209,7 +185,7 @@ const HOME_HINT: &str =
 /// Folders that exist but cannot be read are noted in `damage.unreadable`.
 ///
 /// Errors: a given PATH that does not exist ([`Error::Usage`]).
-pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
+pub(crate) fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
     let mut claude_files = vec![];
     let mut codex_files = vec![];
     let mut w = Walker { seen: HashSet::new(), damage };
@@ -280,13 +256,13 @@ pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
 }
 
 /// Whether a file name is a transcript's: `*.jsonl` or `*.jsonl.zst`.
-pub fn is_transcript_name(p: &Path) -> bool {
+pub(crate) fn is_transcript_name(p: &Path) -> bool {
     let n = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     n.ends_with(".jsonl") || n.ends_with(".jsonl.zst")
 }
 
 /// The file name without `.jsonl` / `.jsonl.zst`.
-pub fn stem(p: &Path) -> String {
+pub(crate) fn stem(p: &Path) -> String {
     let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let n = n.strip_suffix(".zst").unwrap_or(&n);
     n.strip_suffix(".jsonl").unwrap_or(n).to_string()
@@ -404,7 +380,7 @@ fn group_claude(files: Vec<PathBuf>) -> Vec<SessionFiles> {
 
 /// Whether a file is a Codex rollout: named `rollout-…`, or its first line has the
 /// `{timestamp, type, payload}` envelope.
-pub fn sniff_codex(p: &Path) -> bool {
+pub(crate) fn sniff_codex(p: &Path) -> bool {
     if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rollout-")) {
         return true;
     }

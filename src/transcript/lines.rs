@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::error::{Error, IoContext, Result};
 
 /// Default cap on one line (bytes). Longer lines are skipped without being held in memory.
-pub const MAX_LINE_BYTES: usize = 64 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// How many examples of damage (path:line) a report keeps.
 const MAX_EXAMPLES: usize = 20;
@@ -27,7 +27,7 @@ const MAX_EXAMPLES: usize = 20;
 /// The kinds of damage a scan counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum DamageKind {
+pub(crate) enum DamageKind {
     /// The last line of a file ends without a newline and does not parse (a live or cut file).
     Truncated,
     /// Repaired: the line is not valid UTF-8; the bad bytes were replaced by U+FFFD and the
@@ -46,20 +46,15 @@ pub enum DamageKind {
 }
 
 impl DamageKind {
-    /// Whether lines of this kind are skipped (true) or repaired and read (false).
-    pub fn is_skipped(self) -> bool {
-        !matches!(self, DamageKind::Crlf | DamageKind::PrettyPrinted | DamageKind::InvalidUtf8)
-    }
-
     /// What is wrong with the line, without what the reader did about it (`--strict`'s error:
     /// under `--strict` nothing is repaired).
-    pub fn fault(self) -> &'static str {
+    pub(crate) fn fault(self) -> &'static str {
         let d = self.describe();
         d.split_once(" (").map_or(d, |(head, _)| head)
     }
 
     /// A short phrase for reports.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             DamageKind::Truncated => "truncated last line",
             DamageKind::InvalidUtf8 => "invalid UTF-8 (read, bad bytes replaced)",
@@ -74,7 +69,7 @@ impl DamageKind {
 
 /// One example of damage.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DamageExample {
+pub(crate) struct DamageExample {
     /// The file.
     pub path: PathBuf,
     /// 1-based line (the first line of a multi-line object).
@@ -85,7 +80,7 @@ pub struct DamageExample {
 
 /// Counts of damaged lines, per kind, with the first few examples.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Damage {
+pub(crate) struct Damage {
     /// Partial last lines skipped.
     pub truncated: u64,
     /// Lines with invalid UTF-8, read with the bad bytes replaced.
@@ -109,7 +104,7 @@ pub struct Damage {
 
 /// A file or folder a scan could not read, and why (the operating system's words).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Unreadable {
+pub(crate) struct Unreadable {
     /// The file or folder.
     pub path: PathBuf,
     /// Why, e.g. `Too many levels of symbolic links (os error 40)`.
@@ -118,22 +113,22 @@ pub struct Unreadable {
 
 impl Damage {
     /// Lines skipped (all kinds but the repaired ones).
-    pub fn skipped(&self) -> u64 {
+    pub(crate) fn skipped(&self) -> u64 {
         self.truncated + self.oversized + self.malformed + self.unknown_type
     }
 
     /// Lines repaired and read.
-    pub fn repaired(&self) -> u64 {
+    pub(crate) fn repaired(&self) -> u64 {
         self.crlf + self.pretty_printed + self.invalid_utf8
     }
 
     /// Note a file or folder that could not be read.
-    pub fn add_unreadable(&mut self, path: &Path, reason: impl Into<String>) {
+    pub(crate) fn add_unreadable(&mut self, path: &Path, reason: impl Into<String>) {
         self.unreadable.push(Unreadable { path: path.to_path_buf(), reason: reason.into() });
     }
 
     /// Count one damaged line.
-    pub fn add(&mut self, kind: DamageKind, path: &Path, line: usize) {
+    pub(crate) fn add(&mut self, kind: DamageKind, path: &Path, line: usize) {
         *self.slot(kind) += 1;
         if self.examples.len() < MAX_EXAMPLES {
             self.examples.push(DamageExample { path: path.to_path_buf(), line, kind });
@@ -153,7 +148,7 @@ impl Damage {
     }
 
     /// Add another report's counts (examples kept up to the limit).
-    pub fn merge(&mut self, other: &Damage) {
+    pub(crate) fn merge(&mut self, other: &Damage) {
         self.truncated += other.truncated;
         self.invalid_utf8 += other.invalid_utf8;
         self.oversized += other.oversized;
@@ -171,7 +166,7 @@ impl Damage {
     }
 
     /// `(kind, count)` for every kind with a non-zero count, skipped kinds first.
-    pub fn counts(&self) -> Vec<(DamageKind, u64)> {
+    pub(crate) fn counts(&self) -> Vec<(DamageKind, u64)> {
         use DamageKind::*;
         [
             (Truncated, self.truncated),
@@ -189,7 +184,7 @@ impl Damage {
 }
 
 /// What a source parser says about one record.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Understood (or deliberately ignored).
     Known,
     /// A JSON object with a `type` this version does not know.
@@ -198,7 +193,7 @@ pub enum Parsed {
 
 /// How to read.
 #[derive(Clone, Copy, Debug)]
-pub struct ReadLimits {
+pub(crate) struct ReadLimits {
     /// Fail on the first damaged line.
     pub strict: bool,
     /// Cap on one line, bytes.
@@ -214,7 +209,7 @@ impl Default for ReadLimits {
 /// Open a transcript for reading, decompressing `.zst` as a stream. Only a regular file is
 /// opened (see [`open_regular`]): a FIFO or a link to a device under a root is refused, never
 /// waited on.
-pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
+pub(crate) fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     let f = open_regular(path)?;
     if path.extension().is_some_and(|e| e == "zst") {
         let d = zstd::stream::read::Decoder::new(f).at(path)?;
@@ -229,7 +224,7 @@ pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
 ///
 /// Errors: [`crate::Error::Io`] when it does not exist or cannot be read; [`crate::Error::Input`]
 /// when it is not a regular file.
-pub fn open_regular(path: &Path) -> Result<File> {
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).at(path)?;
     if !meta.is_file() {
         return Err(crate::Error::input(
@@ -242,7 +237,7 @@ pub fn open_regular(path: &Path) -> Result<File> {
 }
 
 /// One line from [`LineReader`].
-pub enum Line<'a> {
+pub(crate) enum Line<'a> {
     /// A line without its `\n`; `terminated` is false for a last line without one.
     Text { no: usize, bytes: &'a [u8], terminated: bool },
     /// A line over the cap, skipped without being held.
@@ -250,7 +245,7 @@ pub enum Line<'a> {
 }
 
 /// Splits a byte stream into lines with `memchr`, reusing one buffer.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     r: R,
     buf: Vec<u8>,
     start: usize,
@@ -264,7 +259,7 @@ const CHUNK: usize = 256 << 10;
 
 impl<R: Read> LineReader<R> {
     /// A reader with a line cap of `max` bytes.
-    pub fn new(r: R, max: usize) -> Self {
+    pub(crate) fn new(r: R, max: usize) -> Self {
         LineReader { r, buf: vec![0; CHUNK], start: 0, end: 0, eof: false, line_no: 0, max }
     }
 
@@ -311,7 +306,7 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The next line, or None at the end.
-    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         let mut scanned = 0;
         loop {
             let hay = &self.buf[self.start + scanned..self.end];
@@ -363,7 +358,7 @@ impl<R: Read> LineReader<R> {
 /// `parse` returns `Err` when the bytes are not an object it can read; the error decides
 /// between *truncated* (EOF on the last line), the start of a pretty-printed object, and
 /// *malformed*.
-pub fn for_each_record(
+pub(crate) fn for_each_record(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,
@@ -379,7 +374,7 @@ pub fn for_each_record(
 /// A file that cannot be opened or read to the end (a symlink loop, no permission, a cut or
 /// garbage `.zst` frame) is noted in `damage.unreadable` and the records read before the
 /// failure stay counted; under `limits.strict` it is an [`Error::Input`] naming the file.
-pub fn for_each_record_where(
+pub(crate) fn for_each_record_where(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,

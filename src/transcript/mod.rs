@@ -12,14 +12,14 @@
 //! Facts used here come from the format reference `formats/claude-code.md` (§4.2 dedup, §4.3 context,
 //! §4.5 compaction point) and the format reference `formats/codex.md` (§5.1, §10 token accounting).
 
-pub mod claude;
-pub mod codex;
-pub mod dedup;
-pub mod discover;
-pub mod lines;
-pub mod point;
-pub mod skim;
-pub mod tail;
+pub(crate) mod claude;
+pub(crate) mod codex;
+pub(crate) mod dedup;
+pub(crate) mod discover;
+pub(crate) mod lines;
+pub(crate) mod point;
+pub(crate) mod skim;
+pub(crate) mod tail;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -27,27 +27,27 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use lines::{Damage, DamageKind, ReadLimits};
+pub(crate) use lines::{Damage, ReadLimits};
 
 use crate::prices::{Lookup, PriceTable, Usage};
 
 /// Gaps between consecutive lines longer than this are idle time, not active time (seconds).
 /// 30 minutes: longer than any single tool run or model response in the samples, shorter than
 /// a lunch break; the 4 h 11 min gap of the spotter sample is idle, the 6 min ones are not.
-pub const IDLE_THRESHOLD_S: i64 = 30 * 60;
+pub(crate) const IDLE_THRESHOLD_S: i64 = 30 * 60;
 
 /// Prompt-cache TTLs (seconds) of Anthropic's two cache-write kinds.
-pub const TTL_5M_S: i64 = 5 * 60;
+pub(crate) const TTL_5M_S: i64 = 5 * 60;
 /// One-hour cache TTL (seconds).
-pub const TTL_1H_S: i64 = 60 * 60;
+pub(crate) const TTL_1H_S: i64 = 60 * 60;
 
 /// Claude Code's default context window (tokens) when the transcript does not show a larger one.
-pub const DEFAULT_WINDOW: u64 = 200_000;
+pub(crate) const DEFAULT_WINDOW: u64 = 200_000;
 
 /// Which agent wrote a transcript.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Source {
+pub(crate) enum Source {
     /// Claude Code (`~/.claude/projects/<project>/<session>.jsonl`).
     Claude,
     /// OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`).
@@ -56,7 +56,7 @@ pub enum Source {
 
 impl Source {
     /// `claude` or `codex`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Source::Claude => "claude",
             Source::Codex => "codex",
@@ -68,7 +68,7 @@ impl Source {
 /// input (for Codex: input − cached − cache write); `reasoning` is informational and already
 /// inside `output`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     /// Uncached input tokens.
     pub input_tokens: u64,
     /// Cache write tokens, both TTLs.
@@ -87,7 +87,7 @@ pub struct Tokens {
 
 impl Tokens {
     /// Add one call's usage.
-    pub fn add_usage(&mut self, u: &Usage, reasoning: u64) {
+    pub(crate) fn add_usage(&mut self, u: &Usage, reasoning: u64) {
         self.input_tokens += u.input;
         self.cache_write_tokens += u.cache_write_5m + u.cache_write_1h;
         self.cache_write_5m_tokens += u.cache_write_5m;
@@ -98,7 +98,7 @@ impl Tokens {
     }
 
     /// Add another sum.
-    pub fn add(&mut self, o: &Tokens) {
+    pub(crate) fn add(&mut self, o: &Tokens) {
         self.input_tokens += o.input_tokens;
         self.cache_write_tokens += o.cache_write_tokens;
         self.cache_write_5m_tokens += o.cache_write_5m_tokens;
@@ -109,12 +109,12 @@ impl Tokens {
     }
 
     /// All tokens billed: input + cache writes + cache reads + output.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.input_tokens + self.cache_write_tokens + self.cache_read_tokens + self.output_tokens
     }
 
     /// Cache reads over all input-side tokens (0–1), None without input.
-    pub fn cache_hit_ratio(&self) -> Option<f64> {
+    pub(crate) fn cache_hit_ratio(&self) -> Option<f64> {
         let all = self.input_tokens + self.cache_write_tokens + self.cache_read_tokens;
         (all > 0).then(|| self.cache_read_tokens as f64 / all as f64)
     }
@@ -122,13 +122,13 @@ impl Tokens {
 
 /// The context of a request (tokens): input + cache writes + cache reads, output excluded
 /// (claude-code.md §4.3, the statusline's `used_percentage` rule).
-pub fn context_from_usage(u: &Usage) -> u64 {
+pub(crate) fn context_from_usage(u: &Usage) -> u64 {
     u.summed_input()
 }
 
 /// Environment settings that move Claude Code's auto-compaction point (claude-code.md §4.5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CompactionOverrides {
+pub(crate) struct CompactionOverrides {
     /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (tokens, 100,000–1,000,000).
     pub auto_compact_window: Option<u64>,
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (1–100): can only lower the point.
@@ -139,14 +139,14 @@ pub struct CompactionOverrides {
 
 impl CompactionOverrides {
     /// Read the three variables from this process's environment (unparsable values ignored).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         Self::from_vars(|k| std::env::var(k).ok())
     }
 
     /// Read the three variables through `var` (the hook's own environment, a rehearsal's
     /// none); unparsable values and a percentage outside 1–100 are ignored, as Claude Code
     /// ignores them.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let num = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok());
         CompactionOverrides {
             auto_compact_window: num("CLAUDE_CODE_AUTO_COMPACT_WINDOW"),
@@ -166,7 +166,7 @@ const COMPACT_BUFFER: u64 = 13_000;
 /// `window − min(max_output, 20,000) − 13,000`: 167,000 for a 200K window, confirmed by real
 /// 2.1.3x `preTokens` of 167,094–170,251 (claude-code.md §4.5). An auto-compact window caps
 /// the window first (clamped to 100K–1M); a percentage override can only lower the point.
-pub fn compaction_point(window: u64, o: &CompactionOverrides) -> u64 {
+pub(crate) fn compaction_point(window: u64, o: &CompactionOverrides) -> u64 {
     let mut window = window;
     if let Some(w) = o.auto_compact_window {
         window = window.min(w.clamp(100_000, 1_000_000));
@@ -184,14 +184,14 @@ pub fn compaction_point(window: u64, o: &CompactionOverrides) -> u64 {
 ///
 /// The rollout reports the *effective* window, 95% of the raw one (272,000 → 258,400); Codex
 /// compacts at 90% of the raw window (codex.md §12): 258,400 → 244,800.
-pub fn codex_compaction_point(model_context_window: u64) -> u64 {
+pub(crate) fn codex_compaction_point(model_context_window: u64) -> u64 {
     let raw = (model_context_window * 100 + 47) / 95;
     raw * 9 / 10
 }
 
 /// One API call (one model response), after deduplication.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ApiCall {
+pub(crate) struct ApiCall {
     /// When the response was logged (Unix ms), if the line had a timestamp.
     pub ts_ms: Option<i64>,
     /// The model id as logged.
@@ -219,7 +219,7 @@ pub struct ApiCall {
 
 /// One compaction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// When (RFC 3339), if known.
     pub at: Option<String>,
     /// `auto`, `manual`, or `unknown` (Codex does not log it).
@@ -235,7 +235,7 @@ pub struct Compaction {
 
 /// Everything measured about one session (or one subagent of it).
 #[derive(Clone, Debug, Serialize)]
-pub struct SessionSummary {
+pub(crate) struct SessionSummary {
     /// Session id (Claude: the file name, a UUID; Codex: `session_meta.id`).
     pub session_id: String,
     /// `claude` or `codex`.
@@ -299,7 +299,7 @@ pub struct SessionSummary {
 
 /// What a reader needs besides the files.
 #[derive(Clone, Copy)]
-pub struct EngineOptions<'a> {
+pub(crate) struct EngineOptions<'a> {
     /// Prices.
     pub prices: &'a PriceTable,
     /// Damage handling.
@@ -310,7 +310,7 @@ pub struct EngineOptions<'a> {
 
 impl<'a> EngineOptions<'a> {
     /// Embedded prices, lenient reading, overrides from the environment.
-    pub fn standard() -> EngineOptions<'static> {
+    pub(crate) fn standard() -> EngineOptions<'static> {
         EngineOptions {
             prices: PriceTable::embedded(),
             limits: ReadLimits::default(),
@@ -321,7 +321,7 @@ impl<'a> EngineOptions<'a> {
 
 /// Wall and active time from a stream of timestamps in file order (not assumed monotonic).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     first: Option<i64>,
     last: Option<i64>,
     active_ms: i64,
@@ -329,7 +329,7 @@ pub struct Clock {
 
 impl Clock {
     /// Note a line's timestamp (Unix ms).
-    pub fn tick(&mut self, t: i64) {
+    pub(crate) fn tick(&mut self, t: i64) {
         match self.last {
             None => {
                 self.first = Some(t);
@@ -352,7 +352,7 @@ impl Clock {
 }
 
 /// Parse an RFC 3339 timestamp into Unix ms (fast path for `YYYY-MM-DDTHH:MM:SS.mmmZ`).
-pub fn parse_ts_ms(s: &str) -> Option<i64> {
+pub(crate) fn parse_ts_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() == 24 && b[4] == b'-' && b[10] == b'T' && b[19] == b'.' && b[23] == b'Z' {
         let n = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -388,7 +388,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// Format Unix ms as RFC 3339 UTC with milliseconds.
-pub fn format_ts_ms(ms: i64) -> String {
+pub(crate) fn format_ts_ms(ms: i64) -> String {
     match jiff::Timestamp::from_millisecond(ms) {
         Ok(t) => t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         Err(_) => ms.to_string(),
@@ -404,7 +404,7 @@ pub fn format_ts_ms(ms: i64) -> String {
 /// request kept warm, make a call after an 8-minute gap read 150k tokens and write 3.4k — the
 /// cache was warm, nothing was re-written. `prev_context` is the previous call's context
 /// (tokens); 0 (unknown) never makes a resume.
-pub fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
+pub(crate) fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
     let writes = u.cache_write_5m + u.cache_write_1h;
     prev_context > 0 && u.cache_read < prev_context * 9 / 10 && writes >= prev_context / 4
 }
@@ -412,14 +412,14 @@ pub fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
 /// One agent's calls of a session in log order, with the per-call derivations applied by
 /// [`Stream::finish`]: gap, TTL in force, resume and its premium, cost.
 #[derive(Debug, Default)]
-pub struct Stream {
+pub(crate) struct Stream {
     /// Calls in order.
     pub calls: Vec<ApiCall>,
 }
 
 /// Per-session accumulator the source readers fill and [`Builder::finish`] turns into a
 /// [`SessionSummary`].
-pub struct Builder<'a> {
+pub(crate) struct Builder<'a> {
     opts: EngineOptions<'a>,
     prices: HashMap<Arc<str>, Lookup<'a>>,
     /// Identity.
@@ -444,7 +444,12 @@ pub struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// A new accumulator.
-    pub fn new(opts: EngineOptions<'a>, source: Source, session_id: String, path: PathBuf) -> Self {
+    pub(crate) fn new(
+        opts: EngineOptions<'a>,
+        source: Source,
+        session_id: String,
+        path: PathBuf,
+    ) -> Self {
         Builder {
             opts,
             prices: HashMap::new(),
@@ -461,7 +466,7 @@ impl<'a> Builder<'a> {
     }
 
     /// How to read this session's files.
-    pub fn limits(&self) -> ReadLimits {
+    pub(crate) fn limits(&self) -> ReadLimits {
         self.opts.limits
     }
 
@@ -476,7 +481,7 @@ impl<'a> Builder<'a> {
 
     /// Apply the per-call derivations to `stream` (in place) and summarise it.
     /// `main` says whether this is the main conversation (context, compactions, turns apply).
-    pub fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
+    pub(crate) fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
         let mut tokens = Tokens::default();
         let mut cost = 0.0;
         let mut priced = false;
@@ -604,7 +609,7 @@ impl<'a> Builder<'a> {
 impl SessionSummary {
     /// Fold a subagent's row into this session's totals (tokens, calls, cost, models) and keep
     /// it as a sub-row. Context, compactions and resumes stay the main conversation's.
-    pub fn absorb_subagent(&mut self, sub: SessionSummary) {
+    pub(crate) fn absorb_subagent(&mut self, sub: SessionSummary) {
         self.tokens.add(&sub.tokens);
         self.api_calls += sub.api_calls;
         self.cost_usd = match (self.cost_usd, sub.cost_usd) {

@@ -22,13 +22,13 @@ use serde::Deserialize;
 use crate::error::{IoContext, Result};
 
 /// Block size of one backwards read, bytes.
-pub const BLOCK: usize = 64 * 1024;
+pub(crate) const BLOCK: usize = 64 * 1024;
 /// How far back from the end the reader looks before it gives up, bytes.
-pub const MAX_TAIL_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_TAIL_BYTES: u64 = 32 * 1024 * 1024;
 
 /// One main-chain API call, as its assistant line reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApiCall {
+pub(crate) struct ApiCall {
     /// `message.model`, e.g. `claude-opus-4-6`.
     pub model: String,
     /// Uncached input tokens.
@@ -45,14 +45,14 @@ pub struct ApiCall {
 
 impl ApiCall {
     /// Context in tokens: input + cache writes + cache reads.
-    pub fn context(&self) -> u64 {
+    pub(crate) fn context(&self) -> u64 {
         self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
     }
 }
 
 /// A `system/compact_boundary` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// `compactMetadata.trigger`: `auto` or `manual`.
     pub trigger: String,
     /// `compactMetadata.preTokens`.
@@ -65,7 +65,7 @@ pub struct Compaction {
 
 /// What the end of a transcript says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tail {
+pub(crate) struct Tail {
     /// The last main-chain API call with usage, if one was found within [`MAX_TAIL_BYTES`].
     pub last_call: Option<ApiCall>,
     /// The latest compaction boundary written after `last_call` (or anywhere in the scanned
@@ -79,7 +79,7 @@ impl Tail {
     /// Current context in tokens: the last call's, or after a compaction its `postTokens`
     /// (else 0: unknown until the next call, which the bands treat as empty). `None` when the
     /// transcript holds no call at all.
-    pub fn context(&self) -> Option<u64> {
+    pub(crate) fn context(&self) -> Option<u64> {
         match (&self.compaction_after, &self.last_call) {
             (Some(c), _) => Some(c.post_tokens.unwrap_or(0)),
             (None, Some(call)) => Some(call.context()),
@@ -92,7 +92,7 @@ impl Tail {
 ///
 /// Errors: [`crate::Error::Io`] when the file cannot be opened or read. Malformed, partial and
 /// unknown lines are skipped, never an error.
-pub fn read_tail(path: &Path) -> Result<Tail> {
+pub(crate) fn read_tail(path: &Path) -> Result<Tail> {
     scan_back(path, None, MAX_TAIL_BYTES)
 }
 
@@ -102,7 +102,7 @@ pub fn read_tail(path: &Path) -> Result<Tail> {
 /// (no [`MAX_TAIL_BYTES`] limit: `kit cache --at` asks about any moment of a session).
 ///
 /// Errors: as [`read_tail`].
-pub fn read_tail_at(path: &Path, at: Timestamp) -> Result<Tail> {
+pub(crate) fn read_tail_at(path: &Path, at: Timestamp) -> Result<Tail> {
     scan_back(path, Some(at), u64::MAX)
 }
 
@@ -139,7 +139,7 @@ fn scan_back(path: &Path, at: Option<Timestamp>, max_bytes: u64) -> Result<Tail>
 }
 
 /// Open `path` only when it is a regular file; see [`crate::transcript::lines::open_regular`].
-pub fn open_regular(path: &Path) -> Result<File> {
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
     crate::transcript::lines::open_regular(path)
 }
 

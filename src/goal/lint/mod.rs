@@ -49,7 +49,7 @@ mod status;
 mod tests;
 
 pub(crate) use runner::{runner_test_files, TestLanguage};
-pub use scale::rate;
+pub(super) use scale::rate;
 
 use coverage::Frozen;
 use expect::pins_a_count;

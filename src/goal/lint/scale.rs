@@ -11,7 +11,7 @@ use super::{abbreviate, count, Goal, Kind, Lint, Rating};
 /// Rate `goal`. `frozen` holds the repo-relative paths (files and folders, `tests` or `tests/`)
 /// that frozen.toml protects; goal.md, config.toml and frozen.toml count as frozen anyway. `root`
 /// is the repository root, where the test files that commands name are looked up.
-pub fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
+pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
     let frozen = Frozen::new(frozen);
     let mut lint = Lint {
         root,
