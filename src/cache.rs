@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::duration::{format_duration, format_idle};
 use crate::error::{Error, Result};
 use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
+use crate::units::{format_duration, format_idle};
 use crate::units::{thousands, usd4};
 
 /// Tokens of a clean start from a handoff, when not given: system prompt and tools (≈20k) plus

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{IoContext, Result};
 
 /// The SHA-256 of `bytes` as 64 lowercase hex digits.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
@@ -25,7 +25,7 @@ pub(crate) fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
 /// The SHA-256 of the file at `path`, read as a stream.
 ///
 /// Errors: [`crate::Error::Io`] naming `path` when it cannot be opened or read.
-pub fn sha256_file(path: &Path) -> Result<String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     let f = std::fs::File::open(path).at(path)?;
     sha256_reader(f).at(path)
 }

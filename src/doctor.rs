@@ -255,7 +255,7 @@ fn agent_version(program: &str) -> String {
         Err(e) => format!("unknown ({program} --version: {e})"),
         Ok(f) if f.timed_out => format!(
             "unknown ({program} --version did not answer in {})",
-            crate::duration::format_duration(VERSION_TIMEOUT)
+            crate::units::format_duration(VERSION_TIMEOUT)
         ),
         Ok(f) => {
             let text = String::from_utf8_lossy(&f.stdout);

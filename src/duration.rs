@@ -18,8 +18,6 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("`{s}` is not a duration ({e}); write e.g. 90s, 15m, 2h or 1h30m"))
 }
 
-pub(crate) use crate::units::{format_duration, format_idle}; // moved: crate::units (issue 11)
-
 /// Parse a memory size in systemd's syntax: `1073741824`, `512K`, `512M`, `4G`, `1T`
 /// (suffixes are powers of 1024; an optional trailing `B`/`iB` is accepted). Returns bytes.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
@@ -78,6 +76,7 @@ pub(crate) fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::{format_duration, format_idle};
 
     #[test]
     fn durations() {

@@ -209,7 +209,7 @@ pub(crate) fn unit_id(root: &Path) -> String {
     }
     let slug: String = slug.trim_matches('-').chars().take(32).collect();
     let slug = if slug.is_empty() { "repo".to_string() } else { slug };
-    let hash = crate::frozen::manifest::sha256_hex(root.as_os_str().as_encoded_bytes());
+    let hash = crate::digest::sha256_hex(root.as_os_str().as_encoded_bytes());
     format!("kit-loop-{slug}-{}", &hash[..8])
 }
 

@@ -42,7 +42,6 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::duration::format_duration;
 use crate::error::{IoContext, Result};
 use crate::longrun::config::Config;
 use crate::longrun::history::{event_name, CriterionView, History};
@@ -50,6 +49,7 @@ use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
 use crate::looprun::durable::{self, RunView};
 use crate::term::Theme;
+use crate::units::format_duration;
 
 /// `kit status` options.
 #[derive(Clone, Copy, Debug, Default)]

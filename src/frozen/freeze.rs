@@ -201,9 +201,9 @@ fn freeze(
         if !seen.insert(f.rel.clone()) {
             continue;
         }
-        let sha256 = manifest::sha256_hex(&f.bytes);
+        let sha256 = crate::digest::sha256_hex(&f.bytes);
         let obj = objects.join(&sha256);
-        if fs::read(&obj).map(|b| manifest::sha256_hex(&b)).ok().as_deref() != Some(&sha256) {
+        if fs::read(&obj).map(|b| crate::digest::sha256_hex(&b)).ok().as_deref() != Some(&sha256) {
             crate::atomic::write_atomic_mode(&obj, &f.bytes, 0o644)?;
         }
         let entry = FileEntry {

@@ -317,7 +317,7 @@ impl Guard {
         for path in [project.goal(), project.config(), project.frozen()] {
             let Ok(bytes) = fs::read(&path) else { continue };
             let perm = fs::metadata(&path).at(&path)?.permissions().mode() & 0o7777;
-            let sha256 = manifest::sha256_hex(&bytes);
+            let sha256 = crate::digest::sha256_hex(&bytes);
             g.files.push(Held { rel: rel_of(&g.root, &path), sha256: sha256.clone(), perm });
             g.blobs.insert(sha256, bytes);
         }
@@ -616,7 +616,7 @@ fn read_verified(path: &Path, sha256: &str) -> Option<Vec<u8>> {
         return None;
     }
     let bytes = fs::read(path).ok()?;
-    (manifest::sha256_hex(&bytes) == sha256).then_some(bytes)
+    (crate::digest::sha256_hex(&bytes) == sha256).then_some(bytes)
 }
 
 /// The folder above `rel` (`""` for the root).

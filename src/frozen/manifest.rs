@@ -155,8 +155,6 @@ pub fn is_under(rel: &str, dir: &str) -> bool {
     rel.strip_prefix(dir).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-pub use crate::digest::{sha256_file, sha256_hex}; // moved: crate::digest (issue 11)
-
 fn check_rel(p: &str) -> std::result::Result<(), String> {
     if p.is_empty() || p.starts_with('/') {
         return Err(format!("`{p}` is not a path relative to the repository root"));

@@ -133,7 +133,7 @@ pub(crate) fn inspect(root: &Path, rel: &str, sha256: &str, mode: ModeRule) -> O
     if !meta.is_file() {
         return Some(DriftKind::Modified);
     }
-    match manifest::sha256_file(&path) {
+    match crate::digest::sha256_file(&path) {
         Ok(s) if s == sha256 => {}
         _ => return Some(DriftKind::Modified),
     }

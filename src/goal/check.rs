@@ -197,7 +197,7 @@ fn render(goal: &Goal, rating: &Rating, required: u8, theme: &Theme) -> String {
         budget.push(format!("{n} iteration{}", if n == 1 { "" } else { "s" }));
     }
     if let Some(w) = b.wall {
-        budget.push(format!("{} wall time", crate::duration::format_duration(w)));
+        budget.push(format!("{} wall time", crate::units::format_duration(w)));
     }
     if let Some(c) = b.cost_usd {
         budget.push(format!("{c} USD"));

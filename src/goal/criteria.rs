@@ -157,7 +157,7 @@ pub(crate) fn run_until(
     } else if run.timed_out {
         result.missing.push(format!(
             "timed out after {}; the process group was killed",
-            crate::duration::format_duration(timeout)
+            crate::units::format_duration(timeout)
         ));
     } else {
         match run.exit {

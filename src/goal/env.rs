@@ -322,7 +322,7 @@ fn is_assignment(w: &str) -> bool {
 }
 
 fn file_sha256(p: &Path) -> Option<String> {
-    std::fs::read(p).ok().map(|b| crate::frozen::manifest::sha256_hex(&b))
+    std::fs::read(p).ok().map(|b| crate::digest::sha256_hex(&b))
 }
 
 fn show(p: &Path) -> String {

@@ -227,7 +227,7 @@ pub fn run(
     if f.timed_out {
         result.reason = format!(
             "the evaluator did not answer within {}: counted as fail",
-            crate::duration::format_duration(timeout)
+            crate::units::format_duration(timeout)
         );
         return result;
     }

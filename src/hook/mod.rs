@@ -654,7 +654,7 @@ impl Run<'_> {
             return None;
         }
         let table = PriceTable::embedded().with_overrides(&self.config.prices);
-        let idle_s = crate::duration::format_idle(idle);
+        let idle_s = crate::units::format_idle(idle);
         let text = match table.lookup(&call.model) {
             Lookup::Priced(price) => {
                 let c = cache::compare(price, m.context, ttl, cache::DEFAULT_HANDOFF_TOKENS, idle);

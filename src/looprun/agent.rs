@@ -53,9 +53,9 @@ pub use launch::*;
 pub use usage::*;
 
 use super::memcap::{Enforcer, Watchdog};
-use super::procs;
 use crate::error::{Error, IoContext, Result};
 use crate::prices::{Lookup, PriceTable, Usage};
+use crate::proc as procs;
 
 /// Which agent runs, parsed from its spec string.
 #[derive(Clone, Debug, PartialEq, Eq)]

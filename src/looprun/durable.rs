@@ -39,7 +39,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::history::{event_name, History};
+use crate::longrun::history::{event_name, History};
 
 /// What a run has spent so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -66,7 +66,7 @@ impl Spent {
             "{} iteration{}, {} and ${:.2}",
             self.iterations,
             if self.iterations == 1 { "" } else { "s" },
-            crate::duration::format_duration(self.wall()),
+            crate::units::format_duration(self.wall()),
             self.cost_usd.max(0.0)
         )
     }
@@ -331,8 +331,8 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
             s.wall() >= limits.wall,
             format!(
                 "wall time {} of {}",
-                crate::duration::format_duration(s.wall()),
-                crate::duration::format_duration(limits.wall)
+                crate::units::format_duration(s.wall()),
+                crate::units::format_duration(limits.wall)
             ),
             "--max-wall",
         ),

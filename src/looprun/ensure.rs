@@ -27,8 +27,9 @@ use std::time::{Duration, Instant};
 
 use fs4::fs_std::FileExt;
 
-use super::{durable, lock, pause, LoopOptions};
+use super::{durable, pause, LoopOptions};
 use crate::error::{Error, IoContext, Result, EXIT_CAP, EXIT_LOCKED, EXIT_OK, EXIT_PAUSED};
+use crate::longrun::lock;
 use crate::longrun::Project;
 
 /// The hidden `kit loop` flag the detached loop is started with: it makes itself the leader of
@@ -53,7 +54,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
     let queue = project.runs().join("ensure.lock");
     let _turn = take_turn(&queue)?;
     let o = Path::new("stdout");
-    if let Some(h) = super::running_loop(&project) {
+    if let Some(h) = crate::longrun::lock::running_loop(&project) {
         writeln!(out, "ensure-alive: a loop is alive ({}); nothing to start", h.describe())
             .at(o)?;
         return Ok(EXIT_OK);
@@ -95,7 +96,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
             let code = status.code().map_or(1, |c| c.clamp(0, 255) as u8);
             let last = last_line(&log);
             if code == EXIT_LOCKED {
-                if let Some(h) = super::running_loop(&project) {
+                if let Some(h) = crate::longrun::lock::running_loop(&project) {
                     writeln!(
                         out,
                         "ensure-alive: a loop is alive ({}); nothing to start",
@@ -113,7 +114,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
         if Instant::now() >= deadline {
             return Err(Error::internal(format!(
                 "the loop started by --ensure-alive (pid {pid}) neither took longrun/.lock nor exited within {}; see {log_rel}",
-                crate::duration::format_duration(START_PATIENCE)
+                crate::units::format_duration(START_PATIENCE)
             ))
             .with_hint("kit status, then kit loop in a terminal to see why"));
         }

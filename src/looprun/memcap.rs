@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::procs;
+use crate::proc as procs;
 
 /// Environment variable that forces the enforcer: `watchdog` or `systemd-run`.
 pub const FORCE_VAR: &str = "KIT_MEMORY_ENFORCER";

@@ -82,14 +82,11 @@ mod checks;
 pub mod confirm;
 pub mod durable;
 pub mod ensure;
+mod iteration;
 pub mod limits;
-pub use crate::longrun::history; // moved: crate::longrun::history (issue 11)
-pub use crate::longrun::lock; // moved: crate::longrun::lock (issue 11)
 pub mod memcap;
 pub mod notify;
 pub mod pause;
-pub use crate::proc as procs; // moved: crate::proc (issue 11)
-mod iteration;
 pub mod prompt;
 mod repair;
 mod settings;
@@ -105,7 +102,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::duration::{format_duration, format_size};
+use crate::duration::format_size;
 use crate::error::{Error, Result, EXIT_BAD_INPUT, EXIT_CAP, EXIT_OK, EXIT_PAUSED};
 use crate::frozen::guard::{Guard, Revert};
 use crate::goal::Goal;
@@ -113,9 +110,12 @@ use crate::longrun::config::Config;
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 use crate::prices::PriceTable;
+use crate::units::format_duration;
 
+use crate::longrun::history::{self, CriterionView, History};
+use crate::longrun::lock;
+use crate::proc as procs;
 use agent::{AgentSpec, Launch};
-use history::{CriterionView, History};
 use memcap::Enforcer;
 
 use checks::{commands_not_found, describe_revert, list_reverts, restore};
@@ -490,8 +490,6 @@ fn user_drift(project: &Project) -> Result<()> {
          to discard it; then kit loop"
     )))
 }
-
-pub use crate::longrun::lock::running_loop; // moved: crate::longrun::lock::running_loop (issue 11)
 
 /// The state of one run while it goes.
 struct RunCtx<'a> {

@@ -86,7 +86,7 @@ pub fn fire(
             let error = if f.timed_out {
                 Some(format!(
                     "timed out after {} and was killed",
-                    crate::duration::format_duration(timeout)
+                    crate::units::format_duration(timeout)
                 ))
             } else {
                 match f.code {

@@ -32,7 +32,7 @@ pub(super) fn failure_fingerprint(views: &[CriterionView]) -> String {
             NOISE.replace_all(&v.output_tail, "#")
         ));
     }
-    crate::frozen::manifest::sha256_hex(text.as_bytes())
+    crate::digest::sha256_hex(text.as_bytes())
 }
 
 /// `git rev-parse --verify REV` in `root`, with kit's safe git settings.

@@ -25,7 +25,7 @@ use crate::term::Theme;
 use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
-pub(crate) use crate::units::{clip, plural, thousands, tokens, usd}; // moved: crate::units (issue 11)
+use crate::units::{clip, plural, thousands, tokens, usd};
 
 mod json;
 mod table;

@@ -112,7 +112,7 @@ pub(crate) fn apply(
     writeln!(
         out,
         "wrote {} to {}{already}",
-        crate::measure::plural(added as u64, "rule"),
+        crate::units::plural(added as u64, "rule"),
         shown.display()
     )
     .map_err(io)?;

@@ -434,13 +434,13 @@ fn write_report(
     opts: &MineOptions,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let mut read = vec![crate::measure::plural(r.sessions as u64, "session")];
+    let mut read = vec![crate::units::plural(r.sessions as u64, "session")];
     for j in &r.journals {
         read.push(format!(
             "journal {} ({}, {})",
             j.path.display(),
-            crate::measure::plural(j.events as u64, "event"),
-            crate::measure::plural(j.reverts as u64, "revert")
+            crate::units::plural(j.events as u64, "event"),
+            crate::units::plural(j.reverts as u64, "revert")
         ));
     }
     writeln!(out, "read: {}", read.join(", "))?;
@@ -451,13 +451,13 @@ fn write_report(
         writeln!(out)?;
         let sessions = match f.sessions.len() {
             0 => String::new(),
-            n => format!(" in {}", crate::measure::plural(n as u64, "session")),
+            n => format!(" in {}", crate::units::plural(n as u64, "session")),
         };
         writeln!(
             out,
             "{}  {}{sessions}",
             theme.bold(&f.id),
-            crate::measure::plural(f.count as u64, "time")
+            crate::units::plural(f.count as u64, "time")
         )?;
         writeln!(out, "  {}", f.summary)?;
         let places: Vec<String> = f
@@ -484,7 +484,7 @@ fn write_report(
     }
     if !r.findings.is_empty() && opts.apply.is_none() {
         writeln!(out)?;
-        let n = crate::measure::plural(chosen.len() as u64, "rule");
+        let n = crate::units::plural(chosen.len() as u64, "rule");
         writeln!(
             out,
             "next: kit mine --apply CLAUDE.md (or AGENTS.md) appends the {n}, after showing the diff; --only ID,… picks some"

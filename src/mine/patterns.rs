@@ -326,11 +326,7 @@ fn cold_resumes(sessions: &[SessionFacts]) -> Vec<Finding> {
     for s in sessions {
         premium += s.resume_premium_usd;
         for (f, tokens) in &s.resumes {
-            g.occ.push(occ(
-                s,
-                f,
-                format!("re-wrote {} tokens", crate::measure::thousands(*tokens)),
-            ));
+            g.occ.push(occ(s, f, format!("re-wrote {} tokens", crate::units::thousands(*tokens))));
         }
     }
     if g.occ.len() < RESUMES_MIN {
@@ -340,12 +336,12 @@ fn cold_resumes(sessions: &[SessionFacts]) -> Vec<Finding> {
     let summary = format!(
         "{} after the prompt cache expired ({} over a warm cache)",
         plural(n, "resume"),
-        crate::measure::usd(premium)
+        crate::units::usd(premium)
     );
     let rule = format!(
         "Do not resume a session idle longer than the cache TTL ({}, {} beyond a warm cache): start a new session from longrun/handoff.md instead.",
         times_in(n, ns),
-        crate::measure::usd(premium)
+        crate::units::usd(premium)
     );
     vec![finding(Kind::ColdResumes, "resumes", g, RESUMES_MIN, summary, rule)]
 }
@@ -447,7 +443,7 @@ fn times_in(n: usize, sessions: usize) -> String {
 }
 
 fn plural(n: usize, w: &str) -> String {
-    crate::measure::plural(n as u64, w)
+    crate::units::plural(n as u64, w)
 }
 
 /// Up to `max` names, then `and N more`.
@@ -471,7 +467,7 @@ pub(crate) fn clean(s: &str, max: usize) -> String {
 }
 
 fn clip(s: &str, max: usize) -> String {
-    crate::measure::clip(s, max)
+    crate::units::clip(s, max)
 }
 
 #[cfg(test)]

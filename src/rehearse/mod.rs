@@ -108,7 +108,7 @@ fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
         let mark = if verdict.ok { n.theme.ok("ok") } else { n.theme.bad("DIFFERS") };
         n.line(&format!(
             "{name:<9} {mark} ({})",
-            crate::duration::format_duration(started.elapsed())
+            crate::units::format_duration(started.elapsed())
         ))?;
         rows.push((plan, verdict));
     }

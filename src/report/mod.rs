@@ -36,8 +36,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
+use crate::longrun::history::History;
 use crate::longrun::Project;
-use crate::looprun::history::History;
 use crate::measure::{self, MeasureOptions};
 use crate::transcript::EngineOptions;
 use crate::units;

@@ -401,8 +401,8 @@ fn loop_body(s: &Status, rows: &[Row]) -> Markup {
             }
             dt { "caps" } dd {
                 "iterations " (c.iterations.used) " of " (c.iterations.limit)
-                ", wall " (crate::duration::format_duration(std::time::Duration::from_secs_f64(c.wall_s.used.max(0.0))))
-                " of " (crate::duration::format_duration(std::time::Duration::from_secs_f64(c.wall_s.limit.max(0.0))))
+                ", wall " (crate::units::format_duration(std::time::Duration::from_secs_f64(c.wall_s.used.max(0.0))))
+                " of " (crate::units::format_duration(std::time::Duration::from_secs_f64(c.wall_s.limit.max(0.0))))
                 ", no progress " (c.no_progress.used) " of " (c.no_progress.limit)
             }
             dt { "reverts" } dd data-reverts=(s.reverts["total"]) {
@@ -443,7 +443,7 @@ fn loop_body(s: &Status, rows: &[Row]) -> Markup {
                             td.num { (r.run) }
                             td.num { @if r.iteration == 0 { "baseline" } @else { (r.iteration) } }
                             td { (r.started.as_deref().unwrap_or("")) }
-                            td.num { (r.duration_ms.map(|ms| crate::duration::format_duration(std::time::Duration::from_millis(ms))).unwrap_or_default()) }
+                            td.num { (r.duration_ms.map(|ms| crate::units::format_duration(std::time::Duration::from_millis(ms))).unwrap_or_default()) }
                             td.num { (r.cost_usd.map(units::usd).unwrap_or_default()) }
                             td { (r.agent.as_deref().unwrap_or("")) }
                             td.num { @if let Some((p, t)) = r.passed { (p) " of " (t) } }

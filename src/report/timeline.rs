@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::looprun::history::{event_name, History};
+use crate::longrun::history::{event_name, History};
 
 /// One row of the timeline.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -220,7 +220,7 @@ impl Since {
             parts.push(format!(
                 "{} ({})",
                 plural(self.limit_waits, "limit wait", "limit waits"),
-                crate::duration::format_duration(std::time::Duration::from_secs_f64(
+                crate::units::format_duration(std::time::Duration::from_secs_f64(
                     self.limit_waited_s.max(0.0)
                 ))
             ));

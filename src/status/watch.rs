@@ -35,7 +35,7 @@ pub(crate) fn frame(
     let mut lines = vec![
         format!(
             "kit status --watch: every {}, last refresh {at}; Ctrl-C ends it",
-            crate::duration::format_duration(interval)
+            crate::units::format_duration(interval)
         ),
         String::new(),
     ];

@@ -91,7 +91,7 @@ fn events(root: &Path, name: &str) -> Vec<Value> {
 
 /// Live (non-zombie) processes whose process group is `pgid`.
 fn group_alive(pgid: i64) -> Vec<i32> {
-    kit::looprun::procs::snapshot()
+    kit::proc::snapshot()
         .into_iter()
         .filter(|p| i64::from(p.pgid) == pgid && !p.is_zombie())
         .map(|p| p.pid)
@@ -306,7 +306,7 @@ fn stray_agent(root: &Path, sh: &str, until: Option<&str>) {
 /// The cwd tells them from the same test's processes in another checkout's run on this machine.
 fn processes_running(root: &Path, marker: &str) -> usize {
     let root = root.canonicalize().unwrap();
-    kit::looprun::procs::snapshot()
+    kit::proc::snapshot()
         .iter()
         .filter(|p| !p.is_zombie())
         .filter(|p| {
@@ -833,7 +833,7 @@ fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
     let me = std::process::id();
     let record = format!(
         r#"{{"pid":{me},"host":"{}","started":"2026-01-01T00:00:00Z","command":"kit loop"}}"#,
-        kit::looprun::lock::host_name()
+        kit::longrun::lock::host_name()
     );
     write(d.path(), "longrun/.lock", &record);
     let mut holder = Command::new("flock")
@@ -842,7 +842,7 @@ fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
         .spawn()
         .unwrap();
     wait_for("the flock", Duration::from_secs(60), || {
-        kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).is_some()
+        kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_some()
     });
     let o = kit_loop(d.path(), &["--agent", "true"]);
     holder.kill().unwrap();
@@ -1477,7 +1477,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
         !events(d.path(), "loop_start").is_empty()
     });
     assert_eq!(events(d.path(), "loop_start").len(), 1);
-    let holder = kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
+    let holder = kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
     assert_eq!(holder.pid as i32, pid, "the lock was taken before ensure-alive returned");
     // Detached: its own session, stdin from /dev/null, output under longrun/.runs/.
     let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -1499,7 +1499,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
     // SIGKILL leaves a dead holder's record in the lock: 20 calls take it over exactly once.
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
         .unwrap();
-    wait_for("the loop to die", Duration::from_secs(30), || !kit::looprun::procs::is_alive(pid));
+    wait_for("the loop to die", Duration::from_secs(30), || !kit::proc::is_alive(pid));
     let second = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
     assert_ne!(second, pid);
     // It returned once the loop held the lock; the loop journals its start just after.
@@ -1520,7 +1520,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
     let end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("cap"), Some(3)));
     wait_for("the lock's release", Duration::from_secs(30), || {
-        kit::looprun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
+        kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
     });
     let o = kit(d.path()).args(["loop", "--ensure-alive"]).args(args).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

@@ -163,7 +163,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                 notify(&format!(
                     "loop: {sig} received: stopping the agent (process group {pid}): SIGTERM now, \
                      SIGKILL in {} unless it exits; press Ctrl-C again to kill it at once",
-                    crate::duration::format_duration(l.grace)
+                    crate::units::format_duration(l.grace)
                 ));
                 if term_at.is_none() {
                     procs::signal_tree(me, pid, Signal::SIGTERM);
@@ -183,7 +183,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
                     notify(&format!(
                         "loop: kit pause --now: stopping the agent (process group {pid}): SIGTERM \
                          now, SIGKILL in {} unless it exits",
-                        crate::duration::format_duration(l.grace)
+                        crate::units::format_duration(l.grace)
                     ));
                     if term_at.is_none() {
                         procs::signal_tree(me, pid, Signal::SIGTERM);
