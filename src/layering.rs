@@ -243,7 +243,7 @@ fn the_guard_sees_a_circle_and_names_it() {
     let text = describe(&found[0], &edges);
     assert!(text.starts_with("circle between top-level modules: cache <-> handoff <-> hook\n"));
     assert!(text.contains("  hook -> handoff: src/hook.rs:1\n"));
-    assert_eq!(crate_paths("use crate::units::thousands; // crate::x"), vec!["measure"]);
+    assert_eq!(crate_paths("use crate::measure::thousands; // crate::x"), vec!["measure"]);
     assert_eq!(crate_paths("$crate::atomic::write(crate::Error::x)"), Vec::<String>::new());
     assert_eq!(
         layers("//! `a`\n//! # Layers\n//! See `x`.\n//!\n//! 1. base: `error`,\n//!    `atomic`\n//! 2. `longrun`\n//! # Next\n//! 3. `y`"),
