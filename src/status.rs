@@ -146,7 +146,8 @@ pub(crate) struct Status {
     /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
     pub paused: Option<Value>,
     /// `waiting for the usage limit until 03:10 UTC` while the journal's last `limit_wait` has
-    /// no `limit_resume` after it (see [`crate::looprun::limits::waiting`]).
+    /// no `limit_resume` after it (see [`crate::looprun::limits::waiting`]); when no loop holds
+    /// the lock, what the next `kit loop` does about it instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_wait: Option<String>,
     /// What a plain `kit loop` would do now.
@@ -351,7 +352,15 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         goal,
         run: run_status,
         paused,
-        limit_wait: crate::looprun::limits::waiting(&h.events),
+        limit_wait: crate::looprun::limits::waiting(&h.events).map(|w| {
+            if live {
+                w
+            } else if w.contains(" until ") {
+                format!("the loop stopped while {w}; the next kit loop waits out the rest, then retries the iteration")
+            } else {
+                format!("the loop stopped while {w}; the next kit loop retries the iteration")
+            }
+        }),
         next_loop,
         interrupted: started.is_some() && ended.is_none() && owner.is_none(),
         owner,

@@ -284,6 +284,22 @@ pub fn limit_streak(events: &[Value]) -> u32 {
     }
 }
 
+/// The `limit_wait` a run's last loop process stopped in (killed, interrupted, paused or at a
+/// reboot while waiting out a usage or rate limit): the last `limit_wait` of `events` (a run's)
+/// with no `iteration_start` or `agent_start` after it. A loop continuing the run retries that
+/// iteration under its own number, after waiting out what is left of the reset it recorded.
+pub fn pending_limit(events: &[Value]) -> Option<&Value> {
+    let mut pending = None;
+    for e in events {
+        match event_name(e) {
+            "limit_wait" => pending = Some(e),
+            "iteration_start" | "agent_start" => pending = None,
+            _ => {}
+        }
+    }
+    pending
+}
+
 /// Flaps per goal.md line in `events` (a run's) since its last `loop_end` of outcome
 /// `flapping`: that stop told a person to fix the criterion, so the count starts afresh after
 /// it; any other restart (a kill, `--ensure-alive`, a pause) keeps counting, as one loop
@@ -324,7 +340,7 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
             "iterations",
             s.iterations >= limits.iterations,
             format!("{} of {} iterations used", s.iterations, limits.iterations),
-            "--max-iterations",
+            "--max-iterations, and goal.md's `- iterations:` if it is lower",
         ),
         (
             "wall",
@@ -334,13 +350,13 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
                 crate::units::format_duration(s.wall()),
                 crate::units::format_duration(limits.wall)
             ),
-            "--max-wall",
+            "--max-wall, and goal.md's `- wall:` if it is lower",
         ),
         (
             "cost",
             s.cost_usd >= limits.cost_usd,
             format!("cost ${:.2} of ${:.2}", s.cost_usd, limits.cost_usd),
-            "[caps] max_cost_usd in longrun/config.toml",
+            "[caps] max_cost_usd in longrun/config.toml, and goal.md's `- cost:` if it is lower",
         ),
         (
             "no_progress",
@@ -484,7 +500,7 @@ mod tests {
         match plan(&capped, &limits(2), false) {
             Plan::Finished { reason, next, .. } => {
                 assert_eq!(reason, "run 1 reached its iterations cap (2 of 2 iterations used)");
-                assert!(next.contains("raise the cap (--max-iterations) to continue run 1"));
+                assert!(next.contains("raise the cap (--max-iterations, and goal.md's `- iterations:` if it is lower) to continue run 1"));
             }
             other => panic!("{other:?}"),
         }

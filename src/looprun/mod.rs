@@ -616,6 +616,16 @@ impl RunCtx<'_> {
         let history = History::read(&self.project.journal())?;
         self.recover(&history)?;
         self.last_iteration = history.last_iteration;
+        // A run whose loop stopped while it waited out a limit retries that iteration under its
+        // own number: the wait was not an iteration.
+        let pending = match &self.plan {
+            durable::Plan::Continue(r) => durable::pending_limit(r.events(&history)).cloned(),
+            _ => None,
+        };
+        if let Some(it) = pending.as_ref().and_then(|w| w.get("iteration")).and_then(Value::as_u64)
+        {
+            self.last_iteration = it.saturating_sub(1);
+        }
         self.announce_run();
         let mut tally = Tally::default();
         if let durable::Plan::Continue(r) = &self.plan {
@@ -638,6 +648,11 @@ impl RunCtx<'_> {
         let mut p = self.prepare(opts, &mut tally)?;
         if let Some(done) = self.baseline(&mut p, &mut tally)? {
             return Ok(done);
+        }
+        if let Some(w) = &pending {
+            if let Some(done) = self.finish_pending_wait(&mut p, &mut tally, w)? {
+                return Ok(done);
+            }
         }
         let outcome = self.iterate(&mut p, &mut tally);
         // Git settings planted during the run outlive it: kit's own git commands ignore them

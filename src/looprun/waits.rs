@@ -145,4 +145,39 @@ impl RunCtx<'_> {
             }
         }
     }
+
+    /// The run's last loop process stopped while waiting out a limit (`w`, its `limit_wait`;
+    /// see [`durable::pending_limit`]): when the recorded reset is still ahead on the kit clock,
+    /// wait out the rest of it before the agent runs again (a real agent would only meet the
+    /// limit again), bounded by the wall cap like any wait. A backoff without a reset time is
+    /// not repeated: the time the loop was down counts for it.
+    pub(super) fn finish_pending_wait(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        w: &Value,
+    ) -> Result<Option<Outcome>> {
+        let until = w
+            .get("until")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .filter(|t| *t > crate::clock::now());
+        let (Some(until), Some(iteration)) = (until, w.get("iteration").and_then(Value::as_u64))
+        else {
+            return Ok(None);
+        };
+        let kind = match w.get("kind").and_then(Value::as_str) {
+            Some("rate") => limits::Kind::Rate,
+            _ => limits::Kind::Usage,
+        };
+        self.say(format!(
+            "loop: the run's last loop stopped while waiting for the {} limit until {}; \
+             waiting out the rest before iteration {iteration}",
+            kind.name(),
+            limits::describe_until(until)
+        ));
+        let message = w.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+        let limit = limits::Limit { kind, until: Some(until), message };
+        self.wait_out_limit(p, tally, iteration, &limit)
+    }
 }

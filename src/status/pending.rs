@@ -96,7 +96,7 @@ pub(crate) fn of(run: &[Value], running: bool, paused: Option<String>) -> Vec<De
             kind: "cap",
             line: None,
             text: format!(
-                "{}: raise the cap (flag or config.toml) to go on, or accept where the run stands",
+                "{}: raise the cap (flag, config.toml, or goal.md's Budget when it is the stricter) to go on, or accept where the run stands",
                 // `iterations cap reached (2 of 2 iterations used); 0 of 2 criteria pass …`
                 e["reason"]
                     .as_str()
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(d[1].text, "the review at goal.md:9 asks (`judge`): is the API public?");
         assert_eq!(
             d[2].text,
-            "iterations cap reached (2 of 2 iterations used): raise the cap (flag or config.toml) \
+            "iterations cap reached (2 of 2 iterations used): raise the cap (flag, config.toml, or goal.md's Budget when it is the stricter) \
              to go on, or accept where the run stands"
         );
         // A running loop: the cap is not pending; a later clean confirmation settles the flap.

@@ -201,3 +201,49 @@ fn a_codex_crash_mid_stream_is_a_failed_iteration_not_a_limit() {
         events(root, "criteria").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
     assert_eq!(iters, [1, 2], "{out}");
 }
+
+/// A loop that stops while it waits out a usage limit (here at the wall cap; a kill, a reboot or
+/// Ctrl-C leave the run the same way) is followed by one that waits out the rest of the recorded
+/// reset before the agent runs again, and retries the iteration under its own number.
+#[test]
+fn a_continued_run_waits_out_the_rest_of_the_reset_before_retrying_the_same_iteration() {
+    let d = project(false);
+    let root = d.path();
+    // Call 1 meets the usage limit (reset 03:10 UTC, as a unix time after the bar); call 2 fixes.
+    write(
+        root,
+        "agent.sh",
+        &format!(
+            "n=$(cat .git/kit-calls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/kit-calls\n\
+             if [ $n -le 1 ]; then\n  echo '{}'\n  exit 1\nfi\nprintf '{}' > calc.py\n",
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1790824200"}"#,
+            CALC_FIXED.replace('\n', "\\n")
+        ),
+    );
+    let first = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "30m"]);
+    let out = text(&first);
+    assert_eq!(first.status.code(), Some(3), "{out}");
+    assert_eq!(events(root, "limit_resume")[0]["cut_short"], "wall", "{out}");
+
+    let second = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "4h"]);
+    let out = text(&second);
+    assert_eq!(second.status.code(), Some(0), "{out}");
+    assert!(out.contains("loop: continuing run 1"), "{out}");
+    assert!(
+        out.contains(
+            "the run's last loop stopped while waiting for the usage limit until 03:10 UTC; \
+             waiting out the rest before iteration 1"
+        ),
+        "{out}"
+    );
+    let waits = events(root, "limit_wait");
+    assert_eq!(waits.len(), 2, "{out}");
+    assert_eq!(waits[1]["until"], "2026-10-01T03:10:00Z");
+    // Only two agent calls in all: the limited one and the retry, both iteration 1.
+    assert_eq!(std::fs::read_to_string(root.join(".git/kit-calls")).unwrap().trim(), "2");
+    let starts: Vec<u64> =
+        events(root, "iteration_start").iter().map(|e| e["iteration"].as_u64().unwrap()).collect();
+    assert_eq!(starts, [1, 1], "{out}");
+    let end = events(root, "loop_end").pop().unwrap();
+    assert_eq!(end["outcome"], "done", "{out}");
+}
