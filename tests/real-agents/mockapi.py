@@ -2,8 +2,8 @@
 Claude Code 2.1.197 calls) and the OpenAI Responses API (what codex-cli 0.171.0 calls), on
 127.0.0.1, Python 3 standard library only.
 
-The wire formats are the ones ../../../shared/formats/real-clis.md §1 records (in the repository:
-the issue 12 reference): Messages answers are SSE `message_start` (usage with the input and cache
+The wire formats, as issue 12's reference on the real CLIs (real-clis.md §1, kept with the
+project's specification, not in this repository) records them and as this file implements them: Messages answers are SSE `message_start` (usage with the input and cache
 figures, `output_tokens: 1`), `ping`, per block `content_block_start` / `content_block_delta` /
 `content_block_stop`, `message_delta` (stop_reason and final usage), `message_stop`, with a
 `request-id` header; a turn `{"error": 400}` answers "prompt is too long", which makes Claude Code
