@@ -13,6 +13,20 @@ fn scenario(root: &Path, first: &str) {
     );
 }
 
+/// `agent.sh`, a shell agent whose first `limited` calls print `result` (a Claude Code result
+/// line) and exit 1, and whose next call fixes calc.py; it counts its calls in `.git/kit-calls`.
+fn limited_agent(root: &Path, limited: u32, result: &str) {
+    write(
+        root,
+        "agent.sh",
+        &format!(
+            "n=$(cat .git/kit-calls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/kit-calls\n\
+             if [ $n -le {limited} ]; then\n  echo '{result}'\n  exit 1\nfi\nprintf '{}' > calc.py\n",
+            CALC_FIXED.replace('\n', "\\n")
+        ),
+    );
+}
+
 fn fake_clock_loop(root: &Path, args: &[&str]) -> Output {
     kit(root).env("KIT_FAKE_CLOCK", "2026-10-01T01:06:00Z").arg("loop").args(args).output().unwrap()
 }
@@ -104,15 +118,10 @@ fn a_continued_run_goes_on_with_the_backoff_streak_of_the_loop_before() {
     let d = project(false);
     let root = d.path();
     // Calls 1 and 2 meet a rate limit without a reset time; call 3 fixes calc.py.
-    write(
+    limited_agent(
         root,
-        "agent.sh",
-        &format!(
-            "n=$(cat .git/kit-calls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/kit-calls\n\
-             if [ $n -le 2 ]; then\n  echo '{}'\n  exit 1\nfi\nprintf '{}' > calc.py\n",
-            r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: Rate limit reached"}"#,
-            CALC_FIXED.replace('\n', "\\n")
-        ),
+        2,
+        r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: Rate limit reached"}"#,
     );
     let first = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "30s"]);
     let out = text(&first);
@@ -210,15 +219,10 @@ fn a_continued_run_waits_out_the_rest_of_the_reset_before_retrying_the_same_iter
     let d = project(false);
     let root = d.path();
     // Call 1 meets the usage limit (reset 03:10 UTC, as a unix time after the bar); call 2 fixes.
-    write(
+    limited_agent(
         root,
-        "agent.sh",
-        &format!(
-            "n=$(cat .git/kit-calls 2>/dev/null || echo 0); n=$((n+1)); echo $n > .git/kit-calls\n\
-             if [ $n -le 1 ]; then\n  echo '{}'\n  exit 1\nfi\nprintf '{}' > calc.py\n",
-            r#"{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1790824200"}"#,
-            CALC_FIXED.replace('\n', "\\n")
-        ),
+        1,
+        r#"{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1790824200"}"#,
     );
     let first = fake_clock_loop(root, &["--agent", "sh ./agent.sh", "--max-wall", "30m"]);
     let out = text(&first);
