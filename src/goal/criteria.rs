@@ -268,8 +268,6 @@ fn execute(
     fcntl(reader.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))
         .map_err(|e| format!("pipe: {e}"))?;
     let writer2 = writer.try_clone().map_err(|e| format!("pipe: {e}"))?;
-    // The Command (holding our copies of the pipe's write end) is dropped at the end of this
-    // statement, so the pipe closes when the group's last process exits.
     // With kit's environment for the criteria, `sh` is POSIX's own: the criteria's PATH is not
     // the one kit was started with.
     let mut sh = Command::new(if env.is_some() { "/bin/sh" } else { "sh" });
@@ -286,6 +284,9 @@ fn execute(
         .process_group(0)
         .spawn()
         .map_err(|e| format!("sh -c in {}: {e}", root.display()))?;
+    // The Command holds our copies of the pipe's write end: drop it now, so that the pipe
+    // closes when the group's last process exits (else every run waits DRAIN_WAIT for EOF).
+    drop(sh);
     let pgid = Pid::from_raw(child.id() as i32);
 
     let capture = Arc::new(Mutex::new(Capture::default()));
