@@ -208,7 +208,7 @@ Usage: fake-agent --scenario NAME [-p PROMPT] [--output-format text|json|stream-
   -p [PROMPT]       the prompt; without a value (or without -p) it is read from stdin
   --model ID        the model to claim (default: the scenario's)
 
-The invocation number counts the finished invocations in .git/fake-agent-<scenario>.count\n(an interrupted one is done again); $KIT_FAKE_INVOCATION overrides it.
+The invocation number counts the finished invocations of this loop run ($KIT_RUN_KEY) in\n.git/fake-agent-<scenario>.count (an interrupted one is done again); $KIT_FAKE_INVOCATION overrides it.
 It acts on the current directory, prints its answer as claude -p does (text; the json result; or
 stream-json events ending in a `result`), and writes a Claude Code transcript under
 $CLAUDE_CONFIG_DIR/projects/ (default ~/.claude).

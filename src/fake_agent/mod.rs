@@ -85,7 +85,8 @@ fn run(args: &Args) -> Result<u8> {
     let cwd = std::env::current_dir().map_err(|e| Error::io("current directory", e))?;
     let git_dir = find_git_dir(&cwd);
     let counter = counter_file(&short, git_dir.as_deref(), &cwd);
-    let invocation = invocation_number(&counter)?;
+    let count = Count::read(&counter)?;
+    let invocation = count.invocation()?;
     let prompt = match &args.prompt {
         Some(p) => p.clone(),
         None => {
@@ -97,7 +98,7 @@ fn run(args: &Args) -> Result<u8> {
     // The place joins the seed so that fake sessions in two projects (or two rehearsals) never
     // share an id, while a golden, whose paths all sit under its sandbox, still gets the same.
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let seed = format!("{short}:{invocation}:{}", place_of(&cwd, &home));
+    let seed = format!("{short}:{}:{}", count.total + 1, place_of(&cwd, &home));
     let spec = SessionSpec {
         output,
         seed,
@@ -153,7 +154,7 @@ fn run(args: &Args) -> Result<u8> {
         steps::How::Limit(minutes) => session.limit_hit(minutes)?,
         steps::How::Crash(signal) => {
             // A crash is this invocation's end: the next call does the next `when`.
-            crate::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;
+            count.finished(&counter)?;
             let _ = std::io::stdout().flush();
             if let Ok(sig) = nix::sys::signal::Signal::try_from(signal) {
                 let _ = nix::sys::signal::raise(sig);
@@ -163,7 +164,7 @@ fn run(args: &Args) -> Result<u8> {
     }
     // Counted once finished: an invocation interrupted (Ctrl-C, a pause, a timeout) is done again
     // by the next one, so a resumed `kit loop --agent fake:finish` still does the work.
-    crate::atomic::write_atomic(&counter, format!("{invocation}\n").as_bytes())?;
+    count.finished(&counter)?;
     Ok(ending.code)
 }
 
@@ -186,21 +187,65 @@ fn counter_file(scenario: &str, git_dir: Option<&Path>, cwd: &Path) -> PathBuf {
     }
 }
 
-/// This invocation's number: `KIT_FAKE_INVOCATION` if set (tests), else one more than the
-/// invocations of this scenario that finished here. Never `KIT_ITERATION`: a loop resumed after
-/// a pause starts at iteration 2 although the agent never finished its first call.
-fn invocation_number(counter: &Path) -> Result<u64> {
-    if let Ok(v) = std::env::var("KIT_FAKE_INVOCATION") {
-        return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-            Error::usage(format!("KIT_FAKE_INVOCATION={v:?} is not an invocation number (1, 2, …)"))
-        });
+/// What the counter file remembers: `TOTAL KEY FIRST` on one line — the invocations of the
+/// scenario that finished here (all runs), the run they belong to (`KIT_RUN_KEY`, which the loop
+/// gives its agent; `-` outside a loop), and `TOTAL` when that run's first invocation started.
+/// An older kit's file holds `TOTAL` alone (run `-`, first 0).
+#[derive(Clone, Debug, PartialEq)]
+struct Count {
+    total: u64,
+    key: String,
+    first: u64,
+}
+
+impl Count {
+    /// The counter of `counter` as this invocation sees it: a run other than the file's starts
+    /// counting afresh (its first invocation is 1), so what one loop run remembers (a cheat
+    /// already tried) never leaks into another run or into a check's copy of the lab.
+    fn read(counter: &Path) -> Result<Count> {
+        let key = std::env::var("KIT_RUN_KEY")
+            .ok()
+            .filter(|k| !k.is_empty() && !k.contains(char::is_whitespace))
+            .unwrap_or_else(|| "-".into());
+        let text = match std::fs::read_to_string(counter) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(Error::io(counter, e)),
+        };
+        Ok(Count::parse(&text, key))
     }
-    let last = match std::fs::read_to_string(counter) {
-        Ok(t) => t.trim().parse::<u64>().unwrap_or(0),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(Error::io(counter, e)),
-    };
-    Ok(last + 1)
+
+    fn parse(text: &str, key: String) -> Count {
+        let mut w = text.split_whitespace();
+        let total = w.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+        let file_key = w.next().unwrap_or("-");
+        let first = w.next().and_then(|t| t.parse::<u64>().ok()).unwrap_or(0).min(total);
+        if file_key == key {
+            Count { total, key, first }
+        } else {
+            Count { total, key, first: total }
+        }
+    }
+
+    /// This invocation's number: `KIT_FAKE_INVOCATION` if set (tests), else one more than the
+    /// invocations of this run that finished here. Never `KIT_ITERATION`: a loop resumed after
+    /// a pause starts at iteration 2 although the agent never finished its first call.
+    fn invocation(&self) -> Result<u64> {
+        if let Ok(v) = std::env::var("KIT_FAKE_INVOCATION") {
+            return v.trim().parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                Error::usage(format!(
+                    "KIT_FAKE_INVOCATION={v:?} is not an invocation number (1, 2, …)"
+                ))
+            });
+        }
+        Ok(self.total - self.first + 1)
+    }
+
+    /// Record this invocation as finished (atomically).
+    fn finished(&self, counter: &Path) -> Result<()> {
+        let line = format!("{} {} {}\n", self.total + 1, self.key, self.first);
+        crate::atomic::write_atomic(counter, line.as_bytes())
+    }
 }
 
 /// `cwd` relative to `$HOME` (`../x` when beside it), else `cwd` itself: stable for a golden
@@ -249,6 +294,34 @@ fn branch_of(git_dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The counter belongs to one run: another run (or a loop after calls by hand) starts at
+    /// invocation 1, while the total keeps growing, so session ids never repeat.
+    #[test]
+    fn the_invocation_count_belongs_to_one_run() {
+        let k = |s: &str| s.to_string();
+        let cases: &[(&str, &str, u64, u64)] = &[
+            // (file, this run's key, invocation, total before)
+            ("", "-", 1, 0),
+            ("2\n", "-", 3, 2),
+            ("2\n", "abc", 1, 2),
+            ("5 abc 3\n", "abc", 3, 5),
+            ("5 abc 3\n", "def", 1, 5),
+            ("5 abc 3\n", "-", 1, 5),
+            ("garbage", "abc", 1, 0),
+            ("5 abc 9\n", "abc", 1, 5),
+        ];
+        for (file, key, inv, total) in cases {
+            let c = Count::parse(file, k(key));
+            assert_eq!((c.invocation().unwrap(), c.total), (*inv, *total), "{file:?} {key}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("c");
+        let c = Count::parse("", k("abc"));
+        c.finished(&f).unwrap();
+        let again = Count::parse(&std::fs::read_to_string(&f).unwrap(), k("abc"));
+        assert_eq!(again.invocation().unwrap(), 2);
+    }
 
     #[test]
     fn the_place_is_the_folder_relative_to_home() {

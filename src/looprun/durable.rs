@@ -79,6 +79,10 @@ pub struct RunView {
     pub id: u64,
     /// Its first `loop_start` time, RFC 3339.
     pub started: String,
+    /// Its first `loop_start`'s `run_key` (random, one per run; absent in journals of older
+    /// kits): the agent's `KIT_RUN_KEY`, so that what a scripted agent remembers belongs to one
+    /// run.
+    pub key: Option<String>,
     /// Loop processes that took part in it (1 when it was never resumed).
     pub loops: u64,
     /// What it spent, up to the journal's last line (a loop still running counts until now
@@ -178,6 +182,7 @@ pub fn runs(h: &History) -> Vec<RunView> {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
+            key: e.get("run_key").and_then(Value::as_str).map(str::to_string),
             loops: 1,
             spent: Spent::default(),
             last_end: None,

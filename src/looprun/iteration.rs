@@ -158,6 +158,7 @@ impl RunCtx<'_> {
             root: &self.project.root,
             prompt_file: &prompt_file,
             iteration,
+            run_key: &self.run_key,
             log: &log,
             timeout,
             grace: s.grace,

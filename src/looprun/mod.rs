@@ -48,7 +48,7 @@
 //! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `run` (the run's number), `run_started`, `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
+//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
@@ -351,6 +351,11 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let plan = plan_run(&project, opts)?;
     held.keep();
     let journal = Journal::new(project.journal());
+    let run_key = match &plan {
+        durable::Plan::Continue(r) => r.key.clone(),
+        _ => None,
+    }
+    .unwrap_or_else(new_run_key);
     let mut ctx = RunCtx {
         project,
         journal,
@@ -364,6 +369,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         began: Instant::now(),
         first_skips: None,
         waited: Duration::ZERO,
+        run_key,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
@@ -514,6 +520,9 @@ struct RunCtx<'a> {
     first_skips: Option<std::collections::HashMap<u64, u64>>,
     /// Time slept virtually waiting out limits in this process (see [`Prepared::waited`]).
     waited: Duration,
+    /// The run's key: the continued run's, else a new random one (journaled in `loop_start`,
+    /// given to the agent as `KIT_RUN_KEY`).
+    run_key: String,
 }
 
 impl RunCtx<'_> {
@@ -726,6 +735,7 @@ impl RunCtx<'_> {
             json!({
                 "run": self.run_id(),
                 "run_started": run_started,
+                "run_key": self.run_key,
                 "resumed": matches!(self.plan, durable::Plan::Continue(_)),
                 "spent": spent,
                 "pid": std::process::id(),
@@ -885,6 +895,23 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 
 /// The next step after an agent that `sh` could not start (outcome `agent_failed`).
 const AGENT_FAILED_NEXT: &str = "next: fix the agent command (kit loop --agent 'COMMAND', or [agent] command in longrun/config.toml), try it by hand in the repository root, then kit loop";
+
+
+/// A new run's key: 16 hex digits from the system's random source (the time and pid where
+/// `/dev/urandom` cannot be read). Not a secret: it only tells one run from another, even
+/// under the fake clock, where two runs start at the same instant.
+fn new_run_key() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        b = (t ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+    }
+    hex::encode(b)
+}
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,8 @@ pub struct Launch<'a> {
     pub prompt_file: &'a Path,
     /// 1-based iteration number: `KIT_ITERATION`.
     pub iteration: u64,
+    /// The run's key (`KIT_RUN_KEY`): the same for every iteration of one run, continued or not.
+    pub run_key: &'a str,
     /// Where stdout and stderr go.
     pub log: &'a Path,
     /// Time until SIGTERM to the group.
@@ -107,6 +109,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         .current_dir(l.root)
         .env("KIT_PROMPT_FILE", l.prompt_file)
         .env("KIT_ITERATION", l.iteration.to_string())
+        .env("KIT_RUN_KEY", l.run_key)
         .env("KIT_ROOT", l.root)
         .envs(l.spec.env_with(l.setup))
         .stdin(Stdio::from(stdin))
