@@ -289,19 +289,124 @@ pub fn build_sandbox(kind: &str, dir: &Path, env: &[(String, String)]) -> Result
     }
 }
 
+/// The system's own folders, which end every check's `PATH` after its [`Toolbox`]: coreutils,
+/// `sh`, `git` and `python3` come from here on a usual Linux machine.
+pub const SYSTEM_PATH: [&str; 6] =
+    ["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"];
+
+/// The tools a step may start that some machines keep outside [`SYSTEM_PATH`] (pyenv, Homebrew):
+/// the [`Toolbox`] links them to the program they are, resolved once.
+const TOOLS: [&str; 2] = ["python3", "git"];
+
+/// The first folder of every check's `PATH`: a temporary folder outside the sandbox, holding
+/// links to the kit under test (`kit`, `fake-agent`) and to the [`TOOLS`] that are not in
+/// [`SYSTEM_PATH`]. A check's `PATH` is this folder and the system's, never the caller's: a
+/// `sh`, `python3`, `git` or `kit` that the learner puts first on their `PATH` (or anywhere in
+/// the lab) is not what a check runs.
+pub struct Toolbox {
+    dir: PathBuf,
+    _owned: Option<tempfile::TempDir>,
+}
+
+impl Toolbox {
+    /// A toolbox in a new temporary folder (removed when it is dropped).
+    ///
+    /// Errors: the folder or a link cannot be made.
+    pub fn new(bins: &Binaries) -> Result<Toolbox> {
+        let t = tempfile::Builder::new()
+            .prefix("kit-tools-")
+            .tempdir()
+            .map_err(|e| Error::io("a temporary folder", e))?;
+        let dir = t.path().to_path_buf();
+        Toolbox::fill(&dir, bins)?;
+        Ok(Toolbox { dir, _owned: Some(t) })
+    }
+
+    /// A toolbox in `dir` (made if missing; the caller removes it).
+    ///
+    /// Errors: the folder or a link cannot be made.
+    pub fn in_dir(dir: &Path, bins: &Binaries) -> Result<Toolbox> {
+        Toolbox::fill(dir, bins)?;
+        Ok(Toolbox { dir: dir.to_path_buf(), _owned: None })
+    }
+
+    fn fill(dir: &Path, bins: &Binaries) -> Result<()> {
+        std::fs::create_dir_all(dir).at(dir)?;
+        let absolute = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let kit = absolute(&bins.kit);
+        let fake = bins.fake_agent.as_deref().map_or_else(|| kit.clone(), absolute);
+        let mut links = vec![("kit".to_string(), kit), (crate::rehearse::FAKE_AGENT.into(), fake)];
+        for name in TOOLS {
+            if SYSTEM_PATH.iter().any(|d| is_executable(&Path::new(d).join(name))) {
+                continue;
+            }
+            if let Some(found) = resolve_outside(name) {
+                links.push((name.to_string(), found));
+            }
+        }
+        for (name, target) in links {
+            let link = dir.join(&name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&target, &link).at(&link)?;
+        }
+        Ok(())
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A check's whole `PATH`: this folder, then [`SYSTEM_PATH`].
+    pub fn path(&self) -> String {
+        let mut dirs = vec![self.dir.to_string_lossy().into_owned()];
+        dirs.extend(SYSTEM_PATH.iter().map(|d| d.to_string()));
+        dirs.join(":")
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `name` found on this process's `PATH` in an absolute folder that is not a temporary one
+/// (nor the current folder), as the program it is: a Python launcher script (a pyenv shim,
+/// which would look for its versions under the check's own HOME) is resolved to the interpreter
+/// it starts now. None when there is none.
+fn resolve_outside(name: &str) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok();
+    let temp = std::env::temp_dir();
+    let path = std::env::var_os("PATH")?;
+    let found = std::env::split_paths(&path)
+        .filter(|d| d.is_absolute() && !d.starts_with(&temp) && !d.starts_with("/tmp"))
+        .filter(|d| cwd.as_deref().is_none_or(|c| !d.starts_with(c)))
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))?;
+    if !name.starts_with("python") {
+        return Some(found.canonicalize().unwrap_or(found));
+    }
+    let out = Command::new(&found)
+        .args(["-I", "-c", "import sys; print(sys.executable)"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (exe.is_absolute() && is_executable(&exe)).then_some(exe)
+}
+
 /// The whole environment every golden command runs with: nothing else is inherited from the
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
-/// `PATH` is the binaries' folder(s) followed by the host's `PATH` (for `sh`, `git`, coreutils).
-pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
-    let mut path_dirs = vec![];
-    if let Some(d) = bins.kit.parent() {
-        path_dirs.push(d.to_path_buf());
-    }
-    if let Some(d) = bins.fake_agent.as_ref().and_then(|f| f.parent()) {
-        path_dirs.push(d.to_path_buf());
-    }
+/// `PATH` is the [`Toolbox`]'s, never the caller's.
+pub fn golden_env(root: &Path, tools: &Toolbox) -> Vec<(String, String)> {
     let mut env =
-        crate::sandbox::environment(&root.join(".home"), path_dirs, crate::sandbox::LEARNER);
+        crate::sandbox::environment(&root.join(".home"), vec![], crate::sandbox::LEARNER);
+    for (k, v) in env.iter_mut() {
+        if k == "PATH" {
+            *v = tools.path();
+        }
+    }
     let date = "2026-10-01T09:00:00+00:00";
     env.extend(
         [
@@ -358,7 +463,8 @@ pub fn run_case_steps(
     // Each case's temporary files stay in its own HOME (cases run in parallel), and go with it.
     let tmpdir = root.join(".home").join("tmp");
     std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
-    let mut env = golden_env(&root, bins);
+    let tools = Toolbox::in_dir(&tmp.path().join("tools"), bins)?;
+    let mut env = golden_env(&root, &tools);
     env.push(("TMPDIR".into(), tmpdir.to_string_lossy().into_owned()));
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
@@ -378,6 +484,7 @@ pub fn run_case_steps(
     if let Some(d) = bins.kit.parent() {
         red.add("[BIN]", d.to_string_lossy());
     }
+    red.add("[TOOLS]", tools.dir().to_string_lossy());
     let name = case.meta.name.clone();
     let mut runs = Vec::new();
     let mut first_failure = None;
@@ -506,7 +613,7 @@ pub fn bless_file_as(
 /// kills the process group (a background job holding the pipe).
 pub const EOF_GRACE: Duration = Duration::from_secs(2);
 
-/// Run `command` through `sh -c` in `dir`, stdout and stderr into one pipe; kill it (and its
+/// Run `command` through `/bin/sh -c` (by absolute path: never a `sh` on anyone's `PATH`) in `dir`, stdout and stderr into one pipe; kill it (and its
 /// process group) after `timeout`. Returns the exit code (None if killed) and the output.
 fn run_merged(
     command: &str,
@@ -517,7 +624,7 @@ fn run_merged(
     // Its own process group, so the timeout ends what it started; a process that holds the
     // pipe open after the shell exits (`sleep 600 &`) costs at most EOF_GRACE and loses
     // nothing already printed.
-    let mut cmd = Command::new("sh");
+    let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(command).current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     let how = crate::proc::Spawn { merge: true, own_group: true, input: None };
     let done = crate::proc::spawn(&mut cmd, how).at(dir)?.wait(timeout, Some(EOF_GRACE)).at(dir)?;
@@ -601,7 +708,8 @@ mod tests {
 
     #[test]
     fn host_environment_does_not_leak() {
-        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let tools = Toolbox::new(&bins()).unwrap();
+        let env = golden_env(Path::new("/tmp/x"), &tools);
         let (code, out) =
             run_merged("env | sort", Path::new("/tmp"), &env, Duration::from_secs(20)).unwrap();
         assert_eq!(code, Some(0));
@@ -615,7 +723,8 @@ mod tests {
 
     #[test]
     fn background_job_holding_the_pipe_does_not_hang() {
-        let env = golden_env(Path::new("/tmp/x"), &bins());
+        let tools = Toolbox::new(&bins()).unwrap();
+        let env = golden_env(Path::new("/tmp/x"), &tools);
         let start = std::time::Instant::now();
         let (code, out) =
             run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))

@@ -254,7 +254,7 @@ pub fn env_course_key(env: &[(String, String)]) -> Result<Vec<u8>> {
 }
 
 fn sh(cmd: &str, dir: &Path, env: &[(String, String)]) -> Result<std::process::Output> {
-    std::process::Command::new("sh")
+    std::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(cmd)
         .current_dir(dir)
