@@ -490,13 +490,7 @@ pub fn run_case_steps(
     let mut first_failure = None;
     for step in &case.steps {
         match step {
-            Step::File { path, content } => {
-                let p = root.join(path);
-                if let Some(parent) = p.parent() {
-                    std::fs::create_dir_all(parent).at(parent)?;
-                }
-                std::fs::write(&p, content).at(&p)?;
-            }
+            Step::File { path, content } => write_own_file(&root, path, content)?,
             Step::Run { line, command, status, output } => {
                 let (code, actual) = run_merged(command, &root, &env, timeout)?;
                 let actual = red.apply(&actual);
@@ -607,6 +601,33 @@ pub fn bless_file_as(
         crate::atomic::write_atomic(path, new.as_bytes())?;
     }
     Ok((outcome, changed))
+}
+
+/// Write a case's file block `rel` under `root` as the case's own: a link met on the way (the
+/// file itself or a folder above it, planted by the work a check judges) is removed first, so
+/// the write never lands outside the sandbox or in a file the work chose.
+///
+/// Errors: I/O errors naming the path; a path that climbs out of `root`.
+fn write_own_file(root: &Path, rel: &str, content: &str) -> Result<()> {
+    let rel_path = Path::new(rel);
+    if rel_path.is_absolute()
+        || rel_path.components().any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(Error::internal(format!("file block `{rel}` must stay inside the sandbox")));
+    }
+    let mut at = root.to_path_buf();
+    let parts: Vec<_> = rel_path.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        at.push(c);
+        let meta = std::fs::symlink_metadata(&at);
+        if meta.as_ref().is_ok_and(|m| m.file_type().is_symlink()) {
+            std::fs::remove_file(&at).at(&at)?;
+        }
+        if i + 1 < parts.len() && !at.is_dir() {
+            std::fs::create_dir_all(&at).at(&at)?;
+        }
+    }
+    std::fs::write(&at, content).at(&at)
 }
 
 /// How long the runner waits, after the shell exits, for the output pipe to close before it
@@ -758,6 +779,21 @@ mod tests {
         assert_eq!(new, want);
         let again = bless_file(&path, "case.md", &bins(), &build_sandbox).unwrap();
         assert!(again.0.failure.is_none() && !again.1);
+    }
+
+    /// A file block never writes through a link the sandbox holds (to a folder or a file).
+    #[test]
+    fn a_file_block_replaces_links_on_its_way() {
+        let outside = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join(".check")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("x"), root.path().join("f.txt")).unwrap();
+        write_own_file(root.path(), ".check/run.py", "print(1)\n").unwrap();
+        write_own_file(root.path(), "f.txt", "mine\n").unwrap();
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        assert_eq!(std::fs::read_to_string(root.path().join(".check/run.py")).unwrap(), "print(1)\n");
+        assert!(!std::fs::symlink_metadata(root.path().join(".check")).unwrap().is_symlink());
+        assert!(write_own_file(root.path(), "../escape", "x").is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::exercise::{self, Exercise};
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::golden::{self, Binaries, Outcome};
 
 /// Run `ex`'s golden in a temporary copy of `sandbox` ([`copy_sandbox`]).
@@ -20,19 +20,39 @@ pub fn check_copy(ex: &Exercise, sandbox: &Path, bins: &Binaries) -> Result<Outc
     golden::run_case(&case, bins, &copy)
 }
 
+/// The largest file a check copies from the lab (16 MiB): no exercise's work comes near it, and a
+/// huge file planted in the lab must not cost every check its copy time and temporary space.
+pub const MAX_COPIED_FILE: u64 = 16 << 20;
+
 /// Copy what a check of the sandbox `from` needs into `to`: the sandbox's own files and `.git`,
 /// without what is not the exercise's work: the sandbox's `.home/` is laid anew for its kind
 /// `kind` (the transcript fixtures come from the binary, not from the learner's copy) with only
-/// the sandbox's own kit state (`.home/.local/state/kit/handoff.key`, which its setup made), and
-/// no nested lab (a folder with `.kit/progress.json`) or other exercise's sandbox (a folder with
-/// a marker) is copied.
+/// the sandbox's own kit state (`.home/.local/state/kit/handoff.key`, which its setup made), no
+/// nested lab (a folder with `.kit/progress.json`) or other exercise's sandbox (a folder with
+/// a marker), no leftovers of the learner's experiments that are not work (the fake agent's
+/// call counters `.git/fake-agent-*.count`, a loop's `longrun/.lock`).
 ///
-/// Errors: I/O errors naming the file.
+/// A symbolic link is copied as a link only when it stays inside the lab (relative, and not
+/// climbing out): a link that leaves the lab would let the check read or write the learner's
+/// own files (or anything else), so the check refuses it, naming it.
+///
+/// Errors: [`Error::Usage`] naming a link that leaves the lab or a file over
+/// [`MAX_COPIED_FILE`]; I/O errors naming the file.
 pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to.join(".home")).at(to)?;
+    refuse_what_leaves(from, Path::new(""))?;
     super::copy_tree_filtered(from, to, &|rel: &Path, is_dir: bool| {
         if rel == Path::new(".home") || rel == Path::new(".kit") {
             return false;
+        }
+        if rel == Path::new("longrun/.lock") {
+            return false;
+        }
+        if rel.parent() == Some(Path::new(".git")) {
+            let name = rel.file_name().unwrap_or_default().to_string_lossy();
+            if name.starts_with("fake-agent-") && name.ends_with(".count") {
+                return false;
+            }
         }
         let src = from.join(rel);
         !(is_dir && (src.join(".kit/progress.json").is_file() || is_sandbox(&src)))
@@ -46,6 +66,72 @@ pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
         std::fs::copy(from.join(&key), to.join(&key)).at(&from.join(&key))?;
     }
     Ok(())
+}
+
+/// Refuse (before anything is copied) a link under `root/rel` that leaves `root`, and a file
+/// larger than [`MAX_COPIED_FILE`]; `.home/` and `.kit/` are not copied and not looked at.
+fn refuse_what_leaves(root: &Path, rel: &Path) -> Result<()> {
+    let dir = root.join(rel);
+    for entry in std::fs::read_dir(&dir).at(&dir)? {
+        let entry = entry.at(&dir)?;
+        let r = rel.join(entry.file_name());
+        if r == Path::new(".home") || r == Path::new(".kit") {
+            continue;
+        }
+        let ft = entry.file_type().at(&entry.path())?;
+        if ft.is_symlink() {
+            let target = std::fs::read_link(entry.path()).at(&entry.path())?;
+            if !stays_inside(&r, &target) {
+                return Err(Error::usage(format!(
+                    "{} is a link to {}, outside the exercise's folder: a check copies only what \
+                     is inside it, and never follows a link out",
+                    r.display(),
+                    target.display()
+                ))
+                .with_hint(format!(
+                    "remove the link (rm {}) or put the file itself there, then kit exercise check",
+                    r.display()
+                )));
+            }
+        } else if ft.is_dir() {
+            refuse_what_leaves(root, &r)?;
+        } else if ft.is_file() {
+            let len = entry.metadata().at(&entry.path())?.len();
+            if len > MAX_COPIED_FILE {
+                return Err(Error::usage(format!(
+                    "{} is {} MiB: a check copies the exercise's folder and takes files up to {} \
+                     MiB, and no exercise needs a larger one",
+                    r.display(),
+                    len >> 20,
+                    MAX_COPIED_FILE >> 20
+                ))
+                .with_hint(format!("remove it (rm {}), then kit exercise check", r.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a link at `link` (relative to the lab) with `target` resolves inside the lab, by its
+/// words alone: relative, and never climbing above the lab's root.
+fn stays_inside(link: &Path, target: &Path) -> bool {
+    use std::path::Component;
+    if target.is_absolute() {
+        return false;
+    }
+    let mut depth = link.components().count() as i64 - 1;
+    for c in target.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    true
 }
 
 fn is_sandbox(dir: &Path) -> bool {
@@ -101,3 +187,57 @@ pub fn run_start_fails(ex: &Exercise, bins: &Binaries) -> Result<Outcome> {
 
 const START_PASSES: &str = "the exercise passes before the learner works; make golden.md check \
 what the learner must change";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_stays_inside_only_by_relative_words_that_never_climb_out() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("a", "b", true),
+            ("d/a", "../b", true),
+            ("d/a", "../../b", false),
+            ("a", "../a", false),
+            ("a", "/etc/passwd", false),
+            (".kit-check/yours.txt", "../kit.txt", true),
+            ("d/e/a", "../../x/../b", true),
+            ("d/a", "./../../b", false),
+        ];
+        for (link, target, inside) in cases {
+            assert_eq!(stays_inside(Path::new(link), Path::new(target)), *inside, "{link} -> {target}");
+        }
+    }
+
+    #[test]
+    fn the_copy_refuses_a_link_out_and_a_huge_file_and_drops_leftovers() {
+        let from = tempfile::tempdir().unwrap();
+        let f = from.path();
+        std::fs::create_dir_all(f.join(".git")).unwrap();
+        std::fs::create_dir_all(f.join("longrun")).unwrap();
+        std::fs::write(f.join("work.py"), "x = 1\n").unwrap();
+        std::fs::write(f.join(".git/fake-agent-cheat.count"), "2\n").unwrap();
+        std::fs::write(f.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(f.join("longrun/.lock"), "pid 1\n").unwrap();
+        std::os::unix::fs::symlink("work.py", f.join("alias.py")).unwrap();
+        let to = tempfile::tempdir().unwrap();
+        copy_sandbox(f, "git", to.path()).unwrap();
+        assert!(to.path().join("work.py").is_file());
+        assert!(to.path().join(".git/HEAD").is_file());
+        assert!(!to.path().join(".git/fake-agent-cheat.count").exists());
+        assert!(!to.path().join("longrun/.lock").exists());
+        assert_eq!(std::fs::read_link(to.path().join("alias.py")).unwrap(), Path::new("work.py"));
+
+        std::os::unix::fs::symlink(f.join("work.py"), f.join(".check")).unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let e = copy_sandbox(f, "git", to.path()).unwrap_err().to_string();
+        assert!(e.contains(".check is a link to"), "{e}");
+        std::fs::remove_file(f.join(".check")).unwrap();
+
+        let big = std::fs::File::create(f.join("big.bin")).unwrap();
+        big.set_len(MAX_COPIED_FILE + 1).unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let e = copy_sandbox(f, "git", to.path()).unwrap_err().to_string();
+        assert!(e.contains("big.bin is 16 MiB"), "{e}");
+    }
+}
