@@ -30,12 +30,13 @@
 //! In a `console` block a line `$ COMMAND` starts a step; an optional `? N` line right after it
 //! sets the expected exit status (`? failed`: any non-zero; default 0); the lines until the next
 //! `$ ` are the expected output (stdout and stderr merged), matched by [`crate::matcher`]. Each
-//! command runs through `sh -c` in the sandbox with `kit` and `fake-agent` first on `PATH`, `HOME`,
+//! command runs through `/bin/sh -c` in the sandbox with `PATH` = a [`Toolbox`] outside the
+//! sandbox (`kit`, `fake-agent`) and the system's folders (never the caller's `PATH`), `HOME`,
 //! `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `XDG_STATE_HOME` (kit's handoff key) and `TMPDIR` inside
 //! the sandbox, `NO_COLOR=1`, `COLUMNS=100`, `LANG=C.UTF-8`, and nothing else from the host environment,
 //! `KIT_FAKE_CLOCK=2026-10-01T09:00:00Z` and fixed git identities and dates (so commit ids are
 //! the same on every machine). The sandbox path prints as `[ROOT]`, `HOME` as `[HOME]`, the
-//! folder of the binaries as `[BIN]`.
+//! folder of the binaries as `[BIN]`, the toolbox as `[TOOLS]`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

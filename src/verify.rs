@@ -45,6 +45,9 @@ pub enum Job {
     Solution(Exercise),
     /// An exercise's golden on its start (must fail).
     StartFails(Exercise),
+    /// An honest variant (must pass) or a known cheat (must fail at its step), run as a learner
+    /// runs it ([`crate::course::proof`]).
+    Proof(Exercise, crate::course::proof::Proof),
     /// A lesson's console blocks.
     Lesson(Lesson),
     /// The course could not be loaded.
@@ -60,6 +63,7 @@ impl Job {
             }
             Job::Solution(ex) => format!("exercise {} solution", ex.slug),
             Job::StartFails(ex) => format!("exercise {} start fails", ex.slug),
+            Job::Proof(ex, p) => format!("exercise {} {} {}", ex.slug, p.side.word(), p.name),
             Job::Lesson(l) => format!("lesson {}", l.slug),
             Job::Broken(name, _) => name.clone(),
         }
@@ -70,6 +74,7 @@ impl Job {
         match self {
             Job::Catalogue(origin, _) => origin.clone(),
             Job::Solution(ex) | Job::StartFails(ex) => ex.golden_origin(),
+            Job::Proof(ex, p) => p.origin(ex),
             Job::Lesson(l) => format!("lessons/{}/README.md", l.slug),
             Job::Broken(name, _) => name.clone(),
         }
@@ -81,6 +86,10 @@ impl Job {
             Job::Catalogue(..) => "catalogue",
             Job::Solution(_) => "exercise solution",
             Job::StartFails(_) => "exercise start fails",
+            Job::Proof(_, p) => match p.side {
+                crate::course::proof::Side::Variant => "exercise variant",
+                crate::course::proof::Side::Cheat => "exercise cheat",
+            },
             Job::Lesson(_) => "lesson",
             Job::Broken(..) => "course",
         }
@@ -91,7 +100,7 @@ impl Job {
     pub fn waits(&self) -> bool {
         let text = match self {
             Job::Catalogue(_, text) => *text,
-            Job::Solution(ex) | Job::StartFails(ex) => ex.golden,
+            Job::Solution(ex) | Job::StartFails(ex) | Job::Proof(ex, _) => ex.golden,
             Job::Lesson(l) => l.readme,
             Job::Broken(..) => return false,
         };
@@ -107,7 +116,7 @@ impl Job {
             Job::Catalogue(origin, text) => {
                 golden::parse(origin, text).ok().and_then(|c| c.meta.lesson).map(u32::from)
             }
-            Job::Solution(ex) | Job::StartFails(ex) => Some(ex.meta.lesson),
+            Job::Solution(ex) | Job::StartFails(ex) | Job::Proof(ex, _) => Some(ex.meta.lesson),
             Job::Lesson(l) => Some(l.meta.number),
             Job::Broken(..) => None,
         }
@@ -120,6 +129,7 @@ impl Job {
                 .and_then(|case| golden::run_case(&case, bins, &golden::build_sandbox)),
             Job::Solution(ex) => crate::course::check::run_solution(ex, bins),
             Job::StartFails(ex) => crate::course::check::run_start_fails(ex, bins),
+            Job::Proof(ex, p) => crate::course::proof::run(ex, p, bins),
             Job::Lesson(l) => {
                 l.case().and_then(|c| golden::run_case(&c, bins, &golden::build_sandbox))
             }
@@ -176,7 +186,7 @@ impl Job {
                 let case_of = |text: &str| l.case_of(text);
                 golden::bless_file_as(&path, &origin, &case_of, bins, &golden::build_sandbox)?
             }
-            Job::StartFails(_) | Job::Broken(..) => return Ok(None),
+            Job::StartFails(_) | Job::Proof(..) | Job::Broken(..) => return Ok(None),
         };
         Ok(changed.then_some(path))
     }
@@ -422,7 +432,10 @@ pub fn jobs(opts: &Options) -> Vec<Job> {
         Ok(all) => {
             for ex in all {
                 jobs.push(Job::Solution(ex.clone()));
-                jobs.push(Job::StartFails(ex));
+                jobs.push(Job::StartFails(ex.clone()));
+                for p in ex.variants.iter().chain(&ex.cheats) {
+                    jobs.push(Job::Proof(ex.clone(), p.clone()));
+                }
             }
         }
         Err(e) => jobs.push(Job::Broken("exercises".into(), e)),

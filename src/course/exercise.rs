@@ -85,6 +85,10 @@ pub struct Exercise {
     pub start: Vec<(String, &'static [u8])>,
     /// `solution/` files, relative to `solution/`.
     pub solution: Vec<(String, &'static [u8])>,
+    /// `variants/*/`: honest work written another way, which must pass ([`super::proof`]).
+    pub variants: Vec<super::proof::Proof>,
+    /// `cheats/*/`: shortcuts, which must fail at their step ([`super::proof`]).
+    pub cheats: Vec<super::proof::Proof>,
 }
 
 impl Exercise {
@@ -147,7 +151,17 @@ pub fn load_all() -> Result<Vec<Exercise>> {
         let sub = |name: &str| {
             d.get_dir(d.path().join(name)).map(crate::embedded::files).unwrap_or_default()
         };
-        out.push(Exercise { start: sub("start"), solution: sub("solution"), slug, meta, golden });
+        let variants = super::proof::load(&slug, d, super::proof::Side::Variant)?;
+        let cheats = super::proof::load(&slug, d, super::proof::Side::Cheat)?;
+        out.push(Exercise {
+            start: sub("start"),
+            solution: sub("solution"),
+            slug,
+            meta,
+            golden,
+            variants,
+            cheats,
+        });
     }
     out.sort_by_key(|e| e.meta.id);
     Ok(out)

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod exercise;
 pub mod lab;
 pub mod lesson;
+pub mod proof;
 pub mod stamp;
 
 use std::path::Path;
