@@ -323,6 +323,20 @@ impl Toolbox {
         Ok(Toolbox { dir, _owned: Some(t) })
     }
 
+    /// The toolbox of `bins` kept for reuse in this user's temporary folder
+    /// (`kit-tools-UID-HASH`, HASH of the kit binary's path), its links made anew (atomically)
+    /// each time: for the commands that set up a sandbox (`kit exercise start`, tests), not for
+    /// a check's verdict, whose runner makes a toolbox of its own in a new folder.
+    ///
+    /// Errors: the folder or a link cannot be made.
+    pub fn shared(bins: &Binaries) -> Result<Toolbox> {
+        use sha2::Digest;
+        let hash = hex::encode(sha2::Sha256::digest(bins.kit.to_string_lossy().as_bytes()));
+        let uid = nix::unistd::Uid::current();
+        let dir = std::env::temp_dir().join(format!("kit-tools-{uid}-{}", &hash[..12]));
+        Toolbox::in_dir(&dir, bins)
+    }
+
     /// A toolbox in `dir` (made if missing; the caller removes it).
     ///
     /// Errors: the folder or a link cannot be made.
@@ -346,9 +360,13 @@ impl Toolbox {
             }
         }
         for (name, target) in links {
+            // A new link beside it, renamed over the old: another process filling the same
+            // shared toolbox never sees the name missing.
             let link = dir.join(&name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&target, &link).at(&link)?;
+            let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            std::os::unix::fs::symlink(&target, &tmp).at(&tmp)?;
+            std::fs::rename(&tmp, &link).at(&link)?;
         }
         Ok(())
     }
@@ -397,10 +415,28 @@ fn resolve_outside(name: &str) -> Option<PathBuf> {
     (exe.is_absolute() && is_executable(&exe)).then_some(exe)
 }
 
+/// [`golden_env_with`] the [shared](Toolbox::shared) toolbox of `bins` (for setting a sandbox
+/// up; a check's runner uses a toolbox of its own). A toolbox that cannot be made leaves `PATH`
+/// the system's folders only, with `kit` not on it.
+pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
+    match Toolbox::shared(bins) {
+        Ok(tools) => golden_env_with(root, &tools),
+        Err(_) => {
+            let mut env = golden_env_with(root, &Toolbox { dir: PathBuf::new(), _owned: None });
+            for (k, v) in env.iter_mut() {
+                if k == "PATH" {
+                    *v = SYSTEM_PATH.join(":");
+                }
+            }
+            env
+        }
+    }
+}
+
 /// The whole environment every golden command runs with: nothing else is inherited from the
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
 /// `PATH` is the [`Toolbox`]'s, never the caller's.
-pub fn golden_env(root: &Path, tools: &Toolbox) -> Vec<(String, String)> {
+pub fn golden_env_with(root: &Path, tools: &Toolbox) -> Vec<(String, String)> {
     let mut env =
         crate::sandbox::environment(&root.join(".home"), vec![], crate::sandbox::LEARNER);
     for (k, v) in env.iter_mut() {
@@ -465,7 +501,7 @@ pub fn run_case_steps(
     let tmpdir = root.join(".home").join("tmp");
     std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
     let tools = Toolbox::in_dir(&tmp.path().join("tools"), bins)?;
-    let mut env = golden_env(&root, &tools);
+    let mut env = golden_env_with(&root, &tools);
     env.push(("TMPDIR".into(), tmpdir.to_string_lossy().into_owned()));
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
@@ -731,7 +767,7 @@ mod tests {
     #[test]
     fn host_environment_does_not_leak() {
         let tools = Toolbox::new(&bins()).unwrap();
-        let env = golden_env(Path::new("/tmp/x"), &tools);
+        let env = golden_env_with(Path::new("/tmp/x"), &tools);
         let (code, out) =
             run_merged("env | sort", Path::new("/tmp"), &env, Duration::from_secs(20)).unwrap();
         assert_eq!(code, Some(0));
@@ -746,7 +782,7 @@ mod tests {
     #[test]
     fn background_job_holding_the_pipe_does_not_hang() {
         let tools = Toolbox::new(&bins()).unwrap();
-        let env = golden_env(Path::new("/tmp/x"), &tools);
+        let env = golden_env_with(Path::new("/tmp/x"), &tools);
         let start = std::time::Instant::now();
         let (code, out) =
             run_merged("(sleep 600 &) ; echo hi", Path::new("/tmp"), &env, Duration::from_secs(60))

@@ -94,8 +94,7 @@ fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let key = stamp::key()?;
     std::fs::create_dir_all(folder).at(folder)?;
-    let tools = crate::golden::Toolbox::new(&bins)?;
-    let env = crate::golden::golden_env(folder, &tools);
+    let env = crate::golden::golden_env(folder, &bins);
     exercise::build_sandbox(ex, folder, &env, &key, false)?;
     let mut progress = Progress::load(lab)?;
     progress.print_notes();
@@ -666,8 +665,7 @@ pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
     }
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     crate::atomic::create_dir_all(&folder)?;
-    let tools = crate::golden::Toolbox::new(&bins)?;
-    let env = crate::golden::golden_env(&folder, &tools);
+    let env = crate::golden::golden_env(&folder, &bins);
     crate::golden::build_sandbox(&l.meta.sandbox, &folder, &env)?;
     let home = folder.join(".home");
     crate::atomic::create_dir_all(&home.join(".claude"))?;
