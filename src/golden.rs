@@ -437,8 +437,7 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
 /// host (the runner clears it), so `KIT_*` or `CLAUDE_*` variables of the caller cannot leak in.
 /// `PATH` is the [`Toolbox`]'s, never the caller's.
 pub fn golden_env_with(root: &Path, tools: &Toolbox) -> Vec<(String, String)> {
-    let mut env =
-        crate::sandbox::environment(&root.join(".home"), vec![], crate::sandbox::LEARNER);
+    let mut env = crate::sandbox::environment(&root.join(".home"), vec![], crate::sandbox::LEARNER);
     for (k, v) in env.iter_mut() {
         if k == "PATH" {
             *v = tools.path();
@@ -828,7 +827,10 @@ mod tests {
         write_own_file(root.path(), ".check/run.py", "print(1)\n").unwrap();
         write_own_file(root.path(), "f.txt", "mine\n").unwrap();
         assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
-        assert_eq!(std::fs::read_to_string(root.path().join(".check/run.py")).unwrap(), "print(1)\n");
+        assert_eq!(
+            std::fs::read_to_string(root.path().join(".check/run.py")).unwrap(),
+            "print(1)\n"
+        );
         assert!(!std::fs::symlink_metadata(root.path().join(".check")).unwrap().is_symlink());
         assert!(write_own_file(root.path(), "../escape", "x").is_err());
     }

@@ -205,7 +205,11 @@ mod tests {
             ("d/a", "./../../b", false),
         ];
         for (link, target, inside) in cases {
-            assert_eq!(stays_inside(Path::new(link), Path::new(target)), *inside, "{link} -> {target}");
+            assert_eq!(
+                stays_inside(Path::new(link), Path::new(target)),
+                *inside,
+                "{link} -> {target}"
+            );
         }
     }
 

@@ -124,11 +124,7 @@ impl Proof {
 ///
 /// Errors: a proof without a readable `proof.toml`, a malformed one (file and line), a cheat
 /// without `fails_at` or with a class not in [`CLASSES`].
-pub fn load(
-    slug: &str,
-    dir: &'static include_dir::Dir<'static>,
-    side: Side,
-) -> Result<Vec<Proof>> {
+pub fn load(slug: &str, dir: &'static include_dir::Dir<'static>, side: Side) -> Result<Vec<Proof>> {
     let Some(root) = dir.get_dir(dir.path().join(format!("{}s", side.word()))) else {
         return Ok(vec![]);
     };
@@ -146,7 +142,11 @@ pub fn load(
         })?;
         if side == Side::Cheat {
             if meta.fails_at.as_deref().is_none_or(str::is_empty) {
-                return Err(Error::input(&origin, None, "a cheat names the step it fails at: fails_at = \"…\""));
+                return Err(Error::input(
+                    &origin,
+                    None,
+                    "a cheat names the step it fails at: fails_at = \"…\"",
+                ));
             }
             if !meta.class.as_deref().is_some_and(|c| CLASSES.contains(&c)) {
                 return Err(Error::input(
@@ -156,9 +156,8 @@ pub fn load(
                 ));
             }
         }
-        let sub = |n: &str| {
-            d.get_dir(d.path().join(n)).map(crate::embedded::files).unwrap_or_default()
-        };
+        let sub =
+            |n: &str| d.get_dir(d.path().join(n)).map(crate::embedded::files).unwrap_or_default();
         out.push(Proof { name, side, meta, files: sub("files"), path: sub("path") });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -195,8 +194,13 @@ pub fn run(ex: &Exercise, proof: &Proof, bins: &Binaries) -> Result<Outcome> {
         }
     }
     env.extend(
-        [("KIT_LAB", lab.to_string_lossy().as_ref()), ("NO_COLOR", "1"), ("LANG", "C.UTF-8"), ("TZ", "UTC")]
-            .map(|(k, v)| (k.to_string(), v.to_string())),
+        [
+            ("KIT_LAB", lab.to_string_lossy().as_ref()),
+            ("NO_COLOR", "1"),
+            ("LANG", "C.UTF-8"),
+            ("TZ", "UTC"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     let fail = |line: usize, command: &str, detail: String| Outcome {
         name: name.clone(),

@@ -896,7 +896,6 @@ fn rel_path(project: &Project, p: &Path) -> PathBuf {
 /// The next step after an agent that `sh` could not start (outcome `agent_failed`).
 const AGENT_FAILED_NEXT: &str = "next: fix the agent command (kit loop --agent 'COMMAND', or [agent] command in longrun/config.toml), try it by hand in the repository root, then kit loop";
 
-
 /// A new run's key: 16 hex digits from the system's random source (the time and pid where
 /// `/dev/urandom` cannot be read). Not a secret: it only tells one run from another, even
 /// under the fake clock, where two runs start at the same instant.

@@ -21,4 +21,5 @@ mod rehearse;
 mod report;
 mod schedule;
 mod standalone;
+mod trusted;
 mod util;
