@@ -100,8 +100,15 @@ pub(super) enum Step {
         #[serde(default)]
         stop_hook_active: bool,
     },
-    /// Sleep for real, `seconds` (fractions allowed), as a long `Bash` command would.
-    Sleep { seconds: f64 },
+    /// Sleep for real, `seconds` (fractions allowed), as a long `Bash` command would; with
+    /// `until`, a path relative to the working folder, the sleep ends as soon as that file exists
+    /// (polled every 20 ms), so a rehearsal that releases it does not wait the full time. The
+    /// transcript records `seconds` either way.
+    Sleep {
+        seconds: f64,
+        #[serde(default)]
+        until: Option<String>,
+    },
     /// Allocate and touch `mb` MiB in `step_mb` MiB steps, `pause_ms` apart, held until the
     /// process exits; then wait `hold_seconds`.
     Allocate {

@@ -140,13 +140,22 @@ impl<'a> Runner<'a> {
                 let command = command.as_ref().map(|c| self.fill(c));
                 self.hook(event, command.as_deref(), *stop_hook_active)
             }
-            Step::Sleep { seconds } => {
+            Step::Sleep { seconds, until } => {
                 let d = Duration::from_secs_f64(seconds.max(0.0));
                 let id = self.call_tool(
                     "Bash",
                     json!({"command": format!("sleep {seconds}"), "description": "Wait", "timeout": 600000}),
                 )?;
-                std::thread::sleep(d);
+                match until {
+                    None => std::thread::sleep(d),
+                    Some(path) => {
+                        let file = self.cwd.join(self.fill(path));
+                        let end = std::time::Instant::now() + d;
+                        while !file.exists() && std::time::Instant::now() < end {
+                            std::thread::sleep(Duration::from_millis(20).min(d));
+                        }
+                    }
+                }
                 self.session.pass(d);
                 self.session.tool_result(&id, "", false, bash_result("", ""))
             }
