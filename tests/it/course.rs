@@ -1,5 +1,6 @@
-//! The course: a learner's flow through exercise 1, every exercise's and lesson's golden run
-//! through the same code as `kit verify`, and guards on the layout of lessons/ and exercises/.
+//! The course: a learner's flow through exercise 1 and guards on the layout of lessons/ and
+//! exercises/. Every exercise's and lesson's golden (start, solution, variants, cheats) runs in
+//! `tests/cases.rs`, one trial each, through the same code as `kit verify`.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -149,42 +150,6 @@ fn check_json_reports_the_failing_step_for_graders() {
     assert_eq!(v["passed"], false);
     assert_eq!(v["failure"]["line"], 4);
     assert_eq!(v["failure"]["command"], "ls longrun");
-}
-
-#[test]
-fn every_exercise_and_lesson_passes_kit_verify() {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    let filter = std::env::var("KIT_CASE").ok();
-    let opts = kit::verify::Options { filter, ..Default::default() };
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for job in kit::verify::jobs(&opts) {
-        if matches!(job, kit::verify::Job::Catalogue(..)) {
-            continue; // tests/it/golden.rs runs the catalogue
-        }
-        ran += 1;
-        match job.run(&bins) {
-            Ok(o) => {
-                if let Some(f) = o.failure {
-                    failures.push(format!(
-                        "{}: {}:{}: `{}`\n{}",
-                        job.name(),
-                        job.origin(),
-                        f.line,
-                        f.command,
-                        f.detail
-                    ));
-                }
-            }
-            Err(e) => failures.push(format!("{}: {e}", job.name())),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} failed:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
