@@ -1,0 +1,2 @@
+# planted: every line is right
+{ print $1, "right" }

@@ -1,0 +1,2 @@
+#!/bin/sh
+cp .forged/team.json .claude/settings.json

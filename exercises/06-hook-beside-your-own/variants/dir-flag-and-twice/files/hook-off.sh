@@ -1,0 +1,3 @@
+#!/bin/sh
+set -e
+kit hook install --uninstall -C "$(dirname "$0")"

@@ -1,0 +1,3 @@
+#!/bin/sh
+kit hook install --dry-run --uninstall
+kit hook install --uninstall

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Drive kit's real hook through one Claude Code session, as Claude Code would: after each tool
+# call it sends a PostToolUse event; when the agent wants to end its turn, a Stop event.
+#
+#   context N              the session's latest API call now holds N tokens of context
+#   event NAME [ACTIVE]    send one hook event to `kit hook claude` (ACTIVE: stop_hook_active,
+#                          true when Claude Code is continuing because a Stop hook blocked)
+#
+# The hook's replies are printed, one per line (an empty line: it had nothing to say).
+mkdir -p "$PWD/.sessions" && T="$PWD/.sessions/s7.jsonl"
+context() {
+  printf '{"type":"assistant","sessionId":"s7","uuid":"u%s","timestamp":"2026-10-01T08:59:00Z","requestId":"r%s","message":{"id":"m%s","model":"claude-opus-4-6","role":"assistant","content":[{"type":"text","text":"working"}],"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":%s,"output_tokens":0}}}\n' "$1" "$1" "$1" "$1" >> "$T"
+}
+event() {
+  printf '{"hook_event_name":"%s","session_id":"s7","transcript_path":"%s","stop_hook_active":%s}\n' "$1" "$T" "${2:-false}" | kit hook claude
+  echo
+}
+: > "$T"
+
+context 40000
+event PostToolUse
+
+# More tool calls than bands: the hook speaks only on the first PostToolUse at or above a band.
+context 60000
+event PostToolUse
+context 90000       # 54 %: checkpoint
+event PostToolUse
+context 100000
+event PostToolUse
+event UserPromptSubmit
+context 125000      # 75 %: handoff
+event PostToolUse
+context 130000
+event PostToolUse
+context 150000      # 90 %: wrap up
+event PostToolUse
+event Stop          # blocked: no handoff saved
+event Stop true     # let through
