@@ -306,6 +306,8 @@ const TOOLS: [&str; 2] = ["python3", "git"];
 /// the lab) is not what a check runs.
 pub struct Toolbox {
     dir: PathBuf,
+    /// The links it holds: name, target.
+    links: Vec<(String, PathBuf)>,
     _owned: Option<tempfile::TempDir>,
 }
 
@@ -319,8 +321,8 @@ impl Toolbox {
             .tempdir()
             .map_err(|e| Error::io("a temporary folder", e))?;
         let dir = t.path().to_path_buf();
-        Toolbox::fill(&dir, bins)?;
-        Ok(Toolbox { dir, _owned: Some(t) })
+        let links = Toolbox::fill(&dir, bins)?;
+        Ok(Toolbox { dir, links, _owned: Some(t) })
     }
 
     /// The toolbox of `bins` kept for reuse in this user's temporary folder
@@ -341,11 +343,34 @@ impl Toolbox {
     ///
     /// Errors: the folder or a link cannot be made.
     pub fn in_dir(dir: &Path, bins: &Binaries) -> Result<Toolbox> {
-        Toolbox::fill(dir, bins)?;
-        Ok(Toolbox { dir: dir.to_path_buf(), _owned: None })
+        let links = Toolbox::fill(dir, bins)?;
+        Ok(Toolbox { dir: dir.to_path_buf(), links, _owned: None })
     }
 
-    fn fill(dir: &Path, bins: &Binaries) -> Result<()> {
+    /// What changed in the toolbox since it was made, if anything: a link replaced, removed,
+    /// pointed elsewhere, or a new entry. A step that runs the learner's code can reach the
+    /// toolbox (`command -v kit` names it), so the runner looks after every step and fails the
+    /// case rather than run a later step with a `kit` the work put there.
+    pub fn tampered(&self) -> Option<String> {
+        let mut seen = 0;
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) => return Some(format!("{} cannot be read: {e}", self.dir.display())),
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some((_, want)) = self.links.iter().find(|(n, _)| *n == name) else {
+                return Some(format!("{name} appeared in it"));
+            };
+            match std::fs::read_link(e.path()) {
+                Ok(t) if &t == want => seen += 1,
+                _ => return Some(format!("{name} is no longer the link to {}", want.display())),
+            }
+        }
+        (seen != self.links.len()).then(|| "an entry was removed".to_string())
+    }
+
+    fn fill(dir: &Path, bins: &Binaries) -> Result<Vec<(String, PathBuf)>> {
         std::fs::create_dir_all(dir).at(dir)?;
         let absolute = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let kit = absolute(&bins.kit);
@@ -359,16 +384,16 @@ impl Toolbox {
                 links.push((name.to_string(), found));
             }
         }
-        for (name, target) in links {
+        for (name, target) in &links {
             // A new link beside it, renamed over the old: another process filling the same
             // shared toolbox never sees the name missing.
             let link = dir.join(&name);
             let tmp = dir.join(format!(".{name}.{}", std::process::id()));
             let _ = std::fs::remove_file(&tmp);
-            std::os::unix::fs::symlink(&target, &tmp).at(&tmp)?;
+            std::os::unix::fs::symlink(target, &tmp).at(&tmp)?;
             std::fs::rename(&tmp, &link).at(&link)?;
         }
-        Ok(())
+        Ok(links)
     }
 
     /// The folder.
@@ -422,7 +447,8 @@ pub fn golden_env(root: &Path, bins: &Binaries) -> Vec<(String, String)> {
     match Toolbox::shared(bins) {
         Ok(tools) => golden_env_with(root, &tools),
         Err(_) => {
-            let mut env = golden_env_with(root, &Toolbox { dir: PathBuf::new(), _owned: None });
+            let empty = Toolbox { dir: PathBuf::new(), links: vec![], _owned: None };
+            let mut env = golden_env_with(root, &empty);
             for (k, v) in env.iter_mut() {
                 if k == "PATH" {
                     *v = SYSTEM_PATH.join(":");
@@ -534,7 +560,15 @@ pub fn run_case_steps(
                     Some(s) => code == Some(*s),
                     None => code.is_some_and(|c| c != 0),
                 };
-                let out_ok = matcher::is_match(output, &actual);
+                let mut out_ok = matcher::is_match(output, &actual);
+                let mut actual = actual;
+                if let Some(what) = tools.tampered() {
+                    out_ok = false;
+                    actual.push_str(&format!(
+                        "kit: this step changed the check's own tools ([TOOLS]): {what}; a check \
+                         runs kit and its tools from there, so it stops here\n"
+                    ));
+                }
                 runs.push(StepRun {
                     line: *line,
                     code,
@@ -684,8 +718,22 @@ fn run_merged(
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(command).current_dir(dir).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     let how = crate::proc::Spawn { merge: true, own_group: true, input: None };
-    let done = crate::proc::spawn(&mut cmd, how).at(dir)?.wait(timeout, Some(EOF_GRACE)).at(dir)?;
+    let running = crate::proc::spawn(&mut cmd, how).at(dir)?;
+    let group = nix::unistd::Pid::from_raw(running.id() as i32);
+    let done = running.wait(timeout, Some(EOF_GRACE)).at(dir)?;
+    // What the step started ends with it, unless the step leaves a job running on purpose
+    // (a command ending in `&`, such as a loop started in the background for later steps): a
+    // process the work started cannot outlive its step and change what later steps judge.
+    if !leaves_a_job(command) {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+    }
     Ok((done.code, String::from_utf8_lossy(&done.stdout).into_owned()))
+}
+
+/// Whether a step's command ends by sending a job to the background (`… &`, not `… &&`).
+fn leaves_a_job(command: &str) -> bool {
+    let t = command.trim_end();
+    t.ends_with('&') && !t.ends_with("&&")
 }
 
 #[cfg(test)]
@@ -815,6 +863,38 @@ mod tests {
         assert_eq!(new, want);
         let again = bless_file(&path, "case.md", &bins(), &build_sandbox).unwrap();
         assert!(again.0.failure.is_none() && !again.1);
+    }
+
+    #[test]
+    fn a_step_ends_what_it_started_unless_it_ends_in_an_ampersand() {
+        let d = tempfile::tempdir().unwrap();
+        let tools = Toolbox::new(&bins()).unwrap();
+        let env = golden_env_with(d.path(), &tools);
+        let t = Duration::from_secs(60);
+        let (_, out) = run_merged("sleep 300 >/dev/null 2>&1 & echo $!", d.path(), &env, t).unwrap();
+        let pid: i32 = out.trim().parse().unwrap();
+        // Killed with its group once the step's shell ended (a zombie until reaped counts);
+        // the signal lands asynchronously: wait for it with a generous deadline.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while crate::proc::get(pid).is_some_and(|p| !p.is_zombie()) {
+            assert!(std::time::Instant::now() < deadline, "the background sleep outlived its step");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (_, out) = run_merged("sleep 300 >/dev/null 2>&1 &", d.path(), &env, t).unwrap();
+        assert_eq!(out, "");
+        assert!(leaves_a_job("kit loop > loop.log 2>&1 &"));
+        assert!(!leaves_a_job("true && false"));
+        assert!(!leaves_a_job("a & b"));
+    }
+
+    #[test]
+    fn a_step_that_replaces_a_tool_of_the_check_fails_the_case() {
+        let text = "```console\n$ ln -sf /bin/true \"${PATH%%:*}/kit\"\n$ echo next\nnext\n```\n";
+        let case = parse("c.md", text).unwrap();
+        let o = run_case(&case, &bins(), &build_sandbox).unwrap();
+        let f = o.failure.expect("the tampering step must fail");
+        assert_eq!(f.line, 2);
+        assert!(f.detail.contains("changed the check's own tools"), "{}", f.detail);
     }
 
     /// A file block never writes through a link the sandbox holds (to a folder or a file).
