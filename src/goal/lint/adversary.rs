@@ -23,6 +23,9 @@ const FAR: &str = "1000000000000";
 /// The largest number of the same width as [`FAR`].
 const FAR_MAX: &str = "9999999999999";
 
+/// The trial of a value after what a limit's expectation reads.
+const AFTER: &str = "a measured value after what the expectation reads";
+
 /// One adversarial output tried against a criterion.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trial {
@@ -56,10 +59,7 @@ impl Lint<'_> {
         let trials: Vec<Trial> = match c.kind {
             Kind::Limit => {
                 let Some(cands) = limit_candidates(c) else { return };
-                cands
-                    .into_iter()
-                    .map(|(what, out, _)| trial(c, what, out, c.exit))
-                    .collect()
+                cands.into_iter().map(|(what, out, _)| trial(c, what, out, c.exit)).collect()
             }
             Kind::Function | Kind::Regression => {
                 let Some(cands) = test_candidates(c, suite_count) else { return };
@@ -73,10 +73,17 @@ impl Lint<'_> {
             }
         };
         let verdict = match c.kind {
-            Kind::Limit if !trials.is_empty() && trials.iter().all(|t| t.accepted) => {
-                trials.first().cloned()
+            Kind::Limit => {
+                // Where the expectation has a measured value (a number a class makes), the
+                // far-past values put there decide; a line without one is tried with a value
+                // after what it reads.
+                let at_value: Vec<&Trial> =
+                    trials.iter().filter(|t| !t.shortcut.starts_with(AFTER)).collect();
+                let deciding: Vec<&Trial> =
+                    if at_value.is_empty() { trials.iter().collect() } else { at_value };
+                (!deciding.is_empty() && deciding.iter().all(|t| t.accepted))
+                    .then(|| deciding[0].clone())
             }
-            Kind::Limit => None,
             _ => trials.iter().find(|t| t.accepted).cloned(),
         };
         if let (Some(t), false) = (verdict, table_named) {
@@ -195,18 +202,15 @@ fn test_candidates(c: &Criterion, suite_count: Option<u64>) -> Option<Vec<Candid
     let witness = witness_lines(c);
     let styles: Vec<Box<dyn Fn(&str) -> String>> = match kind {
         Some(RunnerKind::Unittest) => vec![Box::new(|tail: &str| {
-            format!(
-                "test_one (tests.test_x.T.test_one) ... ok\n\n{}\n{tail}\n",
-                "-".repeat(70)
-            )
+            format!("test_one (tests.test_x.T.test_one) ... ok\n\n{}\n{tail}\n", "-".repeat(70))
         })],
         Some(RunnerKind::Pytest) => vec![
             Box::new(|tail: &str| format!("....\n{tail}\n")),
             Box::new(|tail: &str| format!("{} {tail} {}\n", "=".repeat(20), "=".repeat(20))),
         ],
-        Some(RunnerKind::Cargo) => vec![Box::new(|tail: &str| {
-            format!("\nrunning 1 test\ntest one ... ok\n\n{tail}\n")
-        })],
+        Some(RunnerKind::Cargo) => {
+            vec![Box::new(|tail: &str| format!("\nrunning 1 test\ntest one ... ok\n\n{tail}\n"))]
+        }
         Some(RunnerKind::Go) | None => vec![Box::new(|tail: &str| tail.to_string())],
     };
     let summaries = summaries(kind, n, witness.as_deref().unwrap_or(""));
@@ -244,10 +248,15 @@ fn summaries(kind: Option<&RunnerKind>, n: u64, witness: &str) -> Vec<Candidate>
     let c = |what: &str, text: String, code: i32| (what.to_string(), text, code);
     match kind {
         Some(RunnerKind::Unittest) => {
-            let ran = |m: u64, verdict: &str| format!("Ran {m} test{} in 0.004s\n\n{verdict}", s(m));
+            let ran =
+                |m: u64, verdict: &str| format!("Ran {m} test{} in 0.004s\n\n{verdict}", s(m));
             vec![
                 c("an honest run", ran(n, "OK"), 0),
-                c("tests skipped (code under work can raise unittest.SkipTest)", ran(n, &format!("OK (skipped={k})")), 0),
+                c(
+                    "tests skipped (code under work can raise unittest.SkipTest)",
+                    ran(n, &format!("OK (skipped={k})")),
+                    0,
+                ),
                 c("a failing test", ran(n, "FAILED (failures=1)"), 1),
                 c("a test that errors", ran(n, "FAILED (errors=1)"), 1),
                 c("fewer tests than the suite holds", ran(n - 1, "OK"), 0),
@@ -256,8 +265,16 @@ fn summaries(kind: Option<&RunnerKind>, n: u64, witness: &str) -> Vec<Candidate>
         }
         Some(RunnerKind::Pytest) => vec![
             c("an honest run", format!("{n} passed in 0.05s"), 0),
-            c("tests skipped (code under work can call pytest.skip)", format!("{} passed, {k} skipped in 0.05s", n - k), 0),
-            c("a test marked xfail at run time (pytest.xfail)", format!("{} passed, 1 xfailed in 0.05s", n - 1), 0),
+            c(
+                "tests skipped (code under work can call pytest.skip)",
+                format!("{} passed, {k} skipped in 0.05s", n - k),
+                0,
+            ),
+            c(
+                "a test marked xfail at run time (pytest.xfail)",
+                format!("{} passed, 1 xfailed in 0.05s", n - 1),
+                0,
+            ),
             c("tests deselected", format!("{} passed, {k} deselected in 0.05s", n - k), 0),
             c("a failing test", format!("1 failed, {} passed in 0.05s", n - 1), 1),
             c("a test that errors", format!("{n} passed, 1 error in 0.05s"), 1),
@@ -279,9 +296,17 @@ fn summaries(kind: Option<&RunnerKind>, n: u64, witness: &str) -> Vec<Candidate>
         }
         Some(RunnerKind::Go) => vec![
             c("an honest run", format!("{witness}\nok  \texample/m\t0.01s"), 0),
-            c("tests skipped (code under work can call t.Skip)", format!("{}\nok  \texample/m\t0.01s", witness.replace("--- PASS", "--- SKIP")), 0),
+            c(
+                "tests skipped (code under work can call t.Skip)",
+                format!("{}\nok  \texample/m\t0.01s", witness.replace("--- PASS", "--- SKIP")),
+                0,
+            ),
             c("no tests to run", "ok  \texample/m\t0.01s [no tests to run]".to_string(), 0),
-            c("a failing test", "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\texample/m\t0.01s".to_string(), 1),
+            c(
+                "a failing test",
+                "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\texample/m\t0.01s".to_string(),
+                1,
+            ),
         ],
         None => {
             let zeroed = regex::Regex::new(r"\d+")
@@ -333,7 +358,7 @@ fn limit_candidates(c: &Criterion) -> Option<Vec<Candidate>> {
         }
         let mut ls = lines.clone();
         ls[i].0 = format!("{line} {FAR}");
-        out.push((format!("a measured value after what it reads ({FAR})"), join(&ls), 0));
+        out.push((format!("{AFTER} ({FAR})"), join(&ls), 0));
     }
     Some(out)
 }
@@ -385,7 +410,12 @@ pub(super) fn example(pattern: &str) -> Option<(String, Vec<std::ops::Range<usiz
     re.is_match(&out).then_some((out, vars))
 }
 
-fn build(h: &Hir, out: &mut String, vars: &mut Vec<std::ops::Range<usize>>, depth: usize) -> Option<()> {
+fn build(
+    h: &Hir,
+    out: &mut String,
+    vars: &mut Vec<std::ops::Range<usize>>,
+    depth: usize,
+) -> Option<()> {
     if depth > 64 || out.len() > 4096 {
         return None;
     }

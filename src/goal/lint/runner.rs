@@ -613,7 +613,10 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
 
 /// A word as a repo-relative path, when it can be one (not absolute, no `..`, no variable).
 fn repo_path(w: &str) -> Option<String> {
-    if w.starts_with('/') || w.starts_with('~') || w.contains('$') || w.split('/').any(|c| c == "..")
+    if w.starts_with('/')
+        || w.starts_with('~')
+        || w.contains('$')
+        || w.split('/').any(|c| c == "..")
     {
         return None;
     }
@@ -655,7 +658,8 @@ pub(super) fn script_inputs(words: &[String], root: &Path) -> Vec<Target> {
             out.push(Target::File(p));
         } else if !a.contains('/')
             && a.contains('.')
-            && a.split('.').all(|c| !c.is_empty() && c.chars().all(|ch| ch.is_alphanumeric() || ch == '_'))
+            && a.split('.')
+                .all(|c| !c.is_empty() && c.chars().all(|ch| ch.is_alphanumeric() || ch == '_'))
         {
             if let Target::File(f) = unittest_target(a, root) {
                 if root.join(&f).is_file() {

@@ -156,10 +156,16 @@ impl Lint<'_> {
             expectations: Vec::new(),
             exit: 0,
         };
-        let env = self.env.get_or_insert_with(|| {
-            super::super::env::CriteriaEnv::capture(self.goal, self.root)
-        });
-        let r = super::super::criteria::run_until(&probe, self.root, COLLECT_TIMEOUT, Some(env), &|| false);
+        let env = self
+            .env
+            .get_or_insert_with(|| super::super::env::CriteriaEnv::capture(self.goal, self.root));
+        let r = super::super::criteria::run_until(
+            &probe,
+            self.root,
+            COLLECT_TIMEOUT,
+            Some(env),
+            &|| false,
+        );
         let count = match runner.kind {
             RunnerKind::Unittest => r.output_tail.lines().find_map(|l| {
                 let rest = l.strip_prefix("KIT_COUNT ")?;
@@ -175,7 +181,8 @@ impl Lint<'_> {
                 rest.starts_with("test").then(|| n.parse().ok()).flatten()
             }),
         };
-        let count = if r.exit == Some(0) || runner.kind == RunnerKind::Pytest { count } else { None };
+        let count =
+            if r.exit == Some(0) || runner.kind == RunnerKind::Pytest { count } else { None };
         if count.is_none() {
             self.notes.push(format!(
                 "kit could not count the tests `{}` runs with the runner's own collection, so the count the regression pins is not checked (a test module that does not import yet, or the runner missing)",
