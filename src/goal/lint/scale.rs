@@ -135,7 +135,7 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
         }
         format!("no shortcut: not yet — {}", parts.join("; "))
     });
-    reasons.push(if missing.is_empty() && !uncanaried.is_empty() {
+    reasons.push(if level == 3 && missing.is_empty() && !uncanaried.is_empty() {
         let lines: Vec<String> = uncanaried.iter().map(|c| format!("goal.md:{}", c.line)).collect();
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         format!(

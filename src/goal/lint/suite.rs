@@ -71,6 +71,10 @@ impl Lint<'_> {
             );
             return None;
         }
+        // A line already named needs its fix first; the collection waits for it.
+        if self.shortcuts.iter().any(|s| s.line == line) {
+            return None;
+        }
         let pinned = pinned_count(c, &runner.kind);
         let counted = self.collect(&cwd, &words, &runner)?;
         if let Some(p) = pinned.filter(|p| *p != counted) {
@@ -139,9 +143,7 @@ impl Lint<'_> {
                 )
             }
             RunnerKind::Pytest => {
-                let plain: Vec<String> =
-                    words.iter().filter(|w| !w.contains(['<', '>'])).cloned().collect();
-                let args: Vec<String> = plain.iter().map(|w| quote(w)).collect();
+                let args: Vec<String> = plain_words(words).iter().map(|w| quote(w)).collect();
                 format!("{cd}{} --collect-only -q", args.join(" "))
             }
             RunnerKind::Cargo | RunnerKind::Go => return None,
@@ -185,13 +187,18 @@ impl Lint<'_> {
             if r.exit == Some(0) || runner.kind == RunnerKind::Pytest { count } else { None };
         if count.is_none() {
             self.notes.push(format!(
-                "kit could not count the tests `{}` runs with the runner's own collection, so the count the regression pins is not checked (a test module that does not import yet, or the runner missing)",
-                super::cut(show_words(words))
+                "kit could not count the tests `{}` runs with the runner's own collection, so the count the regression pins is not checked (a test module that does not import yet, or the runner is not installed)",
+                super::cut(show_words(&plain_words(words)))
             ));
         }
         self.collected.insert(command, count);
         count
     }
+}
+
+/// The words of a command before its first redirection.
+fn plain_words(words: &[String]) -> Vec<String> {
+    words.iter().take_while(|w| !w.contains(['<', '>'])).cloned().collect()
 }
 
 fn whole_fix(kind: &RunnerKind) -> String {
