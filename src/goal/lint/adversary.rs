@@ -42,6 +42,9 @@ pub struct Trial {
     pub accepted: bool,
 }
 
+/// How a runner frames its summary line in a whole output.
+type Style = Box<dyn Fn(&str) -> String>;
+
 /// A candidate output: (what it stands for, output, exit status of the honest runner).
 type Candidate = (String, String, i32);
 
@@ -200,7 +203,7 @@ fn test_candidates(c: &Criterion, suite_count: Option<u64>) -> Option<Vec<Candid
     let kind = runner.as_ref().map(|r| &r.kind);
     let n = kind.and_then(|k| pinned_count(c, k)).or(suite_count).unwrap_or(9).max(1);
     let witness = witness_lines(c);
-    let styles: Vec<Box<dyn Fn(&str) -> String>> = match kind {
+    let styles: Vec<Style> = match kind {
         Some(RunnerKind::Unittest) => vec![Box::new(|tail: &str| {
             format!("test_one (tests.test_x.T.test_one) ... ok\n\n{}\n{tail}\n", "-".repeat(70))
         })],

@@ -636,18 +636,12 @@ pub(super) fn script_inputs(words: &[String], root: &Path) -> Vec<Target> {
         shell::program(words).map(|(p, _)| p.rsplit('/').next().unwrap_or(p)),
         Some(b) if b.starts_with("python") || matches!(b, "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "." | "source")
     );
-    let mut after_m = false;
     for a in args {
         if !past_script {
-            if a == "-m" {
-                after_m = true;
-                continue;
+            // `-m` and other interpreter options come before the script or module.
+            if !a.starts_with('-') {
+                past_script = true;
             }
-            if a.starts_with('-') {
-                continue;
-            }
-            past_script = true;
-            let _ = after_m;
             continue;
         }
         if a.starts_with('-') || a.contains(['<', '>', '=']) || a.contains("://") {

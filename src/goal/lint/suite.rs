@@ -115,9 +115,8 @@ impl Lint<'_> {
             };
             for f in files {
                 // cargo runs the crates directly under tests/ only.
-                if *kind == RunnerKind::Cargo
-                    && !(f.starts_with("tests/") && !f["tests/".len()..].contains('/'))
-                {
+                let direct = f.strip_prefix("tests/").is_some_and(|r| !r.contains('/'));
+                if *kind == RunnerKind::Cargo && !direct {
                     continue;
                 }
                 out.insert(f);
