@@ -240,7 +240,7 @@ fn a_goal_whose_criterion_runs_a_script_the_agent_could_write_is_refused_before_
     let d = project(false);
     let root = d.path();
     // `run_tests.sh` does not exist: an agent told to make the criterion pass would write one
-    // that prints `Ran 3 tests` and `re:^OK$`.
+    // that prints `Ran 3 tests` and `OK`.
     let goal = GOAL.replace("`python3 -m unittest discover -s tests -v`", "`sh run_tests.sh`");
     write(root, "longrun/goal.md", &goal);
     let o = kit_loop(root, &["--agent", "touch agent-ran", "--max-iterations", "1"]);
