@@ -81,7 +81,9 @@ struct Report<'a> {
     ok: bool,
     reasons: &'a [String],
     shortcuts: &'a [super::Shortcut],
+    notes: &'a [String],
     criteria: &'a [super::Criterion],
+    adversarial: &'a [super::Trial],
     prose_criteria: Vec<Prose<'a>>,
     budget: BudgetJson,
 }
@@ -108,7 +110,9 @@ fn to_json(goal: &Goal, rating: &Rating, required: u8) -> String {
         ok: rating.level >= required,
         reasons: &rating.reasons,
         shortcuts: &rating.shortcuts,
+        notes: &rating.notes,
         criteria: &goal.criteria,
+        adversarial: &rating.trials,
         prose_criteria: goal
             .prose_criteria
             .iter()
@@ -191,6 +195,13 @@ fn render(goal: &Goal, rating: &Rating, required: u8, theme: &Theme) -> String {
         }
     }
 
+    if !rating.notes.is_empty() {
+        s += &format!("\n{}\n", theme.bold("Not checked"));
+        for n in &rating.notes {
+            s += &wrap("  ", 2, n);
+        }
+    }
+
     let b = &goal.budget;
     let mut budget = Vec::new();
     if let Some(n) = b.iterations {
@@ -258,7 +269,11 @@ fn next_step(goal: &Goal, rating: &Rating) -> String {
                 .filter(|k| !have.contains(k))
                 .map(|k| k.as_str())
                 .collect();
-            format!("add a {} criterion", missing.join(" and a "))
+            if missing.is_empty() {
+                "run every function and regression criterion through unittest, pytest, cargo test or go test, so that kit can canary it".to_string()
+            } else {
+                format!("add a {} criterion", missing.join(" and a "))
+            }
         }
     }
 }

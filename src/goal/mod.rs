@@ -54,7 +54,7 @@ use crate::longrun::Project;
 
 pub use check::{check, CheckOptions};
 pub use criteria::{run_all, run_criterion, CriterionResult, OUTPUT_TAIL_LINES};
-pub use lint::{Rating, Shortcut};
+pub use lint::{Rating, Shortcut, Trial};
 pub use parse::parse;
 
 /// The three kinds of criterion. A level 4 goal has at least one of each.
@@ -152,6 +152,15 @@ pub struct Criterion {
     pub expectations: Vec<Expectation>,
     /// The exit status the command must end with (0 unless the line says `(exit N)`).
     pub exit: i32,
+}
+
+impl Criterion {
+    /// Whether a run that exited `exit` and printed `output` passes this criterion: the exit
+    /// status it requires and every expectation met. The loop's rule (see `criteria`), used by
+    /// the linter to try the outputs a shortcut would produce.
+    pub fn accepts(&self, exit: i32, output: &str) -> bool {
+        exit == self.exit && self.expectations.iter().all(|e| e.is_met(output))
+    }
 }
 
 /// A criterion of kind `review`: `- review: WHAT THE EVALUATOR MUST JUDGE` (prose, backquotes

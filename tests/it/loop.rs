@@ -12,7 +12,7 @@ use crate::util::{git_repo, kit};
 const CALC_BROKEN: &str = "def add(a, b):\n    return a - b\n";
 const CALC_FIXED: &str = "def add(a, b):\n    return a + b\n";
 const TEST_CALC: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n    def test_negative(self):\n        self.assertEqual(add(-1, -2), -3)\n";
-const GOAL: &str = "# Goal: add returns the sum\n\n## End state\n`calc.add` returns the sum of its two arguments.\n\n## Criteria\n- function: `python3 -m unittest tests.test_calc -v` → `Ran 3 tests` and `OK`\n- regression: `python3 -m unittest discover -s tests -v` → `Ran 3 tests` and `OK`\n\n## Budget\n- iterations: 6\n";
+const GOAL: &str = "# Goal: add returns the sum\n\n## End state\n`calc.add` returns the sum of its two arguments.\n\n## Criteria\n- function: `python3 -m unittest tests.test_calc -v` → `Ran 3 tests` and `re:^OK$`\n- regression: `python3 -m unittest discover -s tests -v` → `Ran 3 tests` and `re:^OK$`\n\n## Budget\n- iterations: 6\n";
 const CONFIG: &str =
     "[timeouts]\ngrace = \"1s\"\ncriterion = \"60s\"\n\n[goal]\nrequired_level = 3\n";
 

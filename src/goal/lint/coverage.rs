@@ -22,8 +22,14 @@ impl Frozen {
         Frozen { paths }
     }
 
+    /// The paths frozen.toml protects, without the implicitly frozen files.
+    pub(super) fn user_paths(&self) -> Vec<String> {
+        let implicit: Vec<String> = IMPLICITLY_FROZEN.iter().map(|p| normalise(p)).collect();
+        self.paths.iter().filter(|p| !implicit.contains(p)).cloned().collect()
+    }
+
     /// Whether `path` (normalised, repo-relative) is frozen itself or lies in a frozen folder.
-    fn covers(&self, path: &str) -> bool {
+    pub(super) fn covers(&self, path: &str) -> bool {
         self.paths.iter().any(|f| {
             f == "."
                 || path == f

@@ -40,20 +40,25 @@ use serde::{Deserialize, Serialize};
 use super::shell;
 use super::{Criterion, Expectation, Goal, Kind, IMPLICITLY_FROZEN};
 
+mod adversary;
 mod coverage;
 mod expect;
 mod runner;
 mod scale;
 mod status;
+mod suite;
 #[cfg(test)]
 mod tests;
 
+pub use adversary::Trial;
 pub(crate) use runner::{runner_test_files, TestLanguage};
 pub(super) use scale::rate;
 
 use coverage::Frozen;
 use expect::pins_a_count;
-use runner::{build_files, in_folders, runs_tests, script_run, test_paths, Runner, Target};
+use runner::{
+    build_files, in_folders, runs_tests, script_inputs, script_run, test_paths, Runner, Target,
+};
 
 /// Separates the problem from its fix in [`Shortcut::what`].
 pub(crate) const FIX_SEP: &str = "; fix: ";
@@ -77,9 +82,19 @@ pub struct Rating {
     pub reasons: Vec<String>,
     /// Every shortcut found, in goal.md order. Any shortcut caps the level at 2.
     pub shortcuts: Vec<Shortcut>,
+    /// The adversarial outputs tried against each criterion, in goal.md order (see
+    /// `adversary`): a function or regression criterion that accepts one is a shortcut, a limit
+    /// must reject one.
+    #[serde(default)]
+    pub trials: Vec<Trial>,
+    /// What kit could not check and why (a collection that could not run), so a rating is
+    /// never silently weaker than it reads.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 struct Lint<'a> {
+    goal: &'a Goal,
     root: &'a Path,
     frozen: &'a Frozen,
     shortcuts: Vec<Shortcut>,
@@ -87,6 +102,14 @@ struct Lint<'a> {
     exercised: BTreeSet<String>,
     /// Lines of criteria whose exit status is not the work's (`; exit 0`, `|| true`…).
     status_lost: BTreeSet<usize>,
+    /// The adversarial outputs tried.
+    trials: Vec<Trial>,
+    /// What could not be checked.
+    notes: Vec<String>,
+    /// Test counts by collection command (one collection per distinct command).
+    collected: std::collections::HashMap<String, Option<u64>>,
+    /// The criteria's environment, built once when a collection runs.
+    env: Option<super::env::CriteriaEnv>,
 }
 
 impl Lint<'_> {
@@ -125,9 +148,15 @@ impl Lint<'_> {
             found.extend(test_paths(words, &here));
             // A script is the test when it measures a limit, or when its name says it runs
             // tests or checks (a program the goal asks for is the work, not the test).
+            // Every script of the repository the command runs, by path, through an
+            // interpreter, sourced or as `python -m MODULE`, once it exists: an agent that
+            // rewrites it decides what the criterion prints. One that does not exist yet is
+            // the work, unless it measures a limit or its name says it runs tests.
             found.extend(script_run(words, &here).filter(|t| {
-                c.kind == Kind::Limit || matches!(t, Target::Script(p) if runs_tests(p))
+                c.kind == Kind::Limit
+                    || matches!(t, Target::Script(p) if runs_tests(p) || here.join(p).is_file())
             }));
+            found.extend(script_inputs(words, &here));
             found.extend(build_files(words, &here));
             targets.extend(found.into_iter().map(|t| t.under(&cwd)));
         }
@@ -144,6 +173,8 @@ impl Lint<'_> {
                 self.target(line, c.kind, &t);
             }
         }
+        let suite_count = self.whole_suite(c);
+        self.adversary(c, suite_count);
     }
 }
 

@@ -102,7 +102,7 @@ pub(super) struct Runner {
     /// Which runner it is.
     pub(super) kind: RunnerKind,
     /// Positional arguments (test names, files, folders), flags removed.
-    positional: Vec<String>,
+    pub(super) positional: Vec<String>,
     /// Flags that select or skip tests: `(flag, value)`.
     selecting: Vec<(String, Option<String>)>,
     /// Flags that stop at the first failure.
@@ -284,7 +284,7 @@ impl Runner {
         }
     }
 
-    fn option(&self, names: &[&str]) -> Option<&str> {
+    pub(super) fn option(&self, names: &[&str]) -> Option<&str> {
         self.options
             .iter()
             .rev()
@@ -556,9 +556,26 @@ pub(super) fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
 /// not it exists yet (a criterion that runs a file the agent will write is judged by the agent).
 /// Not `python3 -m MODULE` or `sh -c SCRIPT` (their own checks read those).
 pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
-    let _ = root;
     let (prog, args) = shell::program(words)?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
+    // `. ./env.sh`, `source env.sh`: the file runs in the criterion's own shell.
+    if matches!(base, "." | "source") {
+        let s = args.first()?;
+        return repo_path(s).map(Target::Script);
+    }
+    // `python3 -m tools.check`: the module's file runs as the program.
+    if base.starts_with("python") {
+        if let Some((module, _)) = python_module(args) {
+            if matches!(module, "unittest" | "pytest") {
+                return None;
+            }
+            let rel = module.replace('.', "/");
+            return [format!("{rel}.py"), format!("{rel}/__main__.py")]
+                .into_iter()
+                .find(|p| root.join(p).is_file())
+                .map(Target::Script);
+        }
+    }
     let interpreter = base.starts_with("python")
         || matches!(
             base,
@@ -592,6 +609,60 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
     }
     let p = normalise(script);
     (p != ".").then_some(Target::Script(p))
+}
+
+/// A word as a repo-relative path, when it can be one (not absolute, no `..`, no variable).
+fn repo_path(w: &str) -> Option<String> {
+    if w.starts_with('/')
+        || w.starts_with('~')
+        || w.contains('$')
+        || w.split('/').any(|c| c == "..")
+    {
+        return None;
+    }
+    let p = normalise(w);
+    (p != ".").then_some(p)
+}
+
+/// What a script the command runs reads from the repository: each argument that names an
+/// existing file (`in.txt`, `tests/test_clamp.py`) or a Python module (`tests.test_clamp`).
+/// The agent could rewrite any of them to change what the criterion prints.
+pub(super) fn script_inputs(words: &[String], root: &Path) -> Vec<Target> {
+    let Some(Target::Script(_)) = script_run(words, root) else { return Vec::new() };
+    let Some((_, args)) = shell::program(words) else { return Vec::new() };
+    let mut out = Vec::new();
+    // Skip the interpreter's own options and the script itself.
+    let mut past_script = !matches!(
+        shell::program(words).map(|(p, _)| p.rsplit('/').next().unwrap_or(p)),
+        Some(b) if b.starts_with("python") || matches!(b, "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "." | "source")
+    );
+    for a in args {
+        if !past_script {
+            // `-m` and other interpreter options come before the script or module.
+            if !a.starts_with('-') {
+                past_script = true;
+            }
+            continue;
+        }
+        if a.starts_with('-') || a.contains(['<', '>', '=']) || a.contains("://") {
+            continue;
+        }
+        let Some(p) = repo_path(a) else { continue };
+        if root.join(&p).is_file() {
+            out.push(Target::File(p));
+        } else if !a.contains('/')
+            && a.contains('.')
+            && a.split('.')
+                .all(|c| !c.is_empty() && c.chars().all(|ch| ch.is_alphanumeric() || ch == '_'))
+        {
+            if let Target::File(f) = unittest_target(a, root) {
+                if root.join(&f).is_file() {
+                    out.push(Target::File(f));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The build file that defines what `make TARGET` or `npm test` runs: `Makefile` (or `-f FILE`,

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::coverage::Frozen;
+use super::runner::runner_test_files;
 use super::{abbreviate, count, Goal, Kind, Lint, Rating};
 
 /// Rate `goal`. `frozen` holds the repo-relative paths (files and folders, `tests` or `tests/`)
@@ -14,16 +15,21 @@ use super::{abbreviate, count, Goal, Kind, Lint, Rating};
 pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
     let frozen = Frozen::new(frozen);
     let mut lint = Lint {
+        goal,
         root,
         frozen: &frozen,
         shortcuts: Vec::new(),
         exercised: BTreeSet::new(),
         status_lost: BTreeSet::new(),
+        trials: Vec::new(),
+        notes: Vec::new(),
+        collected: Default::default(),
+        env: None,
     };
     for c in &goal.criteria {
         lint.criterion(c);
     }
-    let Lint { mut shortcuts, exercised, status_lost, .. } = lint;
+    let Lint { mut shortcuts, exercised, status_lost, trials, notes, .. } = lint;
     let mut seen = BTreeSet::new();
     shortcuts.retain(|s| seen.insert((s.line, s.what.clone())));
     shortcuts.sort_by_key(|s| s.line);
@@ -34,13 +40,21 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
     let missing: Vec<&str> =
         Kind::ALL.iter().map(|k| k.as_str()).filter(|k| !kinds.contains(k)).collect();
 
+    // Function and regression criteria whose runner kit cannot canary (a script, `make
+    // test`, an expected failure): their pass may be printed by the code under work.
+    let uncanaried: Vec<&super::Criterion> = goal
+        .criteria
+        .iter()
+        .filter(|c| c.kind != Kind::Limit)
+        .filter(|c| c.exit != 0 || runner_test_files(c, root).is_none())
+        .collect();
     let level: u8 = if commands == 0 && prose == 0 {
         0
     } else if commands == 0 {
         1
     } else if !shortcuts.is_empty() || prose > 0 {
         2
-    } else if !missing.is_empty() {
+    } else if !missing.is_empty() || !uncanaried.is_empty() {
         3
     } else {
         4
@@ -121,7 +135,14 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
         }
         format!("no shortcut: not yet — {}", parts.join("; "))
     });
-    reasons.push(if missing.is_empty() {
+    reasons.push(if level == 3 && missing.is_empty() && !uncanaried.is_empty() {
+        let lines: Vec<String> = uncanaried.iter().map(|c| format!("goal.md:{}", c.line)).collect();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        format!(
+            "coverage: function, regression and limit are there, but kit cannot canary {} (no unittest, pytest, cargo test or go test run kit can add a failing test to), so the code under work could print its pass; level 4 needs every function and regression criterion run by one of those runners",
+            abbreviate(&lines, 3)
+        )
+    } else if missing.is_empty() {
         if level >= 4 {
             "coverage: function, regression and limit — the new work, nothing broken, a bound held".to_string()
         } else {
@@ -133,7 +154,7 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
             join_or(&missing)
         )
     });
-    Rating { level, reasons, shortcuts }
+    Rating { level, reasons, shortcuts, trials, notes }
 }
 
 /// `a`, `a or b`, `a, b or c`.

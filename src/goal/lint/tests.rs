@@ -35,8 +35,8 @@ fn all_frozen() -> Vec<String> {
 }
 
 const GOOD: &str =
-    "- function: `python3 -m unittest tests.test_durations -v` → `Ran 9 tests` and `OK`
-- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests` and `OK`
+    "- function: `python3 -m unittest tests.test_durations -v` → `Ran 9 tests` and `re:^OK$`
+- regression: `python3 -m unittest discover -s tests` → `Ran 14 tests` and `re:^OK$`
 - limit: `python3 tools/bench_load.py` → `re:^p95_ms=([0-9]|1[0-9])$`";
 
 #[test]
@@ -44,7 +44,8 @@ fn levels() {
     let root = repo();
     let r = |text: &str, frozen: &[String]| rate(&goal(text), frozen, root.path()).level;
     let none: Vec<String> = Vec::new();
-    let all = all_frozen();
+    // The unittest suite and the benchmark: pyt/ holds pytest files the regression leaves out.
+    let all: Vec<String> = vec!["tests/".into(), "tools/bench_load.py".into()];
     // (criteria section body, frozen, level)
     let cases: Vec<(&str, &[String], u8)> = vec![
         ("", &none, 0),
@@ -54,7 +55,8 @@ fn levels() {
         ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests`", &none, 2),
         (GOOD, &none, 2),
         ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests`\n- and it is fast", &all, 2),
-        ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `OK`", &all, 3),
+        ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `OK`", &all, 2),
+        ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:^OK$`", &all, 3),
         (GOOD, &all, 4),
     ];
     for (text, frozen, level) in cases {
@@ -80,8 +82,8 @@ fn shortcuts() {
         ("- regression: `pytest pyt/test_api.py` → `0 failed`", Some("pins no count")),
         ("- regression: `pytest pyt/test_api.py` → `re:\\d+ passed`", Some("pins no count")),
         ("- regression: `pytest pyt/test_api.py` → `re:[0-9]{2} passed`", Some("pins no count")),
-        ("- regression: `pytest pyt/test_api.py` → `14 passed`", None),
-        ("- regression: `pytest pyt/test_api.py` → `re:^14 passed`", None),
+        ("- function: `pytest pyt/test_api.py` → `14 passed`", None),
+        ("- function: `pytest pyt/test_api.py` → `re:^14 passed`", None),
         ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and ``", Some("matches any output")),
         ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:.*`", Some("matches any output")),
         ("- function: `python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:^`", Some("matches any output")),
@@ -90,13 +92,13 @@ fn shortcuts() {
         ("- function: `python3 -m unittest tests.test_durations || true` → `Ran 9 tests`", Some("`|| true` swallows")),
         ("- function: `python3 -m unittest tests.test_durations || :` → `Ran 9 tests`", Some("`|| :` swallows")),
         ("- function: `python3 -m unittest tests.test_durations || echo failed` → `Ran 9 tests`", Some("swallows")),
-        ("- function: `python3 -m unittest tests.test_durations || exit 1` → `Ran 9 tests`", None),
+        ("- function: `python3 -m unittest tests.test_durations || exit 1` → `Ran 9 tests` and `re:^OK$`", None),
         ("- function: `python3 -m unittest tests.test_durations; exit 0` → `Ran 9 tests`", Some("`; exit 0`")),
         ("- function: `python3 -m unittest tests.test_durations; true` → `Ran 9 tests`", Some("`; true`")),
         ("- function: `python3 -m unittest tests.test_durations > out.txt; cat out.txt` → `Ran 9 tests`", Some("`; cat out.txt`")),
         ("- function: `python3 -m unittest tests.test_durations 2>&1 | tee log` → `Ran 9 tests`", Some("`| tee`")),
-        ("- function: `set -o pipefail; python3 -m unittest tests.test_durations 2>&1 | tee log` → `Ran 9 tests`", None),
-        ("- function: `cd . ; python3 -m unittest tests.test_durations` → `Ran 9 tests`", None),
+        ("- function: `set -o pipefail; python3 -m unittest tests.test_durations 2>&1 | tee log` → `Ran 9 tests` and `re:^OK$`", None),
+        ("- function: `cd . ; python3 -m unittest tests.test_durations` → `Ran 9 tests` and `re:^OK$`", None),
         ("- function: `set +e; python3 -m unittest tests.test_durations` → `Ran 9 tests`", Some("set +e")),
         ("- function: `python3 -m unittest tests.test_durations 2>/dev/null` → `Ran 9 tests`", Some("2>/dev/null")),
         ("- function: `python3 -m unittest tests.test_durations 2> /dev/null` → `Ran 9 tests`", Some("2> /dev/null")),
@@ -112,7 +114,7 @@ fn shortcuts() {
         ("- function: `grep -r finished longrun/` → `finished 3`", Some("which the agent writes")),
         ("- function: `grep -c Criteria longrun/goal.md` → `1`", None),
         // Unfrozen or missing test files (here nothing else is wrong).
-        ("- function: `python3 -m unittest tests.test_nothere` → `Ran 2 tests`", None),
+        ("- function: `python3 -m unittest tests.test_nothere` → `Ran 2 tests` and `re:^OK$`", None),
         ("- function: `python3 -m unittest nothere.test_x` → `Ran 2 tests`", Some("nothere/test_x.py is run by this criterion but does not exist")),
         ("- function: `python3 -m unittest rs` → `Ran 2 tests`", Some("rs holds no test file (test*.py) yet")),
         // Scripts, build files and runner configuration the criterion runs (issue 10).
@@ -128,7 +130,7 @@ fn shortcuts() {
         ("- function: `npm test` → `14 passing`", Some("package.json, which `npm test` runs from, does not exist")),
         ("- function: `python3 -m unittest discover -s nothere` → `Ran 14 tests` and `OK`", Some("nothere does not exist")),
         ("- function: `python3 -m unittest discover -s tools` → `Ran 14 tests` and `OK`", Some("tools holds no test file")),
-        ("- function: `sh -c 'python3 -m unittest discover -s tests'` → `Ran 14 tests` and `OK`", None),
+        ("- function: `sh -c 'python3 -m unittest discover -s tests'` → `Ran 14 tests` and `re:^OK$`", None),
         ("- function: `cargo test --manifest-path rs/Cargo.toml` → `test result: ok. 3 passed`", None),
         ("- function: `python3 -m unittest newtests/test_new.py` → `Ran 2 tests`", Some("does not exist")),
         // Runner flags that select, skip or stop early.
@@ -336,22 +338,19 @@ fn the_runner_must_decide_the_exit_status() {
         ("python3 -m unittest discover -s tests -v".to_string(), None),
     ]
     .into_iter()
-    .map(|(cmd, want)| (format!("- regression: `{cmd}` → `Ran 14 tests` and `OK`"), want))
+    .map(|(cmd, want)| (format!("- function: `{cmd}` → `Ran 14 tests` and `re:^OK$`"), want))
     .collect();
     let cases: Vec<(&str, Option<&str>)> = cases.iter().map(|(t, w)| (t.as_str(), *w)).collect();
     check_table(&root, &cases);
     // Other runners: genuine forms pass, their faked forms do not.
     let cargo: &[(&str, Option<&str>)] = &[
-        ("- regression: `cargo test --locked` → `test result: ok. 3 passed`", None),
+        ("- function: `cargo test --locked` → `test result: ok. 3 passed`", None),
         (
             "- regression: `cargo test --locked; true` → `test result: ok. 3 passed`",
             Some("`; true` replaces"),
         ),
-        ("- regression: `pytest -q pyt/test_api.py` → `14 passed`", None),
-        (
-            "- regression: `pytest -q pyt/test_api.py 2>&1 | tail -5` → `14 passed`",
-            Some("`| tail`"),
-        ),
+        ("- function: `pytest -q pyt/test_api.py` → `14 passed`", None),
+        ("- function: `pytest -q pyt/test_api.py 2>&1 | tail -5` → `14 passed`", Some("`| tail`")),
     ];
     check_table(&root, cargo);
 }
@@ -398,7 +397,7 @@ fn the_whole_tests_folder_frozen_covers_discover() {
     let root = repo();
     let rating = rate(
         &goal(
-            "- regression: `python3 -m unittest discover -s tests -p 'test_*.py'` → `Ran 14 tests`",
+            "- regression: `python3 -m unittest discover -s tests -p 'test_*.py'` → `Ran 14 tests` and `re:^OK$`",
         ),
         &["tests".into()],
         root.path(),
@@ -650,4 +649,131 @@ fn globs() {
     ] {
         assert_eq!(glob_match(p, n), want, "{p} {n}");
     }
+}
+
+/// The lab of lesson 2: the rehearsal sample project with exercise 3's extra regression tests
+/// (16 unittest tests: 9 in tests/test_durations.py), and `tools/run.sh`, a wrapper script.
+fn lab() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let project = here.join("kit/rehearsal/project");
+    for f in [
+        "confload/__init__.py",
+        "confload/durations.py",
+        "confload/loader.py",
+        "tests/__init__.py",
+        "tests/test_durations.py",
+        "tests/test_loader.py",
+        "tools/bench_durations.py",
+    ] {
+        let to = d.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(project.join(f), to).unwrap();
+    }
+    std::fs::copy(
+        here.join("exercises/03-close-the-shortcuts/start/tests/test_loader_values.py"),
+        d.path().join("tests/test_loader_values.py"),
+    )
+    .unwrap();
+    std::fs::write(d.path().join("tools/run.sh"), "python3 -B -m unittest \"$@\" -v\n").unwrap();
+    d
+}
+
+const F: &str =
+    "- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests` and `re:^OK$`";
+const R: &str =
+    "- regression: `python3 -B -m unittest discover -s tests -v` → `Ran 16 tests` and `re:^OK$`";
+const L: &str =
+    "- limit: `python3 -B tools/bench_durations.py` → `re:^parsed=20000 cpu_ms=[0-9]{1,3}$`";
+
+/// Issue 22's held-back set: goals on the lesson-2 lab as their author meant them, sound ones
+/// written the ways people write them (3–4) and every known shortcut shape (≤ 2), old and new.
+/// The linter must neither pass a shortcut nor cry wolf on a sound goal.
+#[test]
+fn goals_on_the_lesson_2_lab_are_rated_as_their_author_meant() {
+    let root = lab();
+    let tt: Vec<String> = vec!["tests".into(), "tools".into()];
+    let bench_only: Vec<String> = vec!["tests".into(), "tools/bench_durations.py".into()];
+    let with = |f: &str, r: &str, l: &str| format!("{f}\n{r}\n{l}");
+    // (criteria, frozen, lowest level, highest level)
+    let cases: Vec<(String, &Vec<String>, u8, u8)> = vec![
+        // Sound.
+        (with(F, R, L), &tt, 4, 4),
+        (with(L, F, R), &tt, 4, 4),
+        (format!("The suite is the team's.\n\n{F}\n\nAnd it must stay fast:\n\n{R}\n{L}"), &tt, 4, 4),
+        (with(F, "- regression: `python3 -m unittest discover -s tests -v` → `Ran 16 tests` and `re:^OK$`", L), &tt, 4, 4),
+        (with(F, "- regression: `python3 -B -m unittest discover -s tests` → `re:^Ran 16 tests in` and `re:^OK$`", L), &tt, 4, 4),
+        (with("- function: `python3 -B -m unittest -v tests.test_durations` → `re:^OK$` and `Ran 9 tests`", R, L), &tt, 4, 4),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `re:^parsed=20000 cpu_ms=([0-9]{1,2}|[1-8][0-9]{2})$`"), &tt, 4, 4),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `parsed=20000` and `re:cpu_ms=[0-9]{1,3}$`"), &tt, 4, 4),
+        (with("- function: `python -m pytest -q tests/test_durations.py` → `9 passed`", "- regression: `python -m pytest -q` → `16 passed`", L), &tt, 4, 4),
+        (format!("{F}\n{R}"), &tt, 3, 3),
+        // A wrapper script, frozen: sound, but kit cannot canary it.
+        (with("- function: `sh tools/run.sh tests.test_durations` → `Ran 9 tests` and `re:^OK$`", R, L), &tt, 3, 3),
+        // Shortcuts the issue names.
+        (with(F, "- regression: `python3 -B -m unittest discover -s tests -p \"test_d*.py\" -v` → `Ran 9 tests` and `re:^OK$`", L), &tt, 0, 2),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `parsed=20000`"), &tt, 0, 2),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `re:cpu_ms=[0-9]{1,9}`"), &tt, 0, 2),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `re:cpu_ms=[0-9]{1,3}|cpu_ms=[0-9]*`"), &tt, 0, 2),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `re:^parsed=20000 cpu_ms=[0-9]{1,13}$`"), &tt, 0, 2),
+        (with("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests` and `re:^OK`", R, L), &tt, 0, 2),
+        (with("- function: `sh tools/run.sh tests.test_durations` → `Ran 9 tests` and `re:^OK$`", R, L), &bench_only, 0, 2),
+        (with("- function: `./tools/run.sh tests.test_durations` → `Ran 9 tests` and `re:^OK$`", R, L), &bench_only, 0, 2),
+        (with("- function: `bash tools/run.sh tests.test_durations` → `Ran 9 tests` and `re:^OK$`", R, L), &bench_only, 0, 2),
+        // Shapes the table already names.
+        (with("- function: `python3 -B -m unittest -k seconds tests.test_durations -v` → `Ran 9 tests` and `re:^OK$`", R, L), &tt, 0, 2),
+        (with(F, R, "- limit: `python3 -B tools/bench_durations.py` → `re:cpu_ms=[0-9]+`"), &tt, 0, 2),
+        (with(F, "- regression: `python3 -B -m unittest discover -s tests -v` → `Ran 16 tests` and `re:.*`", L), &tt, 0, 2),
+        (with(F, "- regression: `python3 -B -m unittest discover -s tests -v; exit 0` → `Ran 16 tests` and `re:^OK$`", L), &tt, 0, 2),
+        (with("- function: `python3 -B -m unittest tests.test_durations -v 2>/dev/null` → `Ran 9 tests` and `re:^OK$`", R, L), &tt, 0, 2),
+        (with("- function: `python3 -B -m unittest tests.test_durations -v` → `OK`", R, L), &tt, 0, 2),
+        // Sound-looking, but not.
+        (with("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests` and `OK`", R, L), &tt, 0, 2),
+        (with("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests`", R, L), &tt, 0, 2),
+        (with(F, "- regression: `python3 -B -m unittest tests.test_durations tests.test_loader -v` → `Ran 14 tests` and `re:^OK$`", L), &tt, 0, 2),
+        (with(F, "- regression: `python3 -B -m unittest discover -s tests -v` → `Ran 15 tests` and `re:^OK$`", L), &tt, 0, 2),
+        (with(F, "- regression: `python -m pytest -q tests/test_durations.py tests/test_loader.py` → `14 passed`", L), &tt, 0, 2),
+        (with(F, "- regression: `python -m pytest -q --ignore tests/test_loader_values.py` → `14 passed`", L), &tt, 0, 2),
+        (with(F, "- regression: `python -m pytest -q` → `re:[0-9]+ passed`", L), &tt, 0, 2),
+    ];
+    for (criteria, frozen, low, high) in &cases {
+        let rating = rate(&goal(criteria), frozen, root.path());
+        assert!(
+            (*low..=*high).contains(&rating.level),
+            "{criteria}\nrated {}, meant {low}–{high}\n{:#?}\n{:#?}",
+            rating.level,
+            rating.shortcuts,
+            rating.reasons
+        );
+        if *high <= 2 {
+            assert!(rating.shortcuts.iter().all(|s| s.what.contains(FIX_SEP)), "{criteria}");
+        }
+    }
+}
+
+/// Each adversarial shortcut names the output it accepted; the trials are kept for --json.
+#[test]
+fn an_adversarial_shortcut_names_the_output_it_accepted() {
+    let root = lab();
+    let tt: Vec<String> = vec!["tests".into(), "tools".into()];
+    let cases: &[(&str, &str)] = &[
+        ("- function: `python3 -B -m unittest tests.test_durations -v` → `Ran 9 tests` and `re:^OK`", "OK (skipped=3)"),
+        ("- limit: `python3 -B tools/bench_durations.py` → `re:cpu_ms=[0-9]{1,9}`", "cpu_ms=1000000000000"),
+        ("- limit: `python3 -B tools/bench_durations.py` → `parsed=20000`", "parsed=20000 1000000000000"),
+        ("- regression: `python3 -B -m unittest discover -s tests -v` → `Ran 15 tests` and `re:^OK$`", "the frozen suite holds 16"),
+        ("- regression: `python3 -B -m unittest discover -s tests -p \"test_d*.py\" -v` → `Ran 9 tests` and `re:^OK$`", "left out: tests/test_loader.py, tests/test_loader_values.py"),
+    ];
+    for (text, phrase) in cases {
+        let rating = rate(&goal(text), &tt, root.path());
+        assert!(
+            rating.shortcuts.iter().any(|s| s.line == 4 && s.what.contains(phrase)),
+            "{text}: no `{phrase}` in {:#?}",
+            rating.shortcuts
+        );
+    }
+    let rating = rate(&goal(L), &tt, root.path());
+    assert!(rating.shortcuts.is_empty(), "{:#?}", rating.shortcuts);
+    let far: Vec<&Trial> =
+        rating.trials.iter().filter(|t| t.output.contains("1000000000000")).collect();
+    assert!(!far.is_empty() && far.iter().all(|t| !t.accepted), "{:#?}", rating.trials);
 }

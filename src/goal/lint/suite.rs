@@ -1,0 +1,243 @@
+//! A regression runs the whole frozen suite (issue 22). "Nothing broke" is only evidence when
+//! every frozen test runs: a regression criterion that names a module list, a `-p` pattern, a
+//! test path narrower than the frozen test folders or a filter checks part of the suite, and a
+//! regression in the rest goes unseen. And the count it pins must be what the frozen test files
+//! hold, counted by the runner's own collection (`unittest` discovery without running, `pytest
+//! --collect-only -q`), run the way the loop runs criteria: `sh -c` in the repository root, in
+//! the criteria's environment, with a timeout. When the collection cannot run (no Python, a
+//! test module that does not import yet), kit says so and judges by the rest.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use super::adversary::pinned_count;
+use super::coverage::normalise;
+use super::runner::{in_folders, runner_test_files, walk_matching, Runner, RunnerKind};
+use super::{abbreviate, shell, show_words, Criterion, Kind, Lint};
+
+/// How long one collection may take.
+const COLLECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Counts unittest's discovery without running a test: `KIT_COUNT <tests> <failed imports>`.
+const UNITTEST_COUNT: &str = "import sys, unittest\n\
+def walk(s):\n    for t in s:\n        if isinstance(t, unittest.TestSuite):\n            yield from walk(t)\n        else:\n            yield t\n\
+top = sys.argv[3] or None\n\
+tests = list(walk(unittest.defaultTestLoader.discover(sys.argv[1], pattern=sys.argv[2], top_level_dir=top)))\n\
+bad = [t for t in tests if type(t).__name__ == '_FailedTest']\n\
+print('KIT_COUNT', sum(t.countTestCases() for t in tests), len(bad))\n";
+
+impl Lint<'_> {
+    /// For a regression criterion: the frozen test files it leaves out, and the count it pins
+    /// against the runner's own collection. Returns the collected count when there is one.
+    pub(super) fn whole_suite(&mut self, c: &Criterion) -> Option<u64> {
+        if c.kind != Kind::Regression {
+            return None;
+        }
+        let commands = shell::simple_commands(&c.command);
+        let (cwd, words, runner) = in_folders(&commands)
+            .into_iter()
+            .find_map(|(cwd, w)| Runner::of(w).map(|r| (cwd, w.to_vec(), r)))?;
+        let line = c.line;
+        if runner.kind == RunnerKind::Unittest && runner.names_modules() {
+            self.flag(
+                line,
+                format!("`{}` runs only the modules it names: a regression criterion must run the whole frozen suite", show_words(&words)),
+                whole_fix(&runner.kind),
+            );
+            return None;
+        }
+        // Two regression criteria (a unittest suite and a pytest one) may share the suite.
+        let runs: BTreeSet<String> = self
+            .goal
+            .criteria
+            .iter()
+            .filter(|o| o.kind == Kind::Regression)
+            .filter_map(|o| runner_test_files(o, self.root))
+            .flat_map(|(_, f)| f)
+            .collect();
+        let frozen = self.frozen_test_files(&runner.kind);
+        let left: Vec<&str> =
+            frozen.iter().filter(|f| !runs.contains(*f)).map(String::as_str).collect();
+        if !left.is_empty() {
+            self.flag(
+                line,
+                format!(
+                    "the regression runs {} of the {} frozen test files (left out: {}): a regression there goes unseen",
+                    frozen.len() - left.len(),
+                    frozen.len(),
+                    abbreviate(&left, 3)
+                ),
+                whole_fix(&runner.kind),
+            );
+            return None;
+        }
+        // A line already named needs its fix first; the collection waits for it.
+        if self.shortcuts.iter().any(|s| s.line == line) {
+            return None;
+        }
+        let pinned = pinned_count(c, &runner.kind);
+        let counted = self.collect(&cwd, &words, &runner)?;
+        if let Some(p) = pinned.filter(|p| *p != counted) {
+            let unit = if runner.kind == RunnerKind::Unittest { "Ran" } else { "passed" };
+            self.flag(
+                line,
+                format!(
+                    "pins {p} tests (`{unit}`) but the frozen suite holds {counted}, counted by the runner's own collection: the criterion does not stand for the whole suite"
+                ),
+                format!("pin {counted}, the count a full run reports"),
+            );
+        }
+        Some(counted)
+    }
+
+    /// The frozen files the runner would collect with its default patterns.
+    fn frozen_test_files(&self, kind: &RunnerKind) -> BTreeSet<String> {
+        let patterns: Vec<String> = match kind {
+            RunnerKind::Unittest => vec!["test*.py".into()],
+            RunnerKind::Pytest => vec!["test_*.py".into(), "*_test.py".into()],
+            RunnerKind::Cargo => vec!["*.rs".into()],
+            RunnerKind::Go => vec!["*_test.go".into()],
+        };
+        let mut out = BTreeSet::new();
+        for p in self.frozen.user_paths() {
+            let full = self.root.join(&p);
+            let files = if full.is_dir() {
+                walk_matching(self.root, &p, &patterns)
+            } else if full.is_file() {
+                let base = p.rsplit('/').next().unwrap_or(&p).to_string();
+                if patterns.iter().any(|pat| super::runner::glob_match(pat, &base)) {
+                    vec![p.clone()]
+                } else {
+                    Vec::new()
+                }
+            } else {
+                Vec::new()
+            };
+            for f in files {
+                // cargo runs the crates directly under tests/ only.
+                let direct = f.strip_prefix("tests/").is_some_and(|r| !r.contains('/'));
+                if *kind == RunnerKind::Cargo && !direct {
+                    continue;
+                }
+                out.insert(f);
+            }
+        }
+        out
+    }
+
+    /// The number of tests the runner collects, or None (with a note) when kit cannot count.
+    fn collect(&mut self, cwd: &str, words: &[String], runner: &Runner) -> Option<u64> {
+        let (prog, _) = shell::program(words)?;
+        let cd = if cwd.is_empty() { String::new() } else { format!("cd {} && ", quote(cwd)) };
+        let command = match runner.kind {
+            RunnerKind::Unittest => {
+                let (start, pattern, top) = runner.discovery();
+                format!(
+                    "{cd}{} -B -c {} {} {} {}",
+                    quote(prog),
+                    quote(UNITTEST_COUNT),
+                    quote(&start),
+                    quote(&pattern),
+                    quote(&top)
+                )
+            }
+            RunnerKind::Pytest => {
+                let args: Vec<String> = plain_words(words).iter().map(|w| quote(w)).collect();
+                format!("{cd}{} --collect-only -q", args.join(" "))
+            }
+            RunnerKind::Cargo | RunnerKind::Go => return None,
+        };
+        if let Some(hit) = self.collected.get(&command) {
+            return *hit;
+        }
+        let probe = Criterion {
+            line: 0,
+            kind: Kind::Regression,
+            command: command.clone(),
+            expectations: Vec::new(),
+            exit: 0,
+        };
+        let env = self
+            .env
+            .get_or_insert_with(|| super::super::env::CriteriaEnv::capture(self.goal, self.root));
+        let r = super::super::criteria::run_until(
+            &probe,
+            self.root,
+            COLLECT_TIMEOUT,
+            Some(env),
+            &|| false,
+        );
+        let count = match runner.kind {
+            RunnerKind::Unittest => r.output_tail.lines().find_map(|l| {
+                let rest = l.strip_prefix("KIT_COUNT ")?;
+                let (n, bad) = rest.split_once(' ')?;
+                (bad.trim() == "0").then(|| n.trim().parse().ok()).flatten()
+            }),
+            _ => r.output_tail.lines().rev().find_map(|l| {
+                let l = l.trim().trim_matches('=').trim();
+                if l.contains("error") {
+                    return None;
+                }
+                let (n, rest) = l.split_once(' ')?;
+                rest.starts_with("test").then(|| n.parse().ok()).flatten()
+            }),
+        };
+        let count =
+            if r.exit == Some(0) || runner.kind == RunnerKind::Pytest { count } else { None };
+        if count.is_none() {
+            self.notes.push(format!(
+                "kit could not count the tests `{}` runs with the runner's own collection, so the count the regression pins is not checked (a test module that does not import yet, or the runner is not installed)",
+                super::cut(show_words(&plain_words(words)))
+            ));
+        }
+        self.collected.insert(command, count);
+        count
+    }
+}
+
+/// The words of a command before its first redirection.
+fn plain_words(words: &[String]) -> Vec<String> {
+    words.iter().take_while(|w| !w.contains(['<', '>'])).cloned().collect()
+}
+
+fn whole_fix(kind: &RunnerKind) -> String {
+    match kind {
+        RunnerKind::Unittest => "run the whole frozen suite: `python3 -m unittest discover -s DIR -v` over the frozen test folder, no -p, no -k, no module list".into(),
+        RunnerKind::Pytest => "run the whole frozen suite: `python3 -m pytest -q` over the frozen test folders, no -k, -m, --ignore or deselection".into(),
+        RunnerKind::Cargo => "run `cargo test` with no test name filter and no --test selection".into(),
+        RunnerKind::Go => "run `go test ./...` with no -run or -skip".into(),
+    }
+}
+
+/// `word` quoted for `sh` when it needs it.
+fn quote(word: &str) -> String {
+    let plain = |ch: char| ch.is_ascii_alphanumeric() || "_./:=@%+,-".contains(ch);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+impl Runner {
+    /// `python -m unittest a.b c` (not `discover`, not bare): a module list.
+    pub(super) fn names_modules(&self) -> bool {
+        self.kind == RunnerKind::Unittest
+            && self.positional.first().is_some_and(|p| p != "discover")
+    }
+
+    /// unittest discovery's start folder, pattern and top-level folder ("" for none).
+    fn discovery(&self) -> (String, String, String) {
+        let pos: &[String] = if self.positional.is_empty() { &[] } else { &self.positional[1..] };
+        let start = self
+            .option(&["-s", "--start-directory"])
+            .or(pos.first().map(String::as_str))
+            .unwrap_or(".");
+        let pattern = self
+            .option(&["-p", "--pattern"])
+            .or(pos.get(1).map(String::as_str))
+            .unwrap_or("test*.py");
+        let top = self.option(&["-t", "--top-level-directory"]).or(pos.get(2).map(String::as_str));
+        (normalise(start), pattern.to_string(), top.unwrap_or("").to_string())
+    }
+}
