@@ -650,6 +650,37 @@ mod tests {
     }
 
     #[test]
+    fn claude_is_given_the_remaining_budget_rounded_down_and_never_zero() {
+        for (usd, want) in [
+            (25.0, "25.00"),
+            (1.239, "1.23"),
+            (0.4, "0.40"),
+            (0.0099, "0.0099"),
+            (0.00001, "0.0001"),
+            (0.0, "0.0001"),
+        ] {
+            assert_eq!(budget_arg(usd), want, "{usd}");
+        }
+        let mut setup = AgentSetup::default();
+        setup.max_budget_usd = budget_arg(1.5);
+        let argv = AgentSpec::Claude.argv_with(&setup).join(" ");
+        assert!(argv.ends_with("--setting-sources project,local --max-budget-usd 1.50"), "{argv}");
+        // Codex has no such flag; the fake and a command line take no set-up.
+        assert!(!AgentSpec::Codex.argv_with(&setup).join(" ").contains("budget"));
+        assert!(!AgentSpec::Fake("spend".into()).argv_with(&setup).join(" ").contains("budget"));
+    }
+
+    #[test]
+    fn a_claude_stop_at_its_budget_is_read_from_the_last_result() {
+        let log = log_with(&[
+            r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":1.01}"#,
+        ]);
+        assert!(stopped_at_budget(log.path()));
+        let ok = log_with(&[r#"{"type":"result","subtype":"success","is_error":false}"#]);
+        assert!(!stopped_at_budget(ok.path()));
+    }
+
+    #[test]
     fn criteria_commands_become_bash_prefix_patterns() {
         for (cmd, want) in [
             ("python3 -m unittest discover -s tests", vec!["Bash(python3 -m unittest:*)"]),
