@@ -661,8 +661,7 @@ mod tests {
         ] {
             assert_eq!(budget_arg(usd), want, "{usd}");
         }
-        let mut setup = AgentSetup::default();
-        setup.max_budget_usd = budget_arg(1.5);
+        let setup = AgentSetup { max_budget_usd: budget_arg(1.5), ..AgentSetup::default() };
         let argv = AgentSpec::Claude.argv_with(&setup).join(" ");
         assert!(argv.ends_with("--setting-sources project,local --max-budget-usd 1.50"), "{argv}");
         // Codex has no such flag; the fake and a command line take no set-up.
