@@ -381,7 +381,8 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
 }
 
 /// One short line each for the current run's last `permission_denials` event (the patterns
-/// denied and the setting that allows them) and its `unpriced` events (the models kit could not
+/// denied and the setting that allows them), its last `cost_cap` (who ended the iteration at the
+/// cost cap, the figure, the API calls) and its `unpriced` events (the models kit could not
 /// price, so the cost cap cannot be trusted). Empty when the run had neither.
 pub(crate) fn agent_notes(run: &[Value]) -> Vec<String> {
     let mut notes = Vec::new();
@@ -400,6 +401,30 @@ pub(crate) fn agent_notes(run: &[Value]) -> Vec<String> {
             d.get("suggest")
                 .and_then(Value::as_str)
                 .unwrap_or("widen [agent] allowed_tools in longrun/config.toml")
+        ));
+    }
+    if let Some(c) = run.iter().rev().find(|e| event_name(e) == "cost_cap") {
+        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+        let calls = |v: &Value| {
+            let n = v.as_u64().unwrap_or(0);
+            format!("{n} API call{}", if n == 1 { "" } else { "s" })
+        };
+        let how = match c.get("by").and_then(Value::as_str) {
+            Some("claude") => format!(
+                "Claude Code stopped itself at --max-budget-usd after {}",
+                calls(&c["api_calls"])
+            ),
+            _ => format!(
+                "by kit: ${:.2} of ${:.2} after {} (the last ${:.2})",
+                f(&c["used"]),
+                f(&c["limit"]),
+                calls(&c["at_stop"]["api_calls"]),
+                f(&c["at_stop"]["last_call_usd"])
+            ),
+        };
+        notes.push(format!(
+            "iteration {}: stopped at the cost cap {how}",
+            c.get("iteration").and_then(Value::as_u64).unwrap_or(0)
         ));
     }
     let mut models: Vec<String> = Vec::new();

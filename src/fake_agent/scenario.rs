@@ -143,6 +143,18 @@ pub(super) enum Step {
         #[serde(default = "default_read_path")]
         path: String,
     },
+    /// `calls` API calls (each a `Read` of `path`), `pause_ms` apart — a real wait, as an API
+    /// call takes time, so that a loop reading the stream can end the agent between two calls —
+    /// each costing `usd` by kit's price table for the scenario's model (uncached input tokens
+    /// are added to reach it: a large file read once, not kept in the context).
+    Spend {
+        calls: u32,
+        usd: f64,
+        #[serde(default = "default_spend_pause_ms")]
+        pause_ms: u64,
+        #[serde(default = "default_read_path")]
+        path: String,
+    },
     /// Stop here with this exit status (a `result` with `is_error` when non-zero).
     Exit { code: u8 },
     /// Stop here as Claude Code does when the plan's usage limit is reached: a
@@ -170,6 +182,9 @@ fn default_pause_ms() -> u64 {
 }
 fn default_true() -> bool {
     true
+}
+fn default_spend_pause_ms() -> u64 {
+    250
 }
 fn default_grow_calls() -> u32 {
     4

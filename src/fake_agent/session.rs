@@ -98,6 +98,8 @@ pub(super) struct Session {
     pending: u64,
     /// The context the next API call must reach (`grow_context`).
     aim: Option<u64>,
+    /// What the next API call must cost, USD (`spend`).
+    bill: Option<f64>,
     totals: Usage,
     cost_usd: f64,
     api_calls: u32,
@@ -136,6 +138,7 @@ impl Session {
             context: 0,
             pending: 0,
             aim: None,
+            bill: None,
             totals: Usage::default(),
             cost_usd: 0.0,
             api_calls: 0,
@@ -263,6 +266,12 @@ impl Session {
         self.aim = Some(tokens);
     }
 
+    /// Make the next API call cost `usd` by kit's price table for this session's model (when
+    /// it would cost less): uncached input tokens are added to it, and not kept in the context.
+    pub(super) fn bill_next(&mut self, usd: f64) {
+        self.bill = Some(usd);
+    }
+
     /// Let `d` of modelled time pass (virtually, under a fake clock; not at all otherwise).
     pub(super) fn pass(&mut self, d: Duration) {
         if clock::is_fake() {
@@ -281,10 +290,14 @@ impl Session {
             _ => self.pending,
         };
         let (w5, w1) = if self.spec.cache_ttl == "1h" { (0, write) } else { (write, 0) };
-        let usage =
+        let mut usage =
             Usage { input, cache_write_5m: w5, cache_write_1h: w1, cache_read: read, output };
-        self.account(&usage);
         self.context = input + write + read;
+        if let Some(usd) = self.bill.take() {
+            usage.input += self.filler_for(&usage, usd);
+        }
+        let (input, usage) = (usage.input, usage);
+        self.account(&usage);
         self.pending = output;
         let latency = 900 + output * 12;
         self.api_ms += latency;
@@ -503,6 +516,24 @@ impl Session {
             OutputFormat::Json => self.print(&result.to_string()),
             OutputFormat::Text => self.print(&text),
         }
+    }
+
+    /// Uncached input tokens that bring a call of usage `u` to cost `usd` (0 when it already
+    /// does, or the model is not priced).
+    fn filler_for(&self, u: &Usage, usd: f64) -> u64 {
+        let Lookup::Priced(p) = PriceTable::embedded().lookup(&self.spec.model) else { return 0 };
+        let short = usd - p.cost(u);
+        if short <= 0.0 {
+            return 0;
+        }
+        let mut filler = (short * 1e6 / p.rates_for(u).input).ceil() as u64;
+        // Past the long-context threshold the rates change: price the call as it will be billed
+        // (within a token's price of `usd`).
+        let with = |f: u64| p.cost(&Usage { input: u.input + f, ..*u });
+        while filler > 0 && with(filler) > usd + 1e-4 {
+            filler = (filler as f64 * usd / with(filler)).floor() as u64;
+        }
+        filler
     }
 
     fn account(&mut self, u: &Usage) {

@@ -167,6 +167,9 @@ impl<'a> Runner<'a> {
             Step::GrowContext { to_pct, calls, compaction_point, path } => {
                 self.grow(*to_pct, *calls, *compaction_point, &self.fill(path))
             }
+            Step::Spend { calls, usd, pause_ms, path } => {
+                self.spend(*calls, *usd, *pause_ms, &self.fill(path))
+            }
             Step::Exit { .. } | Step::Limit { .. } | Step::Crash { .. } => Ok(()),
         }
     }
@@ -379,6 +382,23 @@ impl<'a> Runner<'a> {
                 self.session.tool_result(&id, &text, true, bash_result("", &text))
             }
         }
+    }
+
+    /// `calls` `Read` calls of `path`, each costing `usd`, `pause_ms` of real time before each
+    /// (the API's latency: the events of one call are printed, then nothing until the next).
+    fn spend(&mut self, calls: u32, usd: f64, pause_ms: u64, path: &str) -> Result<()> {
+        let excerpt = read_excerpt(&self.cwd.join(path));
+        let pause = Duration::from_millis(pause_ms);
+        for _ in 0..calls {
+            std::thread::sleep(pause);
+            self.session.pass(pause);
+            self.session.bill_next(usd);
+            let abs = self.session.abs(path);
+            let id = self.call_tool("Read", json!({"file_path": abs}))?;
+            let r = json!({"type": "text", "file": {"filePath": abs, "content": excerpt, "numLines": excerpt.lines().count(), "startLine": 1, "totalLines": excerpt.lines().count()}});
+            self.session.tool_result(&id, &excerpt, false, r)?;
+        }
+        Ok(())
     }
 
     fn grow(&mut self, to_pct: f64, calls: u32, point: u64, path: &str) -> Result<()> {

@@ -6,8 +6,8 @@
 //!
 //! | spec | argv | usage read from |
 //! |---|---|---|
-//! | `claude` | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools … --setting-sources project,local` (see [`AgentSpec::argv_with`]) | the `result` event |
-//! | `codex` | `codex exec --json --sandbox workspace-write -` | the last `turn.completed` event; the model from `-m` or the rollout ([`codex_model`]) |
+//! | `claude` | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools … --setting-sources project,local --max-budget-usd B` (see [`AgentSpec::argv_with`]) | the `result` event; while it runs, each `assistant` event's usage ([`Meter`]) |
+//! | `codex` | `codex exec --json --sandbox workspace-write -` | the last `turn.completed` event; the model from `-m` or the rollout ([`codex_model`]); while it runs, the rollout's `token_count` records ([`Meter`]) |
 //! | `fake:SCENARIO` | `fake-agent --scenario SCENARIO -p --output-format stream-json --verbose` | the `result` event |
 //! | `fake-codex:SCENARIO` | `fake-agent --codex --scenario SCENARIO exec --json -` (the same steps as Codex prints them) | as `codex`: the last `turn.completed`; the model from the rollout it writes under `$CODEX_HOME` |
 //! | anything else | `sh -c SPEC` | whichever of the two it prints; a plain command reports none |
@@ -47,9 +47,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 mod launch;
+mod spend;
 mod usage;
 
 pub use launch::*;
+pub use spend::*;
 pub use usage::*;
 
 use super::memcap::{Enforcer, Watchdog};
@@ -134,8 +136,8 @@ impl AgentSpec {
     ///
     /// | spec | argv |
     /// |---|---|
-    /// | `claude`, allowlist | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools P… [--setting-sources S] [--model M]` |
-    /// | `claude`, skip | `claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--setting-sources S] [--model M]` |
+    /// | `claude`, allowlist | `claude -p --output-format stream-json --verbose --permission-mode acceptEdits --allowedTools P… [--setting-sources S] [--model M] [--max-budget-usd B]` |
+    /// | `claude`, skip | `claude -p --output-format stream-json --verbose --dangerously-skip-permissions [--setting-sources S] [--model M] [--max-budget-usd B]` |
     /// | `codex` | `codex exec --json --sandbox SANDBOX [-m M] -` |
     ///
     /// The fake agent and a command line take no set-up.
@@ -158,6 +160,9 @@ impl AgentSpec {
                 }
                 if !setup.model.is_empty() {
                     a.extend(["--model".into(), setup.model.clone()]);
+                }
+                if !setup.max_budget_usd.is_empty() {
+                    a.extend(["--max-budget-usd".into(), setup.max_budget_usd.clone()]);
                 }
                 a
             }
@@ -217,6 +222,25 @@ pub struct AgentSetup {
     pub sandbox: String,
     /// `--model`/`-m`; empty: the CLI's default.
     pub model: String,
+    /// Claude Code's `--max-budget-usd` (what is left of the run's cost cap, see
+    /// [`budget_arg`]); empty: no flag. Set per iteration by the loop. Claude Code 2.1.197 has
+    /// the flag (`claude --help`: "Maximum dollar amount to spend on API calls (only works with
+    /// --print)"): after each message it compares its own running cost with it and ends with a
+    /// `result` of subtype `error_max_budget_usd` ([`stopped_at_budget`]). Codex has no such
+    /// flag.
+    pub max_budget_usd: String,
+}
+
+/// `usd` as Claude Code's `--max-budget-usd` takes it: plain decimals, rounded down to the cent
+/// (so Claude Code stops no later than kit would), or to 0.0001 when less than a cent is left
+/// (the flag refuses 0).
+pub fn budget_arg(usd: f64) -> String {
+    let cents = (usd * 100.0).floor() / 100.0;
+    if cents >= 0.01 {
+        format!("{cents:.2}")
+    } else {
+        format!("{:.4}", ((usd * 10_000.0).floor() / 10_000.0).max(0.0001))
+    }
 }
 
 /// The patterns every Claude Code iteration is allowed besides edits: git's read commands (the
@@ -254,6 +278,7 @@ impl AgentSetup {
             setting_sources: cfg.setting_sources.trim().to_string(),
             sandbox: cfg.sandbox.clone(),
             model: cfg.model.trim().to_string(),
+            max_budget_usd: String::new(),
         }
     }
 
@@ -622,6 +647,36 @@ mod tests {
         assert_eq!(!AgentSpec::Claude.env_with(&skip).is_empty(), root);
         assert!(AgentSpec::Claude.env_with(&AgentSetup::default()).is_empty());
         assert!(AgentSpec::Codex.env_with(&skip).is_empty());
+    }
+
+    #[test]
+    fn claude_is_given_the_remaining_budget_rounded_down_and_never_zero() {
+        for (usd, want) in [
+            (25.0, "25.00"),
+            (1.239, "1.23"),
+            (0.4, "0.40"),
+            (0.0099, "0.0099"),
+            (0.00001, "0.0001"),
+            (0.0, "0.0001"),
+        ] {
+            assert_eq!(budget_arg(usd), want, "{usd}");
+        }
+        let setup = AgentSetup { max_budget_usd: budget_arg(1.5), ..AgentSetup::default() };
+        let argv = AgentSpec::Claude.argv_with(&setup).join(" ");
+        assert!(argv.ends_with("--setting-sources project,local --max-budget-usd 1.50"), "{argv}");
+        // Codex has no such flag; the fake and a command line take no set-up.
+        assert!(!AgentSpec::Codex.argv_with(&setup).join(" ").contains("budget"));
+        assert!(!AgentSpec::Fake("spend".into()).argv_with(&setup).join(" ").contains("budget"));
+    }
+
+    #[test]
+    fn a_claude_stop_at_its_budget_is_read_from_the_last_result() {
+        let log = log_with(&[
+            r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":1.01}"#,
+        ]);
+        assert!(stopped_at_budget(log.path()));
+        let ok = log_with(&[r#"{"type":"result","subtype":"success","is_error":false}"#]);
+        assert!(!stopped_at_budget(ok.path()));
     }
 
     #[test]

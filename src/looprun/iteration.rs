@@ -14,6 +14,8 @@ pub(super) fn end_strays() -> Result<()> {
 pub(super) fn describe_end(e: &agent::Ended, wall_cut: bool, enforcer: Enforcer) -> String {
     if e.interrupted {
         "stopped by hand".into()
+    } else if e.cost_capped.is_some() {
+        "stopped at the cost cap".into()
     } else if e.paused {
         "stopped at once by kit pause --now".into()
     } else if e.memory_killed {
@@ -53,6 +55,11 @@ impl RunCtx<'_> {
             // The wall cap ended the agent; the criteria would only run past it.
             let [_, (which, used, limit, words), ..] = self.caps(p, tally);
             return self.cap_reached(which, used, limit, &words, tally).map(Some);
+        }
+        if let Some(by) = run.cost_cap {
+            // The cost cap ended the agent (or Claude Code ended itself at the budget kit gave
+            // it): the run stops here, as at the wall cap.
+            return self.cost_cap_reached(p, tally, iteration, &run, by).map(Some);
         }
         if let Some(limit) = self.limit_of(p, &run) {
             return self.wait_out_limit(p, tally, iteration, &limit);
@@ -152,9 +159,14 @@ impl RunCtx<'_> {
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
         let pause_path = self.project.pause();
         let tree_before = tree_state(&self.project.root);
+        // Claude Code is given what is left of the run's budget as `--max-budget-usd`.
+        let mut setup = s.setup.clone();
+        if s.spec == AgentSpec::Claude {
+            setup.max_budget_usd = agent::budget_arg(s.max_cost_usd - tally.cost_usd);
+        }
         let launch = Launch {
             spec: &s.spec,
-            setup: &s.setup,
+            setup: &setup,
             root: &self.project.root,
             prompt_file: &prompt_file,
             iteration,
@@ -167,6 +179,8 @@ impl RunCtx<'_> {
             stop: Some(self.stop),
             pause_file: Some(&pause_path),
             longrun: Some(&self.project.dir),
+            prices: Some(&p.prices),
+            cost_cap: Some(agent::CostCap { spent_usd: tally.cost_usd, cap_usd: s.max_cost_usd }),
         };
         let journal = self.journal.clone();
         let log_rel = rel(&self.project, &log);
@@ -236,7 +250,14 @@ impl RunCtx<'_> {
             }
             _ => Vec::new(),
         };
-        let priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
+        let mut priced = usage.as_ref().map(|u| agent::price(u, &p.prices)).unwrap_or_default();
+        // No final usage (the agent was killed, or crashed): what its stream showed it spend.
+        let streamed = &ended.streamed;
+        if usage.is_none() && streamed.api_calls > 0 {
+            usage = Some(streamed.usage.clone());
+            priced =
+                agent::Priced { cost_usd: streamed.cost_usd, unpriced: streamed.unpriced.clone() };
+        }
         if !priced.unpriced.is_empty() {
             self.journal(
                 "unpriced",
@@ -259,6 +280,7 @@ impl RunCtx<'_> {
                 }
             ));
         }
+        tally.cost_before = tally.cost_usd;
         tally.cost_usd += priced.cost_usd;
         self.journal(
             "agent_end",
@@ -270,12 +292,14 @@ impl RunCtx<'_> {
                 "wall_cut": wall_cut,
                 "interrupted": ended.interrupted,
                 "paused": ended.paused,
+                "cost_capped": ended.cost_capped.is_some(),
                 "memory_killed": ended.memory_killed,
                 "enforcer": p.enforcer.name(),
                 "peak_rss_bytes": ended.peak_rss_bytes,
                 "leftovers_killed": ended.leftovers_killed,
                 "usage": usage,
                 "cost_usd": priced.cost_usd,
+                "api_calls": ended.streamed.api_calls,
                 "duration_ms": ended.duration_ms,
                 "errors": errors,
             }),
@@ -332,6 +356,80 @@ impl RunCtx<'_> {
         }
         let tree_unchanged =
             tree_before.is_some().then(|| tree_state(&self.project.root) == tree_before);
-        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged })
+        let cost_cap = if ended.cost_capped.is_some() {
+            Some(CostCapBy::Kit)
+        } else if p.settings.spec == AgentSpec::Claude && agent::stopped_at_budget(&log) {
+            Some(CostCapBy::Claude)
+        } else {
+            None
+        };
+        Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged, cost_cap })
+    }
+
+    /// The cost cap ended iteration `iteration`: journal `cost_cap` with the figures, say them,
+    /// and stop as at any cap (`cap` `cost`, exit 3).
+    fn cost_cap_reached(
+        &mut self,
+        p: &Prepared,
+        tally: &Tally,
+        iteration: u64,
+        run: &AgentRun,
+        by: CostCapBy,
+    ) -> Result<Outcome> {
+        let iteration_usd = tally.cost_usd - tally.cost_before;
+        let at = run.ended.cost_capped.clone().unwrap_or_default();
+        let s = &run.ended.streamed;
+        self.journal(
+            "cost_cap",
+            json!({
+                "iteration": iteration,
+                "by": by.name(),
+                "spent_usd": tally.cost_before,
+                "iteration_usd": iteration_usd,
+                "used": tally.cost_usd,
+                "limit": p.settings.max_cost_usd,
+                "api_calls": s.api_calls,
+                "at_stop": at,
+                "source": s.source,
+            }),
+        )?;
+        let calls = |n: u64| format!("{n} API call{}", if n == 1 { "" } else { "s" });
+        let how = match by {
+            CostCapBy::Kit => format!(
+                "kit ended the agent's process group after {} (${:.2} this iteration, the last call ${:.2})",
+                calls(at.api_calls),
+                at.iteration_usd,
+                at.last_call_usd
+            ),
+            CostCapBy::Claude => format!(
+                "Claude Code stopped itself at --max-budget-usd after {} (${:.2} this iteration by kit's prices)",
+                calls(s.api_calls),
+                iteration_usd
+            ),
+        };
+        self.say(format!(
+            "iteration {iteration}: cost cap inside the iteration: ${:.2} spent of ${:.2}; {how}",
+            tally.cost_usd, p.settings.max_cost_usd
+        ));
+        let [_, _, (which, used, limit, words), _] = self.caps(p, tally);
+        self.cap_reached(which, used, limit, &words, tally)
+    }
+}
+
+/// Who ended an iteration at the cost cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CostCapBy {
+    /// kit, reading the agent's spend as it streamed.
+    Kit,
+    /// Claude Code itself, at the `--max-budget-usd` kit passed.
+    Claude,
+}
+
+impl CostCapBy {
+    fn name(self) -> &'static str {
+        match self {
+            CostCapBy::Kit => "kit",
+            CostCapBy::Claude => "claude",
+        }
     }
 }

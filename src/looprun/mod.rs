@@ -29,6 +29,11 @@
 //!    names the outcome; the journal's `loop_end` holds why.
 //!
 //! Caps, all on: iterations, wall time, cost (USD) and consecutive iterations without progress.
+//! The cost cap also holds inside an iteration: the agent's API calls are priced as its output
+//! streams ([`agent::Meter`]), and when the run's spend plus the running figure reaches the cap
+//! the agent's process group is ended (SIGTERM, grace, SIGKILL), `cost_cap` journaled and the
+//! run stops (exit 3) within one API call of the cap (Codex: one call while its rollout is
+//! followed, else one turn). Claude Code is also given what is left as `--max-budget-usd`.
 //! Each is the stricter of `config.toml` (or the `kit loop` flag that overrides it) and goal.md's
 //! budget when it sets one. Caps count per *run*, which may span several loop processes (see
 //! [`durable`]): a `kit loop` on an unfinished run (killed, interrupted, paused) continues it with
@@ -53,7 +58,8 @@
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
+//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `cost_capped` (the cost cap ended it; a `cost_cap` follows), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd` (from the final `result`/`turn.completed`; without one, the API calls its stream showed, priced as they came: see [`agent::Meter`]), `api_calls` (seen on the stream), `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
+//! | `cost_cap` | `iteration`, `by` (`kit`: the loop ended the agent's process group when the run's spend plus the iteration's running cost reached the cap; `claude`: Claude Code stopped itself at the `--max-budget-usd` kit gave it), `spent_usd` (the run's, before the iteration), `iteration_usd`, `used` (the run's, after it), `limit`, `api_calls`, `at_stop` {`iteration_usd`, `api_calls`, `last_call_usd`} (what kit had read when it sent SIGTERM), `source` (`stream`/`rollout`/`turn`): a `cap` `cost` follows |
 //! | `permission_denials` | `iteration`, `denials` [{`tool_name`, `tool_input` (JSON text, clipped)}], `setting` (`agent.allowed_tools`), `suggest` (the exact line to add) — from Claude Code's `result` event |
 //! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
 //! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
@@ -268,6 +274,8 @@ struct Tally {
     no_progress: u32,
     /// USD spent in this run.
     cost_usd: f64,
+    /// USD spent in this run before the last iteration.
+    cost_before: f64,
     /// The last failed criteria, as prompt blocks.
     failures: Vec<String>,
     /// Reverts since the last prompt, as prompt lines.
@@ -314,6 +322,8 @@ struct AgentRun {
     denials: Vec<agent::Denial>,
     /// The working tree is as it was before the agent ran (None: git could not say).
     tree_unchanged: Option<bool>,
+    /// The cost cap ended the agent, and who ended it.
+    cost_cap: Option<iteration::CostCapBy>,
 }
 
 /// Run `kit loop` in the repository containing `cwd`, printing progress to `out`.

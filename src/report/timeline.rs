@@ -120,6 +120,8 @@ fn agent_end(e: &Value) -> String {
         "timed out".into()
     } else if yes("memory_killed") {
         "memory cap".into()
+    } else if yes("cost_capped") {
+        "cost cap".into()
     } else if yes("wall_cut") {
         "wall cap".into()
     } else if yes("interrupted") {

@@ -1630,5 +1630,6 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
 }
 mod agents;
 mod cheats;
+mod cost;
 mod layers;
 mod limits;

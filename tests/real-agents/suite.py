@@ -231,6 +231,39 @@ def loop_claude_done_at_iteration_1(args, server):
     return script
 
 
+@check
+def loop_claude_cost_cap_within_one_call(args, server):
+    """kit loop, agent claude, a $1 cost cap, calls of 80,000 uncached input tokens (~$0.40 each
+    at the default model's $5 per million): kit passes --max-budget-usd and reads the stream as
+    it comes; the run stops at the cost cap (exit 3) within one API call of it, not after the 8
+    calls the script holds."""
+    w = World(args, server, "loop-cost")
+    w.sample_project()
+    goal = w.project / "longrun" / "goal.md"
+    goal.write_text(goal.read_text().replace("- cost: 2 USD", "- cost: 1 USD"))
+    w.kit("freeze", "tests", "tools", check=True)
+    w.run(["git", "add", "-A"], check=True)
+    w.run(["git", "commit", "-q", "-m", "a $1 budget"], check=True)
+    target = w.project / "confload" / "durations.py"
+    script = server.load(Script(messages=load_script("loop-cost", FILE=target)))
+    r = w.kit("loop", "--agent", "claude", timeout=600)
+    text = r.stdout + r.stderr
+    expect(r.returncode == 3, f"kit loop exited {r.returncode}, not 3: {last_lines(text)}")
+    args_seen = [e.get("command", "") for e in w.journal("agent_start")]
+    expect(any("--max-budget-usd 1.00" in c for c in args_seen),
+           f"claude was not given --max-budget-usd 1.00: {args_seen}")
+    caps = w.journal("cost_cap")
+    expect(caps, f"no cost_cap journaled: {last_lines(text)}")
+    c = caps[-1]
+    calls = served(script)
+    one = max((0.4,) + tuple(
+        (x["usage"]["input_tokens"] * 5 + x["usage"]["output_tokens"] * 25) / 1e6 for x in calls))
+    expect(c["used"] <= c["limit"] + one + 1e-9,
+           f"spent ${c['used']:.2f} of ${c['limit']:.2f}: more than one call (${one:.2f}) past it")
+    expect(len(calls) <= 4, f"{len(calls)} API calls served for a $1 cap at $0.40 a call")
+    return script
+
+
 def denials(w):
     runs = w.project / "longrun" / ".runs"
     found = []

@@ -1,6 +1,7 @@
 //! Starting the agent and waiting for it: its own process group, the iteration timeout (SIGTERM,
-//! grace, SIGKILL to the group), the memory cap, `kit pause --now`, Ctrl-C, and its output kept in
-//! the iteration's log (written again from kit's open handle when the agent deletes it).
+//! grace, SIGKILL to the group), the memory cap, the cost cap inside the iteration (the agent's
+//! spend read as it streams, [`Meter`]), `kit pause --now`, Ctrl-C, and its output kept in the
+//! iteration's log (written again from kit's open handle when the agent deletes it).
 
 use super::*;
 
@@ -38,6 +39,32 @@ pub struct Launch<'a> {
     /// window suffix, `claude-opus-4-8[1m]`) is remembered for the hook, while the agent runs
     /// ([`InitWatch`]). None: not remembered.
     pub longrun: Option<&'a Path>,
+    /// The price table the agent's API calls are priced with as they stream ([`Meter`]); None:
+    /// nothing is read while it runs ([`Ended::streamed`] stays empty).
+    pub prices: Option<&'a PriceTable>,
+    /// The cost cap inside the iteration; None: not enforced while the agent runs.
+    pub cost_cap: Option<CostCap>,
+}
+
+/// The cost cap as it stands when an iteration starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostCap {
+    /// USD the run spent before this iteration.
+    pub spent_usd: f64,
+    /// The cap, USD: when `spent_usd` plus what this iteration spent so far reaches it, the
+    /// agent's process group is ended like at the timeout (SIGTERM, grace, SIGKILL).
+    pub cap_usd: f64,
+}
+
+/// The moment the cost cap ended an agent: what kit had read by then.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CostStop {
+    /// USD this iteration had spent when kit sent SIGTERM.
+    pub iteration_usd: f64,
+    /// API calls it had made.
+    pub api_calls: u64,
+    /// USD of the call that reached the cap.
+    pub last_call_usd: f64,
 }
 
 /// How often a running agent's loop looks for `kit pause --now`.
@@ -80,6 +107,12 @@ pub struct Ended {
     pub duration_ms: u64,
     /// The agent deleted or replaced its log; kit wrote it again from its open handle.
     pub log_recovered: bool,
+    /// Ended by the cost cap: the run's spend plus this iteration's, read as it streamed,
+    /// reached the cap.
+    pub cost_capped: Option<CostStop>,
+    /// What the agent spent by its stream's account, read to its end (see [`Meter`]): the
+    /// iteration's cost when the agent printed no final usage (killed, crashed).
+    pub streamed: Streamed,
 }
 
 /// Start the agent, call `on_start` (which journals `agent_start`) before waiting, supervise it
@@ -141,6 +174,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     let mut term_at: Option<Instant> = None;
     let mut kill_sent = false;
     let mut pause_checked = Instant::now();
+    let mut meter = l.prices.map(|p| Meter::new(l.spec.format(), p, Some(l.setup.model.as_str())));
     let mut init = l
         .longrun
         .filter(|_| l.spec.format() != OutputFormat::CodexJson)
@@ -148,6 +182,23 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     let status = loop {
         if init.as_mut().is_some_and(|w| w.poll(&kept)) {
             init = None;
+        }
+        if let Some(m) = meter.as_mut() {
+            m.poll(&kept);
+            if let Some(cap) = l.cost_cap.filter(|_| ended.cost_capped.is_none()) {
+                let s = m.streamed();
+                if cap.spent_usd + s.cost_usd >= cap.cap_usd {
+                    ended.cost_capped = Some(CostStop {
+                        iteration_usd: s.cost_usd,
+                        api_calls: s.api_calls,
+                        last_call_usd: s.last_call_usd,
+                    });
+                    if term_at.is_none() {
+                        procs::signal_tree(me, pid, Signal::SIGTERM);
+                        term_at = Some(Instant::now());
+                    }
+                }
+            }
         }
         if let Some(st) =
             child.try_wait().map_err(|e| Error::internal(format!("waiting for the agent: {e}")))?
@@ -228,6 +279,10 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         }
     }
     ended.duration_ms = started_at.elapsed().as_millis() as u64;
+    if let Some(m) = meter.as_mut() {
+        m.poll(&kept);
+        ended.streamed = m.streamed();
+    }
     ended.log_recovered = keep_log(l.log, &kept)?;
     Ok(ended)
 }

@@ -182,6 +182,21 @@ pub(super) fn codex_turn(v: &Value) -> AgentUsage {
     }
 }
 
+/// Claude Code ended itself at `--max-budget-usd`: the log's last `result` has subtype
+/// `error_max_budget_usd` (the `SDKResultError` subtypes of 2.1.197: `error_during_execution`,
+/// `error_max_turns`, `error_max_budget_usd`, `error_max_structured_output_retries`).
+pub fn stopped_at_budget(log: &Path) -> bool {
+    let Ok(file) = File::open(log) else { return false };
+    let mut last = false;
+    for line in BufReader::new(file).split(b'\n').map_while(|l| l.ok()) {
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else { continue };
+        if v.get("type").and_then(Value::as_str) == Some("result") {
+            last = v.get("subtype").and_then(Value::as_str) == Some("error_max_budget_usd");
+        }
+    }
+    last
+}
+
 /// One tool call Claude Code denied, from the `result` event's `permission_denials`
 /// (`[{tool_name, tool_use_id, tool_input}]`, real-clis.md §2).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
