@@ -871,7 +871,8 @@ mod tests {
         let tools = Toolbox::new(&bins()).unwrap();
         let env = golden_env_with(d.path(), &tools);
         let t = Duration::from_secs(60);
-        let (_, out) = run_merged("sleep 300 >/dev/null 2>&1 & echo $!", d.path(), &env, t).unwrap();
+        let (_, out) =
+            run_merged("sleep 300 >/dev/null 2>&1 & echo $!", d.path(), &env, t).unwrap();
         let pid: i32 = out.trim().parse().unwrap();
         // Killed with its group once the step's shell ended (a zombie until reaped counts);
         // the signal lands asynchronously: wait for it with a generous deadline.

@@ -139,6 +139,23 @@ fn one_row(row: &Row) {
         write(root, "fake_difflib.txt", FAKE_DIFFLIB);
         write(root, "payload_skip.txt", PAYLOAD_SKIP);
         write(root, "payload_signal.txt", PAYLOAD_SIGNAL);
+        if matches!(row.caught, Caught::Cheat("tests_skipped")) {
+            // The loop's own skip guard: a goal whose expectation `OK` (a substring, which the
+            // linter rates 2 because it accepts `OK (skipped=3)`) lets the skipped run pass the
+            // criteria, so only the guard stands between it and done.
+            write(root, "longrun/goal.md", &GOAL.replace("`re:^OK$`", "`OK`"));
+            write(
+                root,
+                "longrun/config.toml",
+                &CONFIG.replace("required_level = 3", "required_level = 2"),
+            );
+            let mut c = kit(root);
+            assert!(c.args(["freeze", "tests"]).output().unwrap().status.success());
+            let mut git = std::process::Command::new("git");
+            git.args(["commit", "-qam", "plain OK"]).current_dir(root);
+            git.envs(kit(root).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))));
+            assert!(git.status().unwrap().success());
+        }
         let mut cmd = kit(root);
         if !row.path_first.is_empty() {
             let first = row.path_first.replace("{root}", &root.display().to_string());
