@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::diagnose::Cause;
 use super::exercise::{self, Exercise};
 use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
@@ -80,11 +81,47 @@ pub fn start(
             folder.display()
         ))
         .with_hint(format!(
-            "kit exercise check {n} checks it; kit exercise reset {n} starts it again"
+            "kit exercise task {n} shows its task again; kit exercise check {n} checks it; kit exercise reset {n} starts it again"
         )));
     }
     lay_out(ex, &lab, &folder)?;
-    print_task(ex, &folder, theme, out)?;
+    print_task(ex, &folder, true, theme, out)?;
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise task [N]`: exercise N's task again (N defaults as for `check`), with where its
+/// sandbox is, or where `start` will lay it out.
+pub fn task(cwd: &Path, n: Option<u32>, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "task")?;
+    let folder = sandbox_of(&progress, &lab, &ex);
+    print_task(&ex, &folder, folder.is_dir(), theme, out)?;
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise next`: the first exercise not passed yet, in course order: its task when it is
+/// laid out already, else laid out as `start` does.
+pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let lab = lab_noting_the_last(cwd);
+    let progress = Progress::load(&lab)?;
+    progress.print_notes();
+    let Some(ex) = course.exercises.iter().find(|e| !progress.passed(&e.slug)) else {
+        writeln!(out, "every exercise has passed: the course is done").map_err(w)?;
+        return Ok(EXIT_OK);
+    };
+    let folder = sandbox_of(&progress, &lab, ex);
+    if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
+        writeln!(
+            out,
+            "exercise {} is the first not passed yet; it is laid out already:",
+            ex.meta.id
+        )
+        .map_err(w)?;
+        print_task(ex, &folder, true, theme, out)?;
+        return Ok(EXIT_OK);
+    }
+    lay_out(ex, &lab, &folder)?;
+    print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
@@ -102,10 +139,19 @@ fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
     e.dir = Some(folder.to_path_buf());
     e.started = Some(crate::clock::now_rfc3339());
     e.passed = None;
+    e.failed_since_pass = None;
     progress.save(lab)
 }
 
-fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) -> Result<()> {
+/// The task of `ex`, its sandbox `folder` (`laid_out`: it exists; else where `start` puts it)
+/// and how to check it.
+fn print_task(
+    ex: &Exercise,
+    folder: &Path,
+    laid_out: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<()> {
     let m = &ex.meta;
     let minutes = m.minutes.map(|x| format!(", {x} min")).unwrap_or_default();
     writeln!(
@@ -115,7 +161,17 @@ fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) 
         m.lesson
     )
     .map_err(w)?;
-    writeln!(out, "sandbox: {}", folder.display()).map_err(w)?;
+    if laid_out {
+        writeln!(out, "sandbox: {}", folder.display()).map_err(w)?;
+    } else {
+        writeln!(
+            out,
+            "sandbox: not laid out yet (kit exercise start {} lays it out in {})",
+            m.id,
+            folder.display()
+        )
+        .map_err(w)?;
+    }
     writeln!(out).map_err(w)?;
     writeln!(out, "{}", m.task.trim_end()).map_err(w)?;
     writeln!(out).map_err(w)?;
@@ -157,7 +213,7 @@ fn exercise_here<'a>(
     })
 }
 
-/// What `check` and `hint` start from: the course, the lab, the course key, the lab's progress
+/// What `check`, `hint`, `task`, `watch` and `solution` start from: the course, the lab, the course key, the lab's progress
 /// (its notes printed) and the exercise — number `n`, else the one whose sandbox holds `cwd`.
 struct Picked {
     course: Course,
@@ -211,7 +267,12 @@ pub fn check(
     own_sandbox(ex, &folder, &key, &lab)?;
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let digest = stamp::edited_digest(&folder, &ex.meta.edit)?;
-    let outcome = super::check::check_copy(ex, &folder, &bins)?;
+    let outcome = {
+        let line = crate::term::StepLine::on_stderr();
+        super::check::check_copy_with_progress(ex, &folder, &bins, &|n, total, cmd| {
+            line.show(n, total, cmd)
+        })?
+    };
     let passed = outcome.failure.is_none();
     if passed {
         let pass = Pass::new(&key, id, &ex.slug, &lab, &folder, digest);
@@ -219,7 +280,15 @@ pub fn check(
         e.started.get_or_insert_with(|| pass.time.clone());
         e.earned.get_or_insert_with(|| pass.clone());
         e.passed = Some(pass);
+        e.failed_since_pass = None;
         e.dir.get_or_insert(folder.clone());
+        progress.save(&lab)?;
+    } else if progress.passed(&ex.slug) {
+        // The pass was of the sandbox as it was; this one fails: it is no longer passed (the
+        // solution stays unlocked by `earned`).
+        let e = progress.entry(&ex.slug);
+        e.passed = None;
+        e.failed_since_pass = Some(crate::clock::now_rfc3339());
         progress.save(&lab)?;
     }
     // Next: the first exercise not yet passed (after this one, else from the start), so a
@@ -235,7 +304,12 @@ pub fn check(
     // fits when the learner has seen the rungs below it, else the next unseen one, and names the
     // command that climbs on.
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
-    let fits = outcome.failure.as_ref().map(|f| ex.level_for_step(&f.command));
+    let cause = outcome.failure.as_ref().map(|f| super::diagnose::cause(ex, &folder, f));
+    // A failure that is not the work the task asks for gets no rung of the ladder: its hints
+    // are about that work.
+    let blames_work = matches!(cause, Some(Cause::Work | Cause::Stopped));
+    let fits =
+        outcome.failure.as_ref().filter(|_| blames_work).map(|f| ex.level_for_step(&f.command));
     let hint = fits.and_then(|k| ex.hint(k.min(seen + 1)));
     let solution_seen = progress.solution_seen(&ex.slug);
     if json {
@@ -250,6 +324,9 @@ pub fn check(
                 "line": f.line,
                 "command": f.command,
                 "detail": f.detail,
+            })),
+            "cause": cause.as_ref().map(|c| serde_json::json!({
+                "kind": c.kind(), "text": c.text(ex),
             })),
             "hint": hint.map(|(k, t)| serde_json::json!({
                 "level": k, "text": t, "fits_level": fits, "more": format!("kit exercise hint {id}"),
@@ -284,6 +361,9 @@ pub fn check(
     writeln!(out, "first differing step: golden.md:{}  $ {}", f.line, f.command).map_err(w)?;
     for line in f.detail.lines() {
         writeln!(out, "  {line}").map_err(w)?;
+    }
+    if let Some(text) = cause.as_ref().and_then(|c| c.text(ex)) {
+        writeln!(out, "{text}").map_err(w)?;
     }
     if let Some((k, text)) = hint {
         let total = ex.meta.hints.len();
@@ -417,7 +497,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
         empty_folder(&folder)?;
     }
     lay_out(ex, &lab, &folder)?;
-    print_task(ex, &folder, theme, out)?;
+    print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
@@ -435,14 +515,12 @@ fn empty_folder(folder: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `kit exercise solution N [--show-anyway]`: the solution's files, only once the exercise
-/// passed (looking first spoils it).
-pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
-    let course = Course::load()?;
-    let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab_noting_the_last(cwd);
-    let mut progress = Progress::load(&lab)?;
-    progress.print_notes();
+/// `kit exercise solution [N] [--show-anyway]`: the solution's files, only once the exercise
+/// passed (looking first spoils it); N defaults as for `check`.
+pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
+    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "solution")?;
+    let ex = &ex;
+    let n = ex.meta.id;
     let earned = progress.earned(&ex.slug);
     if !show_anyway && !earned {
         return Err(Error::usage(format!(
@@ -507,6 +585,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
                     "slug": e.slug,
                     "title": e.meta.title,
                     "status": progress.status(&e.slug),
+                    "changed_since_pass": changed_since_pass(&progress, e),
                     "solution_seen": progress.solution_seen(&e.slug),
                 })
             })
@@ -531,7 +610,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
             m.id,
             m.lesson,
             m.title,
-            progress.status_line(&e.slug)
+            progress.status_line(&e.slug, changed_since_pass(&progress, e))
         )
         .map_err(w)?;
     }
@@ -544,6 +623,125 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
         writeln!(out, "{passed}/{total} passed").map_err(w)?;
     }
     Ok(EXIT_OK)
+}
+
+/// Whether exercise `ex` passed and its sandbox changed since: the digest of its `edit` files is
+/// not the pass's (or the sandbox is gone). A check will say whether it still passes.
+fn changed_since_pass(progress: &Progress, ex: &Exercise) -> bool {
+    let Some(pass) = progress.exercises.get(&ex.slug).and_then(|e| e.passed.as_ref()) else {
+        return false;
+    };
+    !pass.dir.is_dir()
+        || stamp::edited_digest(&pass.dir, &ex.meta.edit).map_or(true, |d| d != pass.digest)
+}
+
+/// `kit exercise watch [N] [--max-checks K]`: check exercise N (default as for `check`), then
+/// check again each time a file of its sandbox changes, until Ctrl-C (or K checks). A pass does
+/// not end it, as in rustlings' watch: the learner may go on refining, and a later failing check
+/// is recorded ("failed since passing"). On a terminal the screen is cleared before each check.
+///
+/// Changes are found by polling the sandbox's files (path, size, mtime, inode) every
+/// [`WATCH_POLL`], then waiting until they settle for [`WATCH_SETTLE`] (an editor's save is
+/// several writes): no new dependency, it works on any file system (network mounts and
+/// containers where inotify does not), and a sandbox is a few dozen files. `.git/`, `.home/`,
+/// `.kit/` and kit's runtime files in `longrun/` (names starting with a dot: `.lock`, `.runs/`,
+/// `.frozen/`, `.hook/`) are not watched.
+///
+/// Exit status: that of the last check (with `--max-checks`).
+pub fn watch(
+    cwd: &Path,
+    n: Option<u32>,
+    max_checks: Option<u32>,
+    tty: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "watch")?;
+    let id = ex.meta.id;
+    let folder = sandbox_of(&progress, &lab, &ex);
+    if !folder.is_dir() {
+        return Err(Error::usage(format!(
+            "exercise {id} is not started ({} does not exist)",
+            folder.display()
+        ))
+        .with_hint(format!("kit exercise start {id}, then kit exercise watch {id}")));
+    }
+    let mut checks = 0;
+    loop {
+        let before = sandbox_files(&folder);
+        if tty {
+            let _ = console::Term::stdout().clear_screen();
+        }
+        let code = check(cwd, Some(id), false, theme, out)?;
+        checks += 1;
+        if max_checks.is_some_and(|m| checks >= m) {
+            return Ok(code);
+        }
+        writeln!(
+            out,
+            "{}",
+            theme.dim(&format!(
+                "watching {} (exercise {id}): saving a file checks again; Ctrl-C stops",
+                folder.display()
+            ))
+        )
+        .map_err(w)?;
+        out.flush().map_err(w)?;
+        let mut now = sandbox_files(&folder);
+        while now == before {
+            std::thread::sleep(WATCH_POLL);
+            now = sandbox_files(&folder);
+        }
+        loop {
+            std::thread::sleep(WATCH_SETTLE);
+            let again = sandbox_files(&folder);
+            if again == now {
+                break;
+            }
+            now = again;
+        }
+        if !tty {
+            writeln!(out).map_err(w)?;
+        }
+    }
+}
+
+/// How often `watch` looks at the sandbox.
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long the sandbox must stay unchanged before `watch` checks.
+const WATCH_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One entry of a sandbox as `watch` compares it: path, size, mtime, inode.
+type Seen = (PathBuf, u64, Option<std::time::SystemTime>, u64);
+
+/// The files of `dir` that `watch` watches (see [`watch`]), sorted; unreadable entries are
+/// skipped (a file being replaced shows up on the next look).
+fn sandbox_files(dir: &Path) -> Vec<Seen> {
+    use std::os::unix::fs::MetadataExt;
+    fn walk(root: &Path, rel: &Path, out: &mut Vec<Seen>) {
+        let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let r = rel.join(&name);
+            let top = rel.as_os_str().is_empty();
+            let dot = name.to_string_lossy().starts_with('.');
+            if (top && [".git", ".home", ".kit"].iter().any(|n| name == *n))
+                || (dot && rel == Path::new("longrun"))
+            {
+                continue;
+            }
+            let Ok(m) = std::fs::symlink_metadata(root.join(&r)) else { continue };
+            if m.is_dir() {
+                walk(root, &r, out);
+            } else {
+                out.push((r, m.len(), m.modified().ok(), m.ino()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, Path::new(""), &mut out);
+    out.sort();
+    out
 }
 
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
@@ -571,9 +769,13 @@ pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
             .map_err(w)?;
     }
     match course.exercises.iter().find(|e| !progress.passed(&e.slug)) {
-        Some(e) if progress.status(&e.slug) == "started" => {
-            writeln!(out, "next: {go}kit exercise check {} (started)", e.meta.id).map_err(w)?
-        }
+        Some(e) if progress.status(&e.slug) != "not started" => writeln!(
+            out,
+            "next: {go}kit exercise check {} ({})",
+            e.meta.id,
+            progress.status(&e.slug)
+        )
+        .map_err(w)?,
         Some(e) => {
             let l = e.meta.lesson;
             writeln!(out, "next: {go}kit lesson {l}, then kit exercise start {}", e.meta.id)
