@@ -917,17 +917,26 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
     let mut table: Vec<&str> = Vec::new();
     for line in md.lines() {
         if !table.is_empty() && !line.trim_start().starts_with('|') {
-            out.push_str(&render_table(&table, theme));
+            out.push_str(&render_table(&table, width, theme));
             table.clear();
         }
-        if line.trim_start().starts_with("```") {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
             flush(&mut para, &mut out);
+            // A block that a lesson writes into a file (`file=PATH`, as the golden format
+            // reads it) is headed by the file's name: the learner must know where it goes.
+            if !in_code {
+                if let Some(path) = info.split_whitespace().find_map(|w| w.strip_prefix("file=")) {
+                    out.push_str(&format!("  {}\n", theme.bold(&format!("file {path}:"))));
+                }
+            }
             in_code = !in_code;
             continue;
         }
         if in_code {
-            out.push_str(&theme.dim(&format!("    {line}")));
-            out.push('\n');
+            for l in wrap_code(line, width) {
+                out.push_str(&theme.dim(&l));
+                out.push('\n');
+            }
         } else if line.trim_start().starts_with('|') {
             // A table: kept whole (never reflowed), its columns aligned.
             flush(&mut para, &mut out);
@@ -935,8 +944,10 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
             continue;
         } else if line.starts_with('#') {
             flush(&mut para, &mut out);
-            out.push_str(&theme.bold(line.trim_start_matches('#').trim()));
-            out.push('\n');
+            for l in wrap(line.trim_start_matches('#').trim(), width, "", "").lines() {
+                out.push_str(&theme.bold(l));
+                out.push('\n');
+            }
         } else if line.trim().is_empty() {
             flush(&mut para, &mut out);
             out.push('\n');
@@ -952,16 +963,74 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         }
     }
     flush(&mut para, &mut out);
-    out.push_str(&render_table(&table, theme));
+    out.push_str(&render_table(&table, width, theme));
     out
 }
 
+/// A line of a code block, indented by four, as lines of at most `width` columns: a longer one
+/// is broken at a space, its rest indented two more. A `$ ` command is broken only outside
+/// quotes, and each broken line ends with ` \`, so that it still pastes into a shell as one
+/// command. A line with no space to break at is kept whole.
+fn wrap_code(line: &str, width: usize) -> Vec<String> {
+    const INDENT: &str = "    ";
+    let command = line.starts_with("$ ");
+    let mut out = Vec::new();
+    let mut rest = line.to_string();
+    let mut indent = INDENT.to_string();
+    loop {
+        let room = width.saturating_sub(indent.len() + if command { 2 } else { 0 });
+        if console::measure_text_width(&rest) + indent.len() <= width {
+            out.push(format!("{indent}{rest}"));
+            return out;
+        }
+        // Spaces where the line may break (outside quotes, for a command), as byte offsets.
+        let (mut single, mut double) = (false, false);
+        let mut breaks = Vec::new();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single => double = !double,
+                ' ' if !command || !(single || double) => breaks.push(i),
+                _ => {}
+            }
+        }
+        let fits = breaks
+            .iter()
+            .copied()
+            .filter(|&i| i > 0 && console::measure_text_width(&rest[..i]) <= room)
+            .last()
+            .or_else(|| breaks.iter().copied().find(|&i| i > 0));
+        let Some(mut at) = fits else {
+            out.push(format!("{indent}{rest}"));
+            return out;
+        };
+        // A word too long for any line (quoted JSON) stays on the line it starts, rather than
+        // being left alone on one of its own.
+        let after = breaks.iter().copied().find(|&i| i > at);
+        let word = rest[at..after.unwrap_or(rest.len())].trim();
+        if console::measure_text_width(word) + indent.len() + 2 > width {
+            match after {
+                Some(a) => at = a,
+                None => {
+                    out.push(format!("{indent}{rest}"));
+                    return out;
+                }
+            }
+        }
+        let head = rest[..at].trim_end();
+        out.push(if command { format!("{indent}{head} \\") } else { format!("{indent}{head}") });
+        rest = rest[at..].trim_start().to_string();
+        indent = format!("{INDENT}  ");
+    }
+}
+
 /// A Markdown table as aligned columns: `| a | b |` rows, the `|---|` row as a rule under the
-/// header. Widths are display widths (`console::measure_text_width`).
-fn render_table(rows: &[&str], theme: &Theme) -> String {
+/// header. Widths are display widths (`console::measure_text_width`). When the table is wider
+/// than `width`, the last column's cells are wrapped under it.
+fn render_table(rows: &[&str], width: usize, theme: &Theme) -> String {
     let cells = |row: &str| -> Vec<String> {
         let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
-        inner.split('|').map(|c| c.trim().replace('`', "")).collect()
+        inner.split('|').map(|c| c.trim().replace('`', "").replace("**", "")).collect()
     };
     let is_rule = |row: &str| row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
     let body: Vec<(bool, Vec<String>)> =
@@ -973,25 +1042,48 @@ fn render_table(rows: &[&str], theme: &Theme) -> String {
             widths[i] = widths[i].max(console::measure_text_width(c));
         }
     }
+    // Wider than `width`: the widest column gives a column at a time (none below 12), and
+    // every cell is wrapped to its column.
+    let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+    while total(&widths) > width {
+        let Some((i, w)) = widths.iter().enumerate().max_by_key(|(_, w)| **w) else { break };
+        if *w <= 12 {
+            break;
+        }
+        widths[i] -= 1;
+    }
     let mut out = String::new();
     for (k, (rule, row)) in body.iter().enumerate() {
-        let line = if *rule {
-            widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")
+        let lines: Vec<String> = if *rule {
+            vec![widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")]
         } else {
-            let mut l = String::new();
-            for (i, c) in row.iter().enumerate() {
-                l.push_str(c);
-                if i + 1 < row.len() {
-                    let pad = widths[i].saturating_sub(console::measure_text_width(c));
-                    l.push_str(&" ".repeat(pad + 2));
-                }
-            }
-            l
+            let cells: Vec<Vec<String>> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| wrap(c, widths[i], "", "").lines().map(str::to_string).collect())
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+            (0..height)
+                .map(|h| {
+                    let mut l = String::new();
+                    for (i, c) in cells.iter().enumerate() {
+                        let part = c.get(h).map_or("", String::as_str);
+                        l.push_str(part);
+                        if i + 1 < cells.len() {
+                            let pad = widths[i].saturating_sub(console::measure_text_width(part));
+                            l.push_str(&" ".repeat(pad + 2));
+                        }
+                    }
+                    l.trim_end().to_string()
+                })
+                .collect()
         };
         let header = k == 0 && body.get(1).is_some_and(|(r, _)| *r);
-        out.push_str("  ");
-        out.push_str(&if header { theme.bold(&line) } else { line });
-        out.push('\n');
+        for line in lines {
+            out.push_str("  ");
+            out.push_str(&if header { theme.bold(&line) } else { line });
+            out.push('\n');
+        }
     }
     out
 }
@@ -1031,6 +1123,72 @@ mod tests {
         let want =
             "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_code_block_written_to_a_file_is_headed_by_its_name() {
+        let md = "Write it:\n\n```text file=longrun/config.toml\n[caps]\n```\n";
+        let got = render_markdown(md, 80, &Theme::plain());
+        assert_eq!(got, "Write it:\n\n  file longrun/config.toml:\n    [caps]\n");
+    }
+
+    #[test]
+    fn long_code_lines_break_at_a_space_and_commands_stay_pasteable() {
+        let cases: &[(&str, usize, &[&str])] = &[
+            ("short", 80, &["    short"]),
+            ("one two three four", 14, &["    one two", "      three", "      four"]),
+            (
+                "$ git commit -m 'a b c d' && git status",
+                34,
+                &["    $ git commit -m 'a b c d' && \\", "      git status"],
+            ),
+            ("nospacesatallhere", 10, &["    nospacesatallhere"]),
+        ];
+        for (line, width, want) in cases {
+            assert_eq!(wrap_code(line, *width), *want, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_wide_table_wraps_its_cells() {
+        let md = "| who | what |\n|---|---|\n| you | one two three four five six |\n";
+        let got = render_markdown(md, 22, &Theme::plain());
+        let want =
+            "  who  what\n  ---  ---------------\n  you  one two three\n       four five six\n";
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_lesson_reads_at_80_columns() {
+        // Prose wraps; tables and console blocks are kept as written, so they must fit. Lines
+        // of data a lesson writes into a file (a transcript's JSON) may not, and are not
+        // measured.
+        for l in lesson::load_all().unwrap() {
+            let text = render_markdown(l.readme, 80, &Theme::plain());
+            let mut in_file = false;
+            let mut long = Vec::new();
+            for line in text.lines() {
+                if line.starts_with("  file ") && line.ends_with(':') {
+                    in_file = true;
+                    continue;
+                }
+                if !line.starts_with("    ") {
+                    in_file = false;
+                }
+                // A quoted word (JSON on a command line) cannot be broken and stay a command.
+                let t = line.trim().trim_end_matches(" \\");
+                let one_word = !t.contains(' ') || (t.starts_with('\'') && t.ends_with('\''));
+                if !in_file && !one_word && console::measure_text_width(line) > 80 {
+                    long.push(line.to_string());
+                }
+            }
+            assert!(
+                long.is_empty(),
+                "lessons/{}/README.md wider than 80:\n{}",
+                l.slug,
+                long.join("\n")
+            );
+        }
     }
 
     #[test]
