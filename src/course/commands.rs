@@ -1176,8 +1176,7 @@ mod tests {
                     in_file = false;
                 }
                 // A quoted word (JSON on a command line) cannot be broken and stay a command.
-                let t = line.trim().trim_end_matches(" \\");
-                let one_word = !t.contains(' ') || (t.starts_with('\'') && t.ends_with('\''));
+                let one_word = line.split(' ').any(|w| console::measure_text_width(w) > 74);
                 if !in_file && !one_word && console::measure_text_width(line) > 80 {
                     long.push(line.to_string());
                 }
