@@ -1001,14 +1001,22 @@ fn wrap_code(line: &str, width: usize) -> Vec<String> {
             .last()
             .or_else(|| breaks.iter().copied().find(|&i| i > 0));
         let Some(mut at) = fits else {
-            out.push(format!("{indent}{rest}"));
-            return out;
+            if command {
+                out.push(format!("{indent}{rest}"));
+                return out;
+            }
+            // Output with no space (a JSON line) is cut at the width: it is read, not pasted.
+            let cut = rest.char_indices().nth(room.max(1)).map_or(rest.len(), |(i, _)| i);
+            out.push(format!("{indent}{}", &rest[..cut]));
+            rest = rest[cut..].to_string();
+            indent = format!("{INDENT}  ");
+            continue;
         };
         // A word too long for any line (quoted JSON) stays on the line it starts, rather than
         // being left alone on one of its own.
         let after = breaks.iter().copied().find(|&i| i > at);
         let word = rest[at..after.unwrap_or(rest.len())].trim();
-        if console::measure_text_width(word) + indent.len() + 2 > width {
+        if command && console::measure_text_width(word) + indent.len() + 2 > width {
             match after {
                 Some(a) => at = a,
                 None => {
@@ -1142,7 +1150,8 @@ mod tests {
                 34,
                 &["    $ git commit -m 'a b c d' && \\", "      git status"],
             ),
-            ("nospacesatallhere", 10, &["    nospacesatallhere"]),
+            ("$ nospacesatallhere", 10, &["    $ nospacesatallhere"]),
+            ("{\"a\":1,\"b\":2}", 10, &["    {\"a\":1", "      ,\"b\"", "      :2}"]),
         ];
         for (line, width, want) in cases {
             assert_eq!(wrap_code(line, *width), *want, "{line}");
