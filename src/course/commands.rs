@@ -433,7 +433,7 @@ pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Writ
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);
     let Some((k, text)) = ex.hint(want) else {
-        writeln!(out, "exercise {n} has no hints; its task: kit exercise start {n}").map_err(w)?;
+        writeln!(out, "exercise {n} has no hints; its task: kit exercise task {n}").map_err(w)?;
         return Ok(EXIT_OK);
     };
     let total = ex.meta.hints.len();
