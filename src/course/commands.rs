@@ -644,8 +644,8 @@ fn changed_since_pass(progress: &Progress, ex: &Exercise) -> bool {
 /// [`WATCH_POLL`], then waiting until they settle for [`WATCH_SETTLE`] (an editor's save is
 /// several writes): no new dependency, it works on any file system (network mounts and
 /// containers where inotify does not), and a sandbox is a few dozen files. `.git/`, `.home/`,
-/// `.kit/` and kit's runtime files in `longrun/` (names starting with a dot: `.lock`, `.runs/`,
-/// `.frozen/`, `.hook/`) are not watched.
+/// `.kit/`, kit's runtime files in `longrun/` (names starting with a dot: `.lock`, `.runs/`,
+/// `.frozen/`, `.hook/`) and editors' scratch files ([`editor_scratch`]) are not watched.
 ///
 /// Exit status: that of the last check (with `--max-checks`).
 pub fn watch(
@@ -706,6 +706,17 @@ pub fn watch(
     }
 }
 
+/// Whether `name` is an editor's scratch file (vim's swap files and `4913` probe, Emacs' lock
+/// and backup files) or Python's byte-code folder, which change while the learner types, not
+/// when they save.
+fn editor_scratch(name: &str) -> bool {
+    name == "4913"
+        || name == "__pycache__"
+        || name.starts_with(".#")
+        || name.ends_with('~')
+        || [".swp", ".swo", ".swx"].iter().any(|x| name.ends_with(x))
+}
+
 /// How often `watch` looks at the sandbox.
 const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 /// How long the sandbox must stay unchanged before `watch` checks.
@@ -727,6 +738,7 @@ fn sandbox_files(dir: &Path) -> Vec<Seen> {
             let dot = name.to_string_lossy().starts_with('.');
             if (top && [".git", ".home", ".kit"].iter().any(|n| name == *n))
                 || (dot && rel == Path::new("longrun"))
+                || editor_scratch(&name.to_string_lossy())
             {
                 continue;
             }
@@ -1131,6 +1143,34 @@ mod tests {
         let want =
             "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn watch_sees_the_learners_files_and_not_runtime_or_scratch_files() {
+        let d = tempfile::tempdir().unwrap();
+        let files = [
+            "longrun/goal.md",
+            ".claude/settings.json",
+            "longrun/.runs/1/out.log",
+            "longrun/.lock",
+            ".git/index",
+            ".home/.claude/x.jsonl",
+            ".kit/progress.json",
+            "src/.lib.py.swp",
+            "src/lib.py~",
+            "src/__pycache__/lib.pyc",
+            "src/lib.py",
+        ];
+        for f in files {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let seen: Vec<String> = sandbox_files(d.path())
+            .into_iter()
+            .map(|(p, ..)| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(seen, [".claude/settings.json", "longrun/goal.md", "src/lib.py"]);
     }
 
     #[test]
