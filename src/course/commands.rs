@@ -1009,8 +1009,7 @@ fn wrap_code(line: &str, width: usize) -> Vec<String> {
         let fits = breaks
             .iter()
             .copied()
-            .filter(|&i| i > 0 && console::measure_text_width(&rest[..i]) <= room)
-            .last()
+            .rfind(|&i| i > 0 && console::measure_text_width(&rest[..i]) <= room)
             .or_else(|| breaks.iter().copied().find(|&i| i > 0));
         let Some(mut at) = fits else {
             if command {
