@@ -201,6 +201,14 @@ pub enum ExerciseCommand {
         #[arg(long, value_name = "DIR")]
         into: Option<PathBuf>,
     },
+    /// Show an exercise's task again, and where its sandbox is.
+    Task {
+        /// The exercise's number (default: the one whose sandbox holds this folder).
+        #[arg(value_name = "N")]
+        number: Option<u32>,
+    },
+    /// Start the first exercise not passed yet (or show its task when it is laid out).
+    Next,
     /// Check your work: run the exercise's golden.md in a copy of its sandbox.
     ///
     /// Exit status: 0 pass, 1 a step differs, 2 usage error.
@@ -211,6 +219,16 @@ pub enum ExerciseCommand {
         /// Print JSON (schema kit.check/1), for graders.
         #[arg(long)]
         json: bool,
+    },
+    /// Check again on every save: watch the exercise's sandbox and re-run its check when a file
+    /// changes, until Ctrl-C.
+    Watch {
+        /// The exercise's number (default: the one whose sandbox holds this folder).
+        #[arg(value_name = "N")]
+        number: Option<u32>,
+        /// Stop after this many checks (for scripts and tests).
+        #[arg(long, value_name = "COUNT", hide = true)]
+        max_checks: Option<u32>,
     },
     /// Show a hint from the exercise's ladder (default: the next one not yet seen).
     Hint {
@@ -232,9 +250,9 @@ pub enum ExerciseCommand {
     },
     /// Show the solution's files (only once the exercise passed).
     Solution {
-        /// The exercise's number.
+        /// The exercise's number (default: the one whose sandbox holds this folder).
         #[arg(value_name = "N")]
-        number: u32,
+        number: Option<u32>,
         /// Show it before passing (it spoils the exercise).
         #[arg(long)]
         show_anyway: bool,

@@ -492,7 +492,20 @@ pub fn golden_env_with(root: &Path, tools: &Toolbox) -> Vec<(String, String)> {
 /// Run `case` in a fresh sandbox under a temporary folder. `sandbox` builds the starting tree
 /// for the case's sandbox kind (use [`build_sandbox`] unless you add kinds).
 pub fn run_case(case: &Case, bins: &Binaries, sandbox: &SandboxFn) -> Result<Outcome> {
-    run_case_steps(case, bins, sandbox, false).map(|(outcome, _)| outcome)
+    run_case_with_progress(case, bins, sandbox, &|_, _, _| {})
+}
+
+/// Called before each `$ ` step runs: (1-based step number, number of `$ ` steps, command).
+pub type ProgressFn<'a> = dyn Fn(usize, usize, &str) + 'a;
+
+/// [`run_case`], calling `progress` before each `$ ` step (`kit exercise check` shows it).
+pub fn run_case_with_progress(
+    case: &Case,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+    progress: &ProgressFn<'_>,
+) -> Result<Outcome> {
+    run_steps(case, bins, sandbox, false, progress).map(|(outcome, _)| outcome)
 }
 
 /// What one `$ ` step printed and how it exited, from [`run_case_steps`].
@@ -516,6 +529,17 @@ pub fn run_case_steps(
     sandbox: &SandboxFn,
     keep_going: bool,
 ) -> Result<(Outcome, Vec<StepRun>)> {
+    run_steps(case, bins, sandbox, keep_going, &|_, _, _| {})
+}
+
+fn run_steps(
+    case: &Case,
+    bins: &Binaries,
+    sandbox: &SandboxFn,
+    keep_going: bool,
+    progress: &ProgressFn<'_>,
+) -> Result<(Outcome, Vec<StepRun>)> {
+    let total = case.steps.iter().filter(|s| matches!(s, Step::Run { .. })).count();
     let tmp = tempfile::Builder::new()
         .prefix("kit-golden-")
         .tempdir()
@@ -554,6 +578,7 @@ pub fn run_case_steps(
         match step {
             Step::File { path, content } => write_own_file(&root, path, content)?,
             Step::Run { line, command, status, output } => {
+                progress(runs.len() + 1, total, command);
                 let (code, actual) = run_merged(command, &root, &env, timeout)?;
                 let actual = red.apply(&actual);
                 let status_ok = match status {

@@ -268,7 +268,13 @@ fn exercise(ctx: &Ctx, cmd: ExerciseCommand, out: &mut dyn Write) -> Result<u8> 
         ExerciseCommand::Start { number, into } => {
             c::start(cwd, number, into.as_deref(), &ctx.theme, out)
         }
+        ExerciseCommand::Task { number } => c::task(cwd, number, &ctx.theme, out),
+        ExerciseCommand::Next => c::next(cwd, &ctx.theme, out),
         ExerciseCommand::Check { number, json } => c::check(cwd, number, json, &ctx.theme, out),
+        ExerciseCommand::Watch { number, max_checks } => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            c::watch(cwd, number, max_checks, tty, &ctx.theme, out)
+        }
         ExerciseCommand::Hint { number, level } => c::hint(cwd, number, level, out),
         ExerciseCommand::Reset { number, yes } => c::reset(cwd, number, yes, &ctx.theme, out),
         ExerciseCommand::Solution { number, show_anyway } => {

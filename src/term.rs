@@ -69,3 +69,63 @@ pub(crate) fn columns() -> Option<usize> {
     }
     console::Term::stdout().size_checked().map(|(_, cols)| cols as usize).filter(|&c| c > 0)
 }
+
+/// One line on stderr that a long job rewrites in place to show which step it is at
+/// (`step 3/7 kit loop --agent fake:lie …`), cleared when dropped. Off a terminal it prints
+/// nothing, so piped output and goldens never see it.
+pub(crate) struct StepLine {
+    term: Option<console::Term>,
+}
+
+impl StepLine {
+    /// A step line on stderr when stderr is a terminal, else one that prints nothing.
+    pub(crate) fn on_stderr() -> StepLine {
+        let term = console::Term::stderr();
+        StepLine { term: term.is_term().then_some(term) }
+    }
+
+    /// Show `step N/TOTAL COMMAND`, the command cut to the terminal's width with `…`.
+    pub(crate) fn show(&self, n: usize, total: usize, command: &str) {
+        let Some(t) = &self.term else { return };
+        let width = t.size_checked().map_or(80, |(_, c)| usize::from(c)).max(20);
+        let line = step_line(n, total, command, width - 1);
+        let _ = t.clear_line();
+        let _ = t.write_str(&line);
+    }
+}
+
+impl Drop for StepLine {
+    fn drop(&mut self) {
+        if let Some(t) = &self.term {
+            let _ = t.clear_line();
+        }
+    }
+}
+
+/// `step N/TOTAL COMMAND` on one line of at most `width` columns (the command's first line,
+/// cut with `…`).
+pub(crate) fn step_line(n: usize, total: usize, command: &str, width: usize) -> String {
+    let first = command.lines().next().unwrap_or_default();
+    let more = if command.lines().nth(1).is_some() { " …" } else { "" };
+    let line = format!("step {n}/{total} {first}{more}");
+    console::truncate_str(&line, width, "…").into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_line_fits_its_width() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("kit init", 80, "step 3/7 kit init"),
+            ("kit loop --agent fake:lie --max-iterations 2", 30, "step 3/7 kit loop --agent fak…"),
+            ("echo a\necho b", 80, "step 3/7 echo a …"),
+        ];
+        for (cmd, width, want) in cases {
+            let got = step_line(3, 7, cmd, *width);
+            assert_eq!(got, *want);
+            assert!(console::measure_text_width(&got) <= *width, "{got}");
+        }
+    }
+}

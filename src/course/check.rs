@@ -10,6 +10,16 @@ use crate::golden::{self, Binaries, Outcome};
 
 /// Run `ex`'s golden in a temporary copy of `sandbox` ([`copy_sandbox`]).
 pub fn check_copy(ex: &Exercise, sandbox: &Path, bins: &Binaries) -> Result<Outcome> {
+    check_copy_with_progress(ex, sandbox, bins, &|_, _, _| {})
+}
+
+/// [`check_copy`], calling `progress` before each step ([`golden::run_case_with_progress`]).
+pub fn check_copy_with_progress(
+    ex: &Exercise,
+    sandbox: &Path,
+    bins: &Binaries,
+    progress: &golden::ProgressFn<'_>,
+) -> Result<Outcome> {
     let case = ex.case(&format!("exercise {}", ex.slug))?;
     // `golden::SandboxFn` is `'static`: the closures own what they use.
     let sandbox = sandbox.to_path_buf();
@@ -17,7 +27,7 @@ pub fn check_copy(ex: &Exercise, sandbox: &Path, bins: &Binaries) -> Result<Outc
     let copy = move |_kind: &str, dir: &Path, _env: &[(String, String)]| {
         copy_sandbox(&sandbox, &kind, dir)
     };
-    golden::run_case(&case, bins, &copy)
+    golden::run_case_with_progress(&case, bins, &copy, progress)
 }
 
 /// The largest file a check copies from the lab (16 MiB): no exercise's work comes near it, and a

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::diagnose::Cause;
 use super::exercise::{self, Exercise};
 use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
@@ -80,11 +81,47 @@ pub fn start(
             folder.display()
         ))
         .with_hint(format!(
-            "kit exercise check {n} checks it; kit exercise reset {n} starts it again"
+            "kit exercise task {n} shows its task again; kit exercise check {n} checks it; kit exercise reset {n} starts it again"
         )));
     }
     lay_out(ex, &lab, &folder)?;
-    print_task(ex, &folder, theme, out)?;
+    print_task(ex, &folder, true, theme, out)?;
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise task [N]`: exercise N's task again (N defaults as for `check`), with where its
+/// sandbox is, or where `start` will lay it out.
+pub fn task(cwd: &Path, n: Option<u32>, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "task")?;
+    let folder = sandbox_of(&progress, &lab, &ex);
+    print_task(&ex, &folder, folder.is_dir(), theme, out)?;
+    Ok(EXIT_OK)
+}
+
+/// `kit exercise next`: the first exercise not passed yet, in course order: its task when it is
+/// laid out already, else laid out as `start` does.
+pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+    let course = Course::load()?;
+    let lab = lab_noting_the_last(cwd);
+    let progress = Progress::load(&lab)?;
+    progress.print_notes();
+    let Some(ex) = course.exercises.iter().find(|e| !progress.passed(&e.slug)) else {
+        writeln!(out, "every exercise has passed: the course is done").map_err(w)?;
+        return Ok(EXIT_OK);
+    };
+    let folder = sandbox_of(&progress, &lab, ex);
+    if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
+        writeln!(
+            out,
+            "exercise {} is the first not passed yet; it is laid out already:",
+            ex.meta.id
+        )
+        .map_err(w)?;
+        print_task(ex, &folder, true, theme, out)?;
+        return Ok(EXIT_OK);
+    }
+    lay_out(ex, &lab, &folder)?;
+    print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
@@ -102,10 +139,19 @@ fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
     e.dir = Some(folder.to_path_buf());
     e.started = Some(crate::clock::now_rfc3339());
     e.passed = None;
+    e.failed_since_pass = None;
     progress.save(lab)
 }
 
-fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) -> Result<()> {
+/// The task of `ex`, its sandbox `folder` (`laid_out`: it exists; else where `start` puts it)
+/// and how to check it.
+fn print_task(
+    ex: &Exercise,
+    folder: &Path,
+    laid_out: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<()> {
     let m = &ex.meta;
     let minutes = m.minutes.map(|x| format!(", {x} min")).unwrap_or_default();
     writeln!(
@@ -115,7 +161,17 @@ fn print_task(ex: &Exercise, folder: &Path, theme: &Theme, out: &mut dyn Write) 
         m.lesson
     )
     .map_err(w)?;
-    writeln!(out, "sandbox: {}", folder.display()).map_err(w)?;
+    if laid_out {
+        writeln!(out, "sandbox: {}", folder.display()).map_err(w)?;
+    } else {
+        writeln!(
+            out,
+            "sandbox: not laid out yet (kit exercise start {} lays it out in {})",
+            m.id,
+            folder.display()
+        )
+        .map_err(w)?;
+    }
     writeln!(out).map_err(w)?;
     writeln!(out, "{}", m.task.trim_end()).map_err(w)?;
     writeln!(out).map_err(w)?;
@@ -157,7 +213,7 @@ fn exercise_here<'a>(
     })
 }
 
-/// What `check` and `hint` start from: the course, the lab, the course key, the lab's progress
+/// What `check`, `hint`, `task`, `watch` and `solution` start from: the course, the lab, the course key, the lab's progress
 /// (its notes printed) and the exercise — number `n`, else the one whose sandbox holds `cwd`.
 struct Picked {
     course: Course,
@@ -211,7 +267,12 @@ pub fn check(
     own_sandbox(ex, &folder, &key, &lab)?;
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let digest = stamp::edited_digest(&folder, &ex.meta.edit)?;
-    let outcome = super::check::check_copy(ex, &folder, &bins)?;
+    let outcome = {
+        let line = crate::term::StepLine::on_stderr();
+        super::check::check_copy_with_progress(ex, &folder, &bins, &|n, total, cmd| {
+            line.show(n, total, cmd)
+        })?
+    };
     let passed = outcome.failure.is_none();
     if passed {
         let pass = Pass::new(&key, id, &ex.slug, &lab, &folder, digest);
@@ -219,7 +280,15 @@ pub fn check(
         e.started.get_or_insert_with(|| pass.time.clone());
         e.earned.get_or_insert_with(|| pass.clone());
         e.passed = Some(pass);
+        e.failed_since_pass = None;
         e.dir.get_or_insert(folder.clone());
+        progress.save(&lab)?;
+    } else if progress.passed(&ex.slug) {
+        // The pass was of the sandbox as it was; this one fails: it is no longer passed (the
+        // solution stays unlocked by `earned`).
+        let e = progress.entry(&ex.slug);
+        e.passed = None;
+        e.failed_since_pass = Some(crate::clock::now_rfc3339());
         progress.save(&lab)?;
     }
     // Next: the first exercise not yet passed (after this one, else from the start), so a
@@ -235,7 +304,12 @@ pub fn check(
     // fits when the learner has seen the rungs below it, else the next unseen one, and names the
     // command that climbs on.
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
-    let fits = outcome.failure.as_ref().map(|f| ex.level_for_step(&f.command));
+    let cause = outcome.failure.as_ref().map(|f| super::diagnose::cause(ex, &folder, f));
+    // A failure that is not the work the task asks for gets no rung of the ladder: its hints
+    // are about that work.
+    let blames_work = matches!(cause, Some(Cause::Work | Cause::Stopped));
+    let fits =
+        outcome.failure.as_ref().filter(|_| blames_work).map(|f| ex.level_for_step(&f.command));
     let hint = fits.and_then(|k| ex.hint(k.min(seen + 1)));
     let solution_seen = progress.solution_seen(&ex.slug);
     if json {
@@ -250,6 +324,9 @@ pub fn check(
                 "line": f.line,
                 "command": f.command,
                 "detail": f.detail,
+            })),
+            "cause": cause.as_ref().map(|c| serde_json::json!({
+                "kind": c.kind(), "text": c.text(ex),
             })),
             "hint": hint.map(|(k, t)| serde_json::json!({
                 "level": k, "text": t, "fits_level": fits, "more": format!("kit exercise hint {id}"),
@@ -284,6 +361,9 @@ pub fn check(
     writeln!(out, "first differing step: golden.md:{}  $ {}", f.line, f.command).map_err(w)?;
     for line in f.detail.lines() {
         writeln!(out, "  {line}").map_err(w)?;
+    }
+    if let Some(text) = cause.as_ref().and_then(|c| c.text(ex)) {
+        writeln!(out, "{text}").map_err(w)?;
     }
     if let Some((k, text)) = hint {
         let total = ex.meta.hints.len();
@@ -353,7 +433,7 @@ pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Writ
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
     let want = level.unwrap_or(seen + 1);
     let Some((k, text)) = ex.hint(want) else {
-        writeln!(out, "exercise {n} has no hints; its task: kit exercise start {n}").map_err(w)?;
+        writeln!(out, "exercise {n} has no hints; its task: kit exercise task {n}").map_err(w)?;
         return Ok(EXIT_OK);
     };
     let total = ex.meta.hints.len();
@@ -417,7 +497,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
         empty_folder(&folder)?;
     }
     lay_out(ex, &lab, &folder)?;
-    print_task(ex, &folder, theme, out)?;
+    print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
@@ -435,14 +515,12 @@ fn empty_folder(folder: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `kit exercise solution N [--show-anyway]`: the solution's files, only once the exercise
-/// passed (looking first spoils it).
-pub fn solution(cwd: &Path, n: u32, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
-    let course = Course::load()?;
-    let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab_noting_the_last(cwd);
-    let mut progress = Progress::load(&lab)?;
-    progress.print_notes();
+/// `kit exercise solution [N] [--show-anyway]`: the solution's files, only once the exercise
+/// passed (looking first spoils it); N defaults as for `check`.
+pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
+    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "solution")?;
+    let ex = &ex;
+    let n = ex.meta.id;
     let earned = progress.earned(&ex.slug);
     if !show_anyway && !earned {
         return Err(Error::usage(format!(
@@ -507,6 +585,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
                     "slug": e.slug,
                     "title": e.meta.title,
                     "status": progress.status(&e.slug),
+                    "changed_since_pass": changed_since_pass(&progress, e),
                     "solution_seen": progress.solution_seen(&e.slug),
                 })
             })
@@ -531,7 +610,7 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
             m.id,
             m.lesson,
             m.title,
-            progress.status_line(&e.slug)
+            progress.status_line(&e.slug, changed_since_pass(&progress, e))
         )
         .map_err(w)?;
     }
@@ -544,6 +623,137 @@ pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8
         writeln!(out, "{passed}/{total} passed").map_err(w)?;
     }
     Ok(EXIT_OK)
+}
+
+/// Whether exercise `ex` passed and its sandbox changed since: the digest of its `edit` files is
+/// not the pass's (or the sandbox is gone). A check will say whether it still passes.
+fn changed_since_pass(progress: &Progress, ex: &Exercise) -> bool {
+    let Some(pass) = progress.exercises.get(&ex.slug).and_then(|e| e.passed.as_ref()) else {
+        return false;
+    };
+    !pass.dir.is_dir()
+        || stamp::edited_digest(&pass.dir, &ex.meta.edit).map_or(true, |d| d != pass.digest)
+}
+
+/// `kit exercise watch [N] [--max-checks K]`: check exercise N (default as for `check`), then
+/// check again each time a file of its sandbox changes, until Ctrl-C (or K checks). A pass does
+/// not end it, as in rustlings' watch: the learner may go on refining, and a later failing check
+/// is recorded ("failed since passing"). On a terminal the screen is cleared before each check.
+///
+/// Changes are found by polling the sandbox's files (path, size, mtime, inode) every
+/// [`WATCH_POLL`], then waiting until they settle for [`WATCH_SETTLE`] (an editor's save is
+/// several writes): no new dependency, it works on any file system (network mounts and
+/// containers where inotify does not), and a sandbox is a few dozen files. `.git/`, `.home/`,
+/// `.kit/`, kit's runtime files in `longrun/` (names starting with a dot: `.lock`, `.runs/`,
+/// `.frozen/`, `.hook/`) and editors' scratch files ([`editor_scratch`]) are not watched.
+///
+/// Exit status: that of the last check (with `--max-checks`).
+pub fn watch(
+    cwd: &Path,
+    n: Option<u32>,
+    max_checks: Option<u32>,
+    tty: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "watch")?;
+    let id = ex.meta.id;
+    let folder = sandbox_of(&progress, &lab, &ex);
+    if !folder.is_dir() {
+        return Err(Error::usage(format!(
+            "exercise {id} is not started ({} does not exist)",
+            folder.display()
+        ))
+        .with_hint(format!("kit exercise start {id}, then kit exercise watch {id}")));
+    }
+    let mut checks = 0;
+    loop {
+        let before = sandbox_files(&folder);
+        if tty {
+            let _ = console::Term::stdout().clear_screen();
+        }
+        let code = check(cwd, Some(id), false, theme, out)?;
+        checks += 1;
+        if max_checks.is_some_and(|m| checks >= m) {
+            return Ok(code);
+        }
+        writeln!(
+            out,
+            "{}",
+            theme.dim(&format!(
+                "watching {} (exercise {id}): saving a file checks again; Ctrl-C stops",
+                folder.display()
+            ))
+        )
+        .map_err(w)?;
+        out.flush().map_err(w)?;
+        let mut now = sandbox_files(&folder);
+        while now == before {
+            std::thread::sleep(WATCH_POLL);
+            now = sandbox_files(&folder);
+        }
+        loop {
+            std::thread::sleep(WATCH_SETTLE);
+            let again = sandbox_files(&folder);
+            if again == now {
+                break;
+            }
+            now = again;
+        }
+        if !tty {
+            writeln!(out).map_err(w)?;
+        }
+    }
+}
+
+/// Whether `name` is an editor's scratch file (vim's swap files and `4913` probe, Emacs' lock
+/// and backup files) or Python's byte-code folder, which change while the learner types, not
+/// when they save.
+fn editor_scratch(name: &str) -> bool {
+    name == "4913"
+        || name == "__pycache__"
+        || name.starts_with(".#")
+        || name.ends_with('~')
+        || [".swp", ".swo", ".swx"].iter().any(|x| name.ends_with(x))
+}
+
+/// How often `watch` looks at the sandbox.
+const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long the sandbox must stay unchanged before `watch` checks.
+const WATCH_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One entry of a sandbox as `watch` compares it: path, size, mtime, inode.
+type Seen = (PathBuf, u64, Option<std::time::SystemTime>, u64);
+
+/// The files of `dir` that `watch` watches (see [`watch`]), sorted; unreadable entries are
+/// skipped (a file being replaced shows up on the next look).
+fn sandbox_files(dir: &Path) -> Vec<Seen> {
+    use std::os::unix::fs::MetadataExt;
+    fn walk(root: &Path, rel: &Path, out: &mut Vec<Seen>) {
+        let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let r = rel.join(&name);
+            let top = rel.as_os_str().is_empty();
+            let dot = name.to_string_lossy().starts_with('.');
+            if (top && [".git", ".home", ".kit"].iter().any(|n| name == *n))
+                || (dot && rel == Path::new("longrun"))
+                || editor_scratch(&name.to_string_lossy())
+            {
+                continue;
+            }
+            let Ok(m) = std::fs::symlink_metadata(root.join(&r)) else { continue };
+            if m.is_dir() {
+                walk(root, &r, out);
+            } else {
+                out.push((r, m.len(), m.modified().ok(), m.ino()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, Path::new(""), &mut out);
+    out.sort();
+    out
 }
 
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
@@ -571,9 +781,13 @@ pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
             .map_err(w)?;
     }
     match course.exercises.iter().find(|e| !progress.passed(&e.slug)) {
-        Some(e) if progress.status(&e.slug) == "started" => {
-            writeln!(out, "next: {go}kit exercise check {} (started)", e.meta.id).map_err(w)?
-        }
+        Some(e) if progress.status(&e.slug) != "not started" => writeln!(
+            out,
+            "next: {go}kit exercise check {} ({})",
+            e.meta.id,
+            progress.status(&e.slug)
+        )
+        .map_err(w)?,
         Some(e) => {
             let l = e.meta.lesson;
             writeln!(out, "next: {go}kit lesson {l}, then kit exercise start {}", e.meta.id)
@@ -715,17 +929,26 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
     let mut table: Vec<&str> = Vec::new();
     for line in md.lines() {
         if !table.is_empty() && !line.trim_start().starts_with('|') {
-            out.push_str(&render_table(&table, theme));
+            out.push_str(&render_table(&table, width, theme));
             table.clear();
         }
-        if line.trim_start().starts_with("```") {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
             flush(&mut para, &mut out);
+            // A block that a lesson writes into a file (`file=PATH`, as the golden format
+            // reads it) is headed by the file's name: the learner must know where it goes.
+            if !in_code {
+                if let Some(path) = info.split_whitespace().find_map(|w| w.strip_prefix("file=")) {
+                    out.push_str(&format!("  {}\n", theme.bold(&format!("file {path}:"))));
+                }
+            }
             in_code = !in_code;
             continue;
         }
         if in_code {
-            out.push_str(&theme.dim(&format!("    {line}")));
-            out.push('\n');
+            for l in wrap_code(line, width) {
+                out.push_str(&theme.dim(&l));
+                out.push('\n');
+            }
         } else if line.trim_start().starts_with('|') {
             // A table: kept whole (never reflowed), its columns aligned.
             flush(&mut para, &mut out);
@@ -733,8 +956,10 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
             continue;
         } else if line.starts_with('#') {
             flush(&mut para, &mut out);
-            out.push_str(&theme.bold(line.trim_start_matches('#').trim()));
-            out.push('\n');
+            for l in wrap(line.trim_start_matches('#').trim(), width, "", "").lines() {
+                out.push_str(&theme.bold(l));
+                out.push('\n');
+            }
         } else if line.trim().is_empty() {
             flush(&mut para, &mut out);
             out.push('\n');
@@ -750,16 +975,81 @@ pub fn render_markdown(md: &str, width: usize, theme: &Theme) -> String {
         }
     }
     flush(&mut para, &mut out);
-    out.push_str(&render_table(&table, theme));
+    out.push_str(&render_table(&table, width, theme));
     out
 }
 
+/// A line of a code block, indented by four, as lines of at most `width` columns: a longer one
+/// is broken at a space, its rest indented two more. A `$ ` command is broken only outside
+/// quotes, and each broken line ends with ` \`, so that it still pastes into a shell as one
+/// command. A line with no space to break at is kept whole.
+fn wrap_code(line: &str, width: usize) -> Vec<String> {
+    const INDENT: &str = "    ";
+    let command = line.starts_with("$ ");
+    let mut out = Vec::new();
+    let mut rest = line.to_string();
+    let mut indent = INDENT.to_string();
+    loop {
+        let room = width.saturating_sub(indent.len() + if command { 2 } else { 0 });
+        if console::measure_text_width(&rest) + indent.len() <= width {
+            out.push(format!("{indent}{rest}"));
+            return out;
+        }
+        // Spaces where the line may break (outside quotes, for a command), as byte offsets.
+        let (mut single, mut double) = (false, false);
+        let mut breaks = Vec::new();
+        for (i, c) in rest.char_indices() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single => double = !double,
+                ' ' if !command || !(single || double) => breaks.push(i),
+                _ => {}
+            }
+        }
+        let fits = breaks
+            .iter()
+            .copied()
+            .rfind(|&i| i > 0 && console::measure_text_width(&rest[..i]) <= room)
+            .or_else(|| breaks.iter().copied().find(|&i| i > 0));
+        let Some(mut at) = fits else {
+            if command {
+                out.push(format!("{indent}{rest}"));
+                return out;
+            }
+            // Output with no space (a JSON line) is cut at the width: it is read, not pasted.
+            let cut = rest.char_indices().nth(room.max(1)).map_or(rest.len(), |(i, _)| i);
+            out.push(format!("{indent}{}", &rest[..cut]));
+            rest = rest[cut..].to_string();
+            indent = format!("{INDENT}  ");
+            continue;
+        };
+        // A word too long for any line (quoted JSON) stays on the line it starts, rather than
+        // being left alone on one of its own.
+        let after = breaks.iter().copied().find(|&i| i > at);
+        let word = rest[at..after.unwrap_or(rest.len())].trim();
+        if command && console::measure_text_width(word) + indent.len() + 2 > width {
+            match after {
+                Some(a) => at = a,
+                None => {
+                    out.push(format!("{indent}{rest}"));
+                    return out;
+                }
+            }
+        }
+        let head = rest[..at].trim_end();
+        out.push(if command { format!("{indent}{head} \\") } else { format!("{indent}{head}") });
+        rest = rest[at..].trim_start().to_string();
+        indent = format!("{INDENT}  ");
+    }
+}
+
 /// A Markdown table as aligned columns: `| a | b |` rows, the `|---|` row as a rule under the
-/// header. Widths are display widths (`console::measure_text_width`).
-fn render_table(rows: &[&str], theme: &Theme) -> String {
+/// header. Widths are display widths (`console::measure_text_width`). When the table is wider
+/// than `width`, the last column's cells are wrapped under it.
+fn render_table(rows: &[&str], width: usize, theme: &Theme) -> String {
     let cells = |row: &str| -> Vec<String> {
         let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
-        inner.split('|').map(|c| c.trim().replace('`', "")).collect()
+        inner.split('|').map(|c| c.trim().replace('`', "").replace("**", "")).collect()
     };
     let is_rule = |row: &str| row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '));
     let body: Vec<(bool, Vec<String>)> =
@@ -771,25 +1061,48 @@ fn render_table(rows: &[&str], theme: &Theme) -> String {
             widths[i] = widths[i].max(console::measure_text_width(c));
         }
     }
+    // Wider than `width`: the widest column gives a column at a time (none below 12), and
+    // every cell is wrapped to its column.
+    let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+    while total(&widths) > width {
+        let Some((i, w)) = widths.iter().enumerate().max_by_key(|(_, w)| **w) else { break };
+        if *w <= 12 {
+            break;
+        }
+        widths[i] -= 1;
+    }
     let mut out = String::new();
     for (k, (rule, row)) in body.iter().enumerate() {
-        let line = if *rule {
-            widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")
+        let lines: Vec<String> = if *rule {
+            vec![widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ")]
         } else {
-            let mut l = String::new();
-            for (i, c) in row.iter().enumerate() {
-                l.push_str(c);
-                if i + 1 < row.len() {
-                    let pad = widths[i].saturating_sub(console::measure_text_width(c));
-                    l.push_str(&" ".repeat(pad + 2));
-                }
-            }
-            l
+            let cells: Vec<Vec<String>> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| wrap(c, widths[i], "", "").lines().map(str::to_string).collect())
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1);
+            (0..height)
+                .map(|h| {
+                    let mut l = String::new();
+                    for (i, c) in cells.iter().enumerate() {
+                        let part = c.get(h).map_or("", String::as_str);
+                        l.push_str(part);
+                        if i + 1 < cells.len() {
+                            let pad = widths[i].saturating_sub(console::measure_text_width(part));
+                            l.push_str(&" ".repeat(pad + 2));
+                        }
+                    }
+                    l.trim_end().to_string()
+                })
+                .collect()
         };
         let header = k == 0 && body.get(1).is_some_and(|(r, _)| *r);
-        out.push_str("  ");
-        out.push_str(&if header { theme.bold(&line) } else { line });
-        out.push('\n');
+        for line in lines {
+            out.push_str("  ");
+            out.push_str(&if header { theme.bold(&line) } else { line });
+            out.push('\n');
+        }
     }
     out
 }
@@ -829,6 +1142,101 @@ mod tests {
         let want =
             "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn watch_sees_the_learners_files_and_not_runtime_or_scratch_files() {
+        let d = tempfile::tempdir().unwrap();
+        let files = [
+            "longrun/goal.md",
+            ".claude/settings.json",
+            "longrun/.runs/1/out.log",
+            "longrun/.lock",
+            ".git/index",
+            ".home/.claude/x.jsonl",
+            ".kit/progress.json",
+            "src/.lib.py.swp",
+            "src/lib.py~",
+            "src/__pycache__/lib.pyc",
+            "src/lib.py",
+        ];
+        for f in files {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let seen: Vec<String> = sandbox_files(d.path())
+            .into_iter()
+            .map(|(p, ..)| p.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(seen, [".claude/settings.json", "longrun/goal.md", "src/lib.py"]);
+    }
+
+    #[test]
+    fn a_code_block_written_to_a_file_is_headed_by_its_name() {
+        let md = "Write it:\n\n```text file=longrun/config.toml\n[caps]\n```\n";
+        let got = render_markdown(md, 80, &Theme::plain());
+        assert_eq!(got, "Write it:\n\n  file longrun/config.toml:\n    [caps]\n");
+    }
+
+    #[test]
+    fn long_code_lines_break_at_a_space_and_commands_stay_pasteable() {
+        let cases: &[(&str, usize, &[&str])] = &[
+            ("short", 80, &["    short"]),
+            ("one two three four", 14, &["    one two", "      three", "      four"]),
+            (
+                "$ git commit -m 'a b c d' && git status",
+                34,
+                &["    $ git commit -m 'a b c d' && \\", "      git status"],
+            ),
+            ("$ nospacesatallhere", 10, &["    $ nospacesatallhere"]),
+            ("{\"a\":1,\"b\":2}", 10, &["    {\"a\":1", "      ,\"b\"", "      :2}"]),
+        ];
+        for (line, width, want) in cases {
+            assert_eq!(wrap_code(line, *width), *want, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_wide_table_wraps_its_cells() {
+        let md = "| who | what |\n|---|---|\n| you | one two three four five six |\n";
+        let got = render_markdown(md, 22, &Theme::plain());
+        let want =
+            "  who  what\n  ---  ---------------\n  you  one two three\n       four five six\n";
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_lesson_reads_at_80_columns() {
+        // Prose wraps; tables and console blocks are kept as written, so they must fit. Lines
+        // of data a lesson writes into a file (a transcript's JSON) may not, and are not
+        // measured.
+        for l in lesson::load_all().unwrap() {
+            let text = render_markdown(l.readme, 80, &Theme::plain());
+            let mut in_file = false;
+            let mut long = Vec::new();
+            for line in text.lines() {
+                if line.starts_with("  file ") && line.ends_with(':') {
+                    in_file = true;
+                    continue;
+                }
+                if !line.starts_with("    ") {
+                    in_file = false;
+                }
+                // A command whose quoted argument (JSON, a sed script) is too long cannot be
+                // broken and stay a command.
+                let one_word = line.trim_start().starts_with("$ ") && line.contains('\'');
+                if !in_file && !one_word && console::measure_text_width(line) > 80 {
+                    long.push(line.to_string());
+                }
+            }
+            assert!(
+                long.is_empty(),
+                "lessons/{}/README.md wider than 80:\n{}",
+                l.slug,
+                long.join("\n")
+            );
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //!       "passed": { "time": "2026-10-01T09:10:00Z", "dir": "/home/me/kit-lab/01-init",
 //!                   "digest": "…", "lab": "/home/me/kit-lab", "stamp": "…" },
 //!       "earned": { …the first pass, the same fields… },
+//!       "failed_since_pass": "2026-10-01T09:20:00Z",
 //!       "solution_seen": "2026-10-01T09:05:00Z",
 //!       "hints_seen": 1
 //!     }
@@ -25,7 +26,8 @@
 //!
 //! Times are RFC 3339 (kit's clock). `passed` is the pass of the sandbox as it is now (`reset`
 //! clears it); `earned` the first pass ever, which unlocks `kit exercise solution` and survives a
-//! reset; both carry a [`Pass`] stamp under the course key ([`super::stamp`]). [`Progress::load`]
+//! reset; `failed_since_pass` is when a check failed after a pass (that check cleared `passed`);
+//! both passes carry a [`Pass`] stamp under the course key ([`super::stamp`]). [`Progress::load`]
 //! ignores a pass whose stamp does not verify (written by hand, copied from another exercise or
 //! lab) with a one-line note naming the file and `kit exercise check N`, and a genuine pass
 //! recorded in another lab (`lab` is not this one: a progress file copied from there; a pass
@@ -161,6 +163,10 @@ pub struct Entry {
     /// The first pass: unlocks the solution, kept by `kit exercise reset`.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient_pass")]
     pub earned: Option<Pass>,
+    /// When a check failed after a pass (which it cleared from `passed`); cleared by the next
+    /// pass and by `kit exercise reset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_since_pass: Option<String>,
     /// When `kit exercise solution --show-anyway` showed the solution before any pass.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub solution_seen: Option<String>,
@@ -445,18 +451,25 @@ impl Progress {
         self.exercises.get(slug).is_some_and(|e| e.solution_seen.is_some())
     }
 
-    /// `not started`, `started` or `passed`.
+    /// `not started`, `started`, `passed` or `failed since passing` (a check failed after a
+    /// pass).
     pub fn status(&self, slug: &str) -> &'static str {
         match self.exercises.get(slug) {
             Some(e) if e.passed.is_some() => "passed",
+            Some(e) if e.failed_since_pass.is_some() => "failed since passing",
             Some(e) if e.started.is_some() => "started",
             _ => "not started",
         }
     }
 
-    /// [`Progress::status`], with ` (solution seen)` when the solution was shown before a pass.
-    pub fn status_line(&self, slug: &str) -> String {
-        let s = self.status(slug);
+    /// [`Progress::status`], `passed, changed since` when `changed` (the files the exercise edits
+    /// differ from those that passed), with ` (solution seen)` when the solution was shown before
+    /// a pass.
+    pub fn status_line(&self, slug: &str, changed: bool) -> String {
+        let s = match self.status(slug) {
+            "passed" if changed => "passed, changed since",
+            s => s,
+        };
         if self.solution_seen(slug) {
             format!("{s} (solution seen)")
         } else {

@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod commands;
+pub mod diagnose;
 pub mod exercise;
 pub mod lab;
 pub mod lesson;

@@ -734,3 +734,163 @@ fn an_exercise_with_sessions_prints_the_exports_that_make_kit_measure_read_them(
     let o = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
     assert!(!text(&o).contains("its sessions are in"), "{}", text(&o));
 }
+
+#[test]
+fn task_shows_the_task_again_and_start_on_a_laid_out_exercise_points_to_it() {
+    let (d, lab, sandbox) = started(1);
+    let again = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("kit exercise task 1 shows its task again"), "{}", text(&again));
+    // Inside the sandbox, without N: the sandbox's exercise, with where it is.
+    let o = kit_in(&sandbox, &lab, &["exercise", "task"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.starts_with("exercise 01: Create longrun/ in a repository"), "{t}");
+    assert!(t.contains(&format!("sandbox: {}\n", sandbox.display())), "{t}");
+    assert!(t.contains("check it: kit exercise check 1"), "{t}");
+    // Not laid out yet: where `start` will put it.
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "task", "2"]));
+    assert!(
+        t.contains(&format!(
+            "sandbox: not laid out yet (kit exercise start 2 lays it out in {})",
+            lab.join("02-who-writes-what").display()
+        )),
+        "{t}"
+    );
+    // Outside any sandbox and without N: which one?
+    let o = kit_in(d.path(), &lab, &["exercise", "task"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("kit exercise task N"), "{}", text(&o));
+}
+
+#[test]
+fn next_starts_the_first_exercise_not_passed_or_shows_it_when_laid_out() {
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["exercise", "next"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).starts_with("exercise 01: "), "{}", text(&o));
+    let sandbox = lab.join("01-init");
+    assert!(sandbox.join("NOTES.md").is_file());
+    let o = kit_in(d.path(), &lab, &["exercise", "next"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).starts_with("exercise 1 is the first not passed yet; it is laid out already:\n"),
+        "{}",
+        text(&o)
+    );
+    pass_exercise_1(&lab, &sandbox);
+    let t = text(&kit_in(d.path(), &lab, &["exercise", "next"]));
+    assert!(t.starts_with("exercise 02: "), "{t}");
+    assert!(lab.join("02-who-writes-what").is_dir(), "{t}");
+}
+
+#[test]
+fn solution_without_n_is_the_exercise_of_the_sandbox_it_runs_in() {
+    let (d, lab, sandbox) = started(1);
+    let o = kit_in(&sandbox, &lab, &["exercise", "solution"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("exercise 1 has not passed yet"), "{}", text(&o));
+    pass_exercise_1(&lab, &sandbox);
+    let o = kit_in(&sandbox.join("longrun"), &lab, &["exercise", "solution"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("--- solution/longrun/goal.md"), "{}", text(&o));
+    let o = kit_in(d.path(), &lab, &["exercise", "solution"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("kit exercise solution N"), "{}", text(&o));
+}
+
+#[test]
+fn list_shows_a_pass_whose_sandbox_changed_since_and_one_a_later_check_failed() {
+    let (d, lab, sandbox) = started(1);
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("  passed"), "{}", list_row(&lab, 1));
+    // An edit of the exercise's files after the pass: not checked yet, shown as changed.
+    std::fs::write(sandbox.join("longrun/goal.md"), "# Goal: something else\n").unwrap();
+    assert!(list_row(&lab, 1).ends_with("  passed, changed since"), "{}", list_row(&lab, 1));
+    let v: serde_json::Value =
+        serde_json::from_slice(&kit_in(d.path(), &lab, &["exercise", "list", "--json"]).stdout)
+            .unwrap();
+    assert_eq!(v["exercises"][0]["changed_since_pass"], true);
+    assert_eq!(v["exercises"][1]["changed_since_pass"], false);
+    // A check that fails now clears the pass; the solution stays unlocked.
+    std::fs::remove_dir_all(sandbox.join("longrun")).unwrap();
+    let o = kit_in(&sandbox, &lab, &["exercise", "check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(list_row(&lab, 1).ends_with("  failed since passing"), "{}", list_row(&lab, 1));
+    assert!(text(&kit_in(d.path(), &lab, &["exercise", "list"])).contains("0/20 passed"));
+    let lessons = text(&kit_in(d.path(), &lab, &["lesson"]));
+    assert!(lessons.contains("next: kit exercise check 1 (failed since passing)"), "{lessons}");
+    assert!(kit_in(d.path(), &lab, &["exercise", "solution", "1"]).status.success());
+    // Passing again clears it.
+    pass_exercise_1(&lab, &sandbox);
+    assert!(list_row(&lab, 1).ends_with("  passed"), "{}", list_row(&lab, 1));
+    assert!(progress_json(&lab)["exercises"]["01-init"].get("failed_since_pass").is_none());
+}
+
+/// Wait (polling, up to `secs`) until `cond` holds.
+fn wait_until(secs: u64, what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn watch_checks_at_once_and_again_after_a_save_with_no_progress_line_when_piped() {
+    let (d, lab, sandbox) = started(1);
+    let log = d.path().join("watch.log");
+    let mut child = learner(&sandbox, &lab)
+        .args(["exercise", "watch", "--max-checks", "2"])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until(120, "the first check", || read().contains("saving a file checks again"));
+    assert!(read().starts_with("FAIL  01 Create longrun/ in a repository\n"), "{}", read());
+    // The save: kit init writes longrun/ (a runtime file of kit's alone would not count).
+    assert!(learner(&sandbox, &lab).arg("init").output().unwrap().status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("watch did not check again after the save:\n{}", read());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = read();
+    assert!(status.success(), "{out}");
+    let pass =
+        out.find("PASS  01 Create longrun/ in a repository").unwrap_or_else(|| panic!("{out}"));
+    assert!(pass > out.find("FAIL").unwrap(), "{out}");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!out.contains("step 1/") && !err.contains("step 1/"), "{out}{err}");
+    assert!(progress_json(&lab)["exercises"]["01-init"]["passed"]["stamp"].is_string());
+}
+
+#[test]
+fn a_failure_at_a_step_the_task_does_not_reach_names_the_change_not_the_goal() {
+    let (_d, lab, sandbox) = started(15);
+    let test = sandbox.join("tests/test_durations.py");
+    let mut text_of = std::fs::read_to_string(&test).unwrap();
+    text_of.push_str("# made easier\n");
+    std::fs::write(&test, text_of).unwrap();
+    let o = kit_in(&sandbox, &lab, &["exercise", "check"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("not the task's step: golden.md:"), "{t}");
+    assert!(t.contains("(the task edits longrun/frozen.toml)"), "{t}");
+    assert!(t.contains("changed since the start: tests/test_durations.py (not the task's)"), "{t}");
+    assert!(t.contains("undo it: git checkout "), "{t}");
+    assert!(!t.contains("hint 1/"), "the goal's hints are not about this: {t}");
+    let o = kit_in(&sandbox, &lab, &["exercise", "check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["cause"]["kind"], "outside-the-task");
+    assert!(v["hint"].is_null(), "{v}");
+}
