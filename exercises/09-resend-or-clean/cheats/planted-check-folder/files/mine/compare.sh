@@ -1,0 +1,1 @@
+for s in a b c d e; do echo "$s agrees with kit cache"; done
