@@ -53,7 +53,7 @@
 //! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
+//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `grace_s` (SIGTERM to SIGKILL), `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
@@ -762,6 +762,7 @@ impl RunCtx<'_> {
                     "no_progress": settings.max_no_progress,
                 },
                 "timeout_s": settings.timeout.as_secs_f64(),
+                "grace_s": settings.grace.as_secs_f64(),
                 "memory_max_bytes": settings.memory_max,
                 "cap_sources": settings.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
                 "subreaper": subreaper.as_ref().map_or_else(|e| e.clone(), |()| "on".into()),
