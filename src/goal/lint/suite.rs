@@ -38,6 +38,15 @@ impl Lint<'_> {
             .into_iter()
             .find_map(|(cwd, w)| Runner::of(w).map(|r| (cwd, w.to_vec(), r)))?;
         let line = c.line;
+        // A narrowed regression beside one that runs the whole frozen suite adds evidence and
+        // hides nothing (a person may pin the loader tests on their own, too): only the goal's
+        // regressions together must run every frozen test.
+        if runner.kind == RunnerKind::Unittest
+            && runner.names_modules()
+            && self.others_run_the_whole_suite(c, &runner.kind)
+        {
+            return None;
+        }
         if runner.kind == RunnerKind::Unittest && runner.names_modules() {
             self.flag(
                 line,
@@ -88,6 +97,32 @@ impl Lint<'_> {
             );
         }
         Some(counted)
+    }
+
+    /// Whether the goal's other regression criteria (not `c`), together, run every frozen test
+    /// file of `kind`, with no module list among them.
+    fn others_run_the_whole_suite(&self, c: &Criterion, kind: &RunnerKind) -> bool {
+        let others: Vec<&Criterion> = self
+            .goal
+            .criteria
+            .iter()
+            .filter(|o| o.kind == Kind::Regression && o.line != c.line)
+            .collect();
+        let narrowed = others.iter().any(|o| {
+            shell::simple_commands(&o.command).iter().any(|w| {
+                Runner::of(w).is_some_and(|r| r.kind == RunnerKind::Unittest && r.names_modules())
+            })
+        });
+        if others.is_empty() || narrowed {
+            return false;
+        }
+        let runs: BTreeSet<String> = others
+            .iter()
+            .filter_map(|o| runner_test_files(o, self.root))
+            .flat_map(|(_, f)| f)
+            .collect();
+        let frozen = self.frozen_test_files(kind);
+        !frozen.is_empty() && frozen.iter().all(|f| runs.contains(f))
     }
 
     /// The frozen files the runner would collect with its default patterns.

@@ -700,6 +700,8 @@ fn goals_on_the_lesson_2_lab_are_rated_as_their_author_meant() {
         // Sound.
         (with(F, R, L), &tt, 4, 4),
         (with(L, F, R), &tt, 4, 4),
+        // A fourth criterion: the loader tests pinned on their own, beside the whole suite.
+        (format!("{L}\n- regression: `python3 -B -m unittest tests.test_loader tests.test_loader_values -v` → `Ran 7 tests` and `re:^OK$`\n{F}\n{R}"), &tt, 4, 4),
         (format!("The suite is the team's.\n\n{F}\n\nAnd it must stay fast:\n\n{R}\n{L}"), &tt, 4, 4),
         (with(F, "- regression: `python3 -m unittest discover -s tests -v` → `Ran 16 tests` and `re:^OK$`", L), &tt, 4, 4),
         (with(F, "- regression: `python3 -B -m unittest discover -s tests` → `re:^Ran 16 tests in` and `re:^OK$`", L), &tt, 4, 4),
