@@ -76,7 +76,7 @@ impl RunCtx<'_> {
             ));
         }
         tally.reverts.extend(c.late.iter().map(describe_revert));
-        let (commit, dirty) = git_head(&self.project.root);
+        let (commit, dirty) = git_head(&self.project.root, &self.excludes);
         let closer = tally.seen_failures.insert(failure_fingerprint(&c.views));
         let progress = c.passed > tally.best || closer;
         tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
@@ -151,7 +151,7 @@ impl RunCtx<'_> {
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
         let pause_path = self.project.pause();
-        let tree_before = tree_state(&self.project.root);
+        let tree_before = tree_state(&self.project.root, &self.excludes);
         let launch = Launch {
             spec: &s.spec,
             setup: &s.setup,
@@ -329,8 +329,9 @@ impl RunCtx<'_> {
                 "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
             ));
         }
-        let tree_unchanged =
-            tree_before.is_some().then(|| tree_state(&self.project.root) == tree_before);
+        let tree_unchanged = tree_before
+            .is_some()
+            .then(|| tree_state(&self.project.root, &self.excludes) == tree_before);
         Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged })
     }
 }

@@ -351,6 +351,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let plan = plan_run(&project, opts)?;
     held.keep();
     let journal = Journal::new(project.journal());
+    let excludes = crate::git::info_exclude(&project.root);
     let mut ctx = RunCtx {
         project,
         journal,
@@ -364,6 +365,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         began: Instant::now(),
         first_skips: None,
         waited: Duration::ZERO,
+        excludes,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
@@ -514,6 +516,10 @@ struct RunCtx<'a> {
     first_skips: Option<std::collections::HashMap<u64, u64>>,
     /// Time slept virtually waiting out limits in this process (see [`Prepared::waited`]).
     waited: Duration,
+    /// `.git/info/exclude` as this loop process found it when it took the lock: the only
+    /// exclude rules besides the tree's `.gitignore` files that kit trusts when it reads the tree
+    /// (an exclude written during the run hides nothing, see [`crate::git::work_tree`]).
+    excludes: Vec<u8>,
 }
 
 impl RunCtx<'_> {
@@ -780,8 +786,8 @@ impl RunCtx<'_> {
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
         // The user's uncommitted work, kept where no agent command sweeps it away.
-        if git_head(&self.project.root).1 {
-            match checkpoint(&self.project.root, "kit loop") {
+        if git_head(&self.project.root, &self.excludes).1 {
+            match checkpoint(&self.project.root, "kit loop", &self.excludes) {
                 Some(commit) => {
                     self.journal("checkpoint", json!({ "ref": CHECKPOINT_REF, "commit": commit }))?;
                     self.say(format!(
@@ -827,7 +833,7 @@ impl RunCtx<'_> {
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
-        let (commit, dirty) = git_head(&self.project.root);
+        let (commit, dirty) = git_head(&self.project.root, &self.excludes);
         self.journal(
             "baseline",
             json!({
@@ -841,7 +847,7 @@ impl RunCtx<'_> {
         }
         tally.total = c.views.len();
         tally.best = c.passed;
-        tally.baseline_tree = tree_state(&self.project.root);
+        tally.baseline_tree = tree_state(&self.project.root, &self.excludes);
         tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
