@@ -356,7 +356,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     // names the loop of the last run not ended, and if it still runs, this one refuses before
     // writing anything.
     if let Some(h) = History::read(&project.journal())?.open_run {
-        if h.pid != me.pid && h.is_alive_here() {
+        if h.pid != me.pid && h.holds_lock_file(&project.lock()) {
             return Err(Error::Locked { path: project.lock(), holder: h.describe() });
         }
     }
@@ -595,6 +595,14 @@ impl RunCtx<'_> {
             lock::Previous::Dead(h) => {
                 self.journal("lock_takeover", json!({ "previous": h }))?;
                 self.say(format!("loop: took over the lock of a dead loop ({})", h.describe()));
+            }
+            lock::Previous::Stale(h) => {
+                self.journal("lock_takeover", json!({ "previous": h, "stale": true }))?;
+                self.say(format!(
+                    "loop: the lock's holder record names a live process that holds no lock \
+                     ({}): the record is stale (the flock was free); took the lock",
+                    h.describe()
+                ));
             }
             lock::Previous::Unreadable(raw) => {
                 self.journal("lock_takeover", json!({ "previous": { "raw": raw } }))?;

@@ -548,6 +548,31 @@ fn lines_the_agent_appends_to_the_journal_are_cut_and_journaled() {
     assert_eq!(ends[0]["outcome"], "cap");
 }
 
+/// Issue 22: an agent that kills its loop and writes a holder record naming pid 1 with its real
+/// command line does not turn later loops away: the flock is free, so the record is stale.
+#[test]
+fn a_record_naming_a_live_process_that_is_no_loop_is_stale_and_taken_over() {
+    let d = project(true);
+    let cmd = std::fs::read("/proc/1/cmdline").unwrap();
+    let cmd: Vec<String> = cmd
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let record = serde_json::json!({"pid": 1, "host": host.trim(), "started": "2026-01-01T00:00:00Z", "command": cmd.join(" ")});
+    write(d.path(), "longrun/.lock", &record.to_string());
+    let o = kit_loop(d.path(), &["--agent", "true", "--allow-green-start"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("the record is stale (the flock was free); took the lock"),
+        "{}",
+        text(&o)
+    );
+    let t = events(d.path(), "lock_takeover").pop().unwrap();
+    assert_eq!((t["previous"]["pid"].as_u64(), t["stale"].as_bool()), (Some(1), Some(true)));
+}
+
 #[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
