@@ -78,6 +78,19 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
     // hides a file; a list git cannot make is a problem, never an empty list.
     let mut changed = match changed_since(project, &stamp.base_commit) {
         Ok(c) => c,
+        Err(_)
+            if git(
+                &project.root,
+                &["cat-file", "-e", &format!("{}^{{commit}}", stamp.base_commit)],
+            )
+            .is_err() =>
+        {
+            r.problems.push(format!(
+                "the stamp's base commit {} is not a commit of this repository, so kit cannot list what changed since it",
+                short(&stamp.base_commit)
+            ));
+            Vec::new()
+        }
         Err(e) => {
             r.problems
                 .push(format!("kit cannot list the files changed since the base commit: {e}"));
