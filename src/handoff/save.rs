@@ -149,13 +149,15 @@ pub(super) fn changed_since(project: &Project, base: &str) -> Result<Vec<String>
     Ok(w.changed)
 }
 
-/// `.git/info/exclude` relative to the root, when it is a file inside the repository's folder
-/// (a linked worktree keeps it elsewhere: not fingerprinted).
+/// `.git/info/exclude` relative to the root, when git names it inside the repository's folder
+/// (a linked worktree keeps it elsewhere: not fingerprinted). Verify checks it only through
+/// the stamp's fingerprint, so a stamp saved by an older kit, without one, is not failed on it.
 pub(super) fn info_exclude_path(root: &Path) -> Option<String> {
     let rel = crate::git::lines_in(root, &["rev-parse", "--git-path", "info/exclude"])?
         .into_iter()
         .next()?;
-    (!rel.starts_with('/') && root.join(&rel).is_file()).then_some(rel)
+    // Recorded even when missing ([`DELETED`]): one written after the save then shows.
+    (!rel.starts_with('/')).then_some(rel)
 }
 
 /// sha256 hex of a file, or [`DELETED`] when it does not exist.

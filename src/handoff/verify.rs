@@ -76,7 +76,7 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
     }
     // Read by content (see `changed_since`): no index bit or exclude rule set after the save
     // hides a file; a list git cannot make is a problem, never an empty list.
-    let mut changed = match changed_since(project, &stamp.base_commit) {
+    let changed = match changed_since(project, &stamp.base_commit) {
         Ok(c) => c,
         Err(_)
             if git(
@@ -97,7 +97,6 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
             Vec::new()
         }
     };
-    changed.extend(info_exclude_path(&project.root));
     for p in changed {
         if !stamp.files.contains_key(&p) {
             r.problems.push(format!(

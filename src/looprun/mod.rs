@@ -45,12 +45,13 @@
 //!
 //! | event | fields |
 //! |---|---|
-//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
+//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text), `stale` (the record named a live process holding no lock, see [`lock`]) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `run` (the run's number), `run_started`, `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
-//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
+//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` (the tree read by content differs from HEAD), `tree` (the run's start tree: read at its first baseline, carried by a continued run's), `start_of_run` (this is the run's first baseline) |
+//! | `green_start` | `lines` (function criteria passing at the run's first baseline), `allowed` (`--allow-green-start`), `all_pass` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
 //! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd`, `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
@@ -876,7 +877,7 @@ impl RunCtx<'_> {
             "baseline",
             json!({
                 "results": c.results, "passed": c.passed, "total": c.views.len(),
-                "commit": commit, "dirty": dirty, "tree": start_tree, "first": first,
+                "commit": commit, "dirty": dirty, "tree": start_tree, "start_of_run": first,
             }),
         )?;
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));

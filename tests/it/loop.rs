@@ -140,7 +140,7 @@ fn loop_is_done_at_iteration_0_when_the_baseline_passes_and_the_user_allows_a_gr
     assert_eq!((end["outcome"].as_str(), end["iterations"].as_u64()), (Some("done"), Some(0)));
     let baseline = events(d.path(), "baseline").pop().unwrap();
     assert_eq!(baseline["passed"], 2);
-    assert_eq!(baseline["first"], true);
+    assert_eq!(baseline["start_of_run"], true);
     let green = events(d.path(), "green_start").pop().unwrap();
     assert_eq!(
         (green["lines"].clone(), green["allowed"].clone()),
@@ -1709,3 +1709,29 @@ mod agents;
 mod cheats;
 mod layers;
 mod limits;
+
+/// Issue 22: what the agent can set in git hides none of its changes from the loop. After each
+/// cheat the iteration's `criteria` event says the tree differs from HEAD (`dirty`), which
+/// `git status` would not: the loop reads the tree by content in a private index.
+#[test]
+fn git_flags_and_excludes_the_agent_sets_hide_no_change_from_the_loop() {
+    let cases = [
+        ("assume-unchanged", "git update-index --assume-unchanged calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("skip-worktree", "git update-index --skip-worktree calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("core.ignoreStat", "git config core.ignoreStat true\ngit rm -q --cached calc.py\ngit add calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("core.fsmonitor", "printf '#!/bin/sh\\nprintf \"t\\\\0\"\\n' > .git/fsm.sh\nchmod +x .git/fsm.sh\ngit config core.fsmonitor .git/fsm.sh\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("info/exclude", "echo hidden.py >> .git/info/exclude\necho 'x = 1' > hidden.py\n"),
+        (".gitignore", "mkdir -p sub\necho '*' > sub/.gitignore\necho 'x = 1' > sub/hidden.py\n"),
+    ];
+    for (name, script) in cases {
+        let d = project(false);
+        // The agent's script lives in .git/, outside the working tree: the tree is clean but
+        // for what the script does.
+        write(d.path(), ".git/agent.sh", script);
+        let o = kit_loop(d.path(), &["--agent", "sh .git/agent.sh", "--max-iterations", "1"]);
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{name}: {}", text(&o));
+        let crit =
+            events(d.path(), "criteria").pop().unwrap_or_else(|| panic!("{name}: {}", text(&o)));
+        assert_eq!(crit["dirty"], true, "{name}: the change is seen: {crit}");
+    }
+}
