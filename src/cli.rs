@@ -295,6 +295,10 @@ pub struct LoopArgs {
     /// reached) or unfinished (killed, paused, stopped: plain kit loop continues it).
     #[arg(long)]
     pub new_run: bool,
+    /// Accept function criteria that already pass before any agent ran: done at iteration 0
+    /// is allowed, and the revert probe does not ask them to fail on the run's start.
+    #[arg(long)]
+    pub allow_green_start: bool,
     /// The guard a timer calls: start this loop detached (its output in longrun/.runs/) only
     /// when no loop is alive and the run is not finished; one status line; exit 0 when a loop
     /// is (now) alive or the run is finished, 5 when paused.

@@ -159,3 +159,129 @@ pub fn init_sandbox(dir: &Path, env: &[(String, String)]) -> Result<()> {
     crate::atomic::create_dir_all(&info)?;
     crate::atomic::write_atomic(&exclude, text.as_bytes())
 }
+
+/// Settings given with `-c` to the git commands that say what a working tree holds: no
+/// `core.ignoreStat` (which trusts the index's stat data over the files), no sparse checkout
+/// (whose skip-worktree bits hide files), and no user-wide exclude file (`core.excludesFile`,
+/// a file the agent can write as the user).
+const CONTENT_CONFIG: [&str; 3] =
+    ["core.ignoreStat=false", "core.sparseCheckout=false", "core.excludesFile=/dev/null"];
+
+/// What a working tree holds, read by content (issue 22: kit trusts nothing the agent can set in
+/// git). Built in a private index (`GIT_INDEX_FILE` in a temporary folder) that starts from
+/// `base`'s tree (or empty), so the repository's own index — its `assume-unchanged` and
+/// `skip-worktree` bits, its stat data, an fsmonitor's answers — is never read. Every file is
+/// hashed from its bytes (`git update-index` on each path, which always re-reads the file).
+///
+/// Which untracked files count: those not ignored by the `.gitignore` files of the tree and by
+/// `info_exclude` (the content of `.git/info/exclude` the caller trusts: as it was when the loop
+/// started, or fingerprinted by the handoff's stamp); never the user-wide exclude file. A
+/// `.gitignore` file itself is always counted, even one that ignores itself: an agent that
+/// writes one to hide its files changes the tree by writing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkTree {
+    /// The tree id of the working tree (outside the skipped folder, which stays as in `base`).
+    pub tree: String,
+    /// Paths that differ from `base` (changed, added or deleted), `/`-separated, sorted.
+    pub changed: Vec<String>,
+}
+
+/// [`WorkTree`] of the repository at `root` against `base` (a commit or tree; None: the empty
+/// tree), leaving out everything under the folder `skip` (e.g. `longrun`; "" skips nothing).
+///
+/// Errors: [`Error::Internal`] naming the git command that failed (an unknown `base`, not a
+/// repository, git missing); [`Error::Io`] when the temporary folder cannot be made.
+pub fn work_tree(
+    root: &Path,
+    base: Option<&str>,
+    info_exclude: &[u8],
+    skip: &str,
+) -> Result<WorkTree> {
+    let scratch = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let index = scratch.path().join("index");
+    let exclude = scratch.path().join("exclude");
+    std::fs::write(&exclude, info_exclude).map_err(|e| Error::io(&exclude, e))?;
+    let run = |args: &[&str], stdin: Option<&[u8]>| -> Result<Vec<u8>> {
+        let mut c = command_in(root);
+        for s in CONTENT_CONFIG {
+            c.arg("-c").arg(s);
+        }
+        c.args(args)
+            .env("GIT_INDEX_FILE", &index)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().map_err(|e| {
+            Error::internal(format!("cannot run git: {e}")).with_hint("install git")
+        })?;
+        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            use std::io::Write as _;
+            pipe.write_all(bytes).map_err(|e| Error::internal(format!("git {}: {e}", args[0])))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Error::internal(format!("git {}: {e}", args[0])))?;
+        if !out.status.success() {
+            return Err(Error::internal(format!(
+                "git {} failed in {}: {}",
+                args.join(" "),
+                root.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(out.stdout)
+    };
+    let base_tree = match base {
+        Some(b) => {
+            let spec = format!("{b}^{{tree}}");
+            let out = run(&["rev-parse", "--verify", "-q", &spec], None)?;
+            String::from_utf8_lossy(&out).trim().to_string()
+        }
+        None => EMPTY_TREE.to_string(),
+    };
+    run(&["read-tree", &base_tree], None)?;
+    let split = |bytes: Vec<u8>| -> Vec<String> {
+        bytes
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()
+    };
+    let mut paths: std::collections::BTreeSet<String> =
+        split(run(&["ls-files", "-z"], None)?).into_iter().collect();
+    let exclude_from = format!("--exclude-from={}", exclude.display());
+    paths.extend(split(run(
+        &["ls-files", "--others", "-z", "--exclude-per-directory=.gitignore", &exclude_from],
+        None,
+    )?));
+    paths.extend(
+        split(run(&["ls-files", "--others", "-z"], None)?)
+            .into_iter()
+            .filter(|p| p == ".gitignore" || p.ends_with("/.gitignore")),
+    );
+    let skipped = |p: &str| !skip.is_empty() && (p == skip || p.starts_with(&format!("{skip}/")));
+    // A folder `ls-files` shows with a slash is a repository inside this one: not its files.
+    let mut stdin = Vec::new();
+    for p in paths.iter().filter(|p| !skipped(p) && !p.ends_with('/')) {
+        stdin.extend_from_slice(p.as_bytes());
+        stdin.push(0);
+    }
+    if !stdin.is_empty() {
+        run(&["update-index", "--add", "--remove", "-z", "--stdin"], Some(&stdin))?;
+    }
+    let tree = String::from_utf8_lossy(&run(&["write-tree"], None)?).trim().to_string();
+    let changed = split(run(
+        &["diff-tree", "-r", "-z", "--no-renames", "--name-only", &base_tree, &tree],
+        None,
+    )?);
+    Ok(WorkTree { tree, changed })
+}
+
+/// The content of the repository's `info/exclude` file at `root` (empty when there is none):
+/// what [`work_tree`] trusts, read by the caller at a moment it trusts.
+pub fn info_exclude(root: &Path) -> Vec<u8> {
+    lines_in(root, &["rev-parse", "--path-format=absolute", "--git-path", "info/exclude"])
+        .and_then(|l| l.into_iter().next())
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default()
+}

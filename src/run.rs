@@ -189,6 +189,7 @@ fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> 
         memory_max,
         max_wall: dur("max-wall", a.max_wall)?,
         new_run: a.new_run,
+        allow_green_start: a.allow_green_start,
     })
 }
 

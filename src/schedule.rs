@@ -181,8 +181,13 @@ impl Target {
             }
         }
         let cfg = crate::longrun::config::Config::load(&project.config())?;
-        let path_env =
-            std::env::var("PATH").unwrap_or_default().chars().filter(|c| !c.is_control()).collect();
+        let path_env = dedup_path(
+            &std::env::var("PATH")
+                .unwrap_or_default()
+                .chars()
+                .filter(|c| !c.is_control())
+                .collect::<String>(),
+        );
         Ok(Target { id: unit_id(&project.root), root, kit, path_env, memory_max: cfg.memory_max() })
     }
 
@@ -484,7 +489,19 @@ fn install_cron(
 ) -> Result<u8> {
     let o = Path::new("stdout");
     let block = cron_block(t, cal);
-    let current = crontab_list()?;
+    let current = match crontab_list() {
+        // A dry run needs no crontab program: it shows what it would write, and says the tool
+        // is missing (issue 22).
+        Err(e) if opts.dry_run => {
+            writeln!(
+                out,
+                "note: {e}; without it nothing can be installed (install cron, or kit schedule install --systemd)"
+            )
+            .at(o)?;
+            String::new()
+        }
+        r => r?,
+    };
     let (mut kept, _) = without_block(&current, &t.id);
     if !kept.is_empty() && !kept.ends_with('\n') {
         kept.push('\n');
@@ -565,6 +582,13 @@ fn systemctl(args: &[&str]) -> std::result::Result<(), String> {
     let err = String::from_utf8_lossy(&o.stderr);
     let first = err.lines().next().unwrap_or("").trim();
     Err(format!("{prog} {} exited {}: {first}", args.join(" "), o.status.code().unwrap_or(-1)))
+}
+
+/// `path` (a `PATH` value) with each entry kept once, at its first place, and empty entries
+/// dropped: a shell that sourced its profile twice gives `~/.cargo/bin:~/.cargo/bin:…`.
+fn dedup_path(path: &str) -> String {
+    let mut seen = std::collections::HashSet::new();
+    path.split(':').filter(|e| !e.is_empty() && seen.insert(*e)).collect::<Vec<_>>().join(":")
 }
 
 /// The user's crontab (`crontab -l`); empty when there is none.
@@ -650,6 +674,18 @@ pub(crate) fn lingering() -> Linger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_entries_are_kept_once_in_order() {
+        for (given, want) in [
+            ("/a:/b:/a:/c:/b", "/a:/b:/c"),
+            ("/h/.cargo/bin:/h/.cargo/bin:/usr/bin", "/h/.cargo/bin:/usr/bin"),
+            ("/a::/b:", "/a:/b"),
+            ("", ""),
+        ] {
+            assert_eq!(dedup_path(given), want, "{given}");
+        }
+    }
 
     #[test]
     fn words_are_quoted_for_systemd_and_for_cron() {

@@ -245,8 +245,22 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
             .last_of(&["canary"])
             .filter(|c| c.get("iteration").and_then(Value::as_u64) == Some(at))
             .and_then(|c| c.get("results").cloned());
+        // The last revert probe of this run (issue 22), whichever check it followed.
+        let probe = run.iter().rev().find(|e| event_name(e) == "revert_probe").map(|p| {
+            json!({
+                "iteration": p.get("iteration").cloned().unwrap_or(Value::Null),
+                "refused": p.get("refused").and_then(Value::as_bool).unwrap_or(false),
+                "pass_without_work": p.get("pass_without_work").cloned().unwrap_or(json!([])),
+                "failed": p.get("results").and_then(Value::as_array).map(|rs| rs.iter()
+                    .filter(|r| r["passed"] == false).map(|r| r["line"].clone()).collect::<Vec<_>>()).unwrap_or_default(),
+                "exempt": p.get("exempt").cloned().unwrap_or(json!([])),
+                "wall_ms": p.get("wall_ms").cloned().unwrap_or(Value::Null),
+                "cpu_ms": p.get("cpu_ms").cloned().unwrap_or(Value::Null),
+            })
+        });
         json!({
             "canary": canary,
+            "revert_probe": probe,
             "iteration": e.get("iteration").and_then(Value::as_u64).unwrap_or(0),
             "commit": e.get("commit").cloned().unwrap_or(Value::Null),
             "dirty": e.get("dirty").and_then(Value::as_bool).unwrap_or(false),
@@ -837,6 +851,37 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
                     writeln!(out, "{} {text}", theme.bold("canary:"))?;
                 }
                 writeln!(out, "{} {VERIFIED_MEANS}", theme.bold("verified means:"))?;
+            }
+            if c["revert_probe"].is_object() {
+                let p = &c["revert_probe"];
+                let lines = |k: &str| -> String {
+                    p[k].as_array()
+                        .map(|a| a.iter().map(|l| format!("goal.md:{l}")).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                        .join(", ")
+                };
+                let cost = format!(
+                    "{:.1} s wall, {:.1} s CPU",
+                    p["wall_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+                    p["cpu_ms"].as_f64().unwrap_or(0.0) / 1000.0
+                );
+                let text = if p["refused"] == true {
+                    format!(
+                        "{} {} pass on the run's start tree: the criteria pass without the work; done refused",
+                        theme.bad("REFUSED:"),
+                        lines("pass_without_work")
+                    )
+                } else if lines("failed").is_empty() {
+                    "no function criterion left to run on the run's start tree".to_string()
+                } else {
+                    format!("{} fail on the run's start tree, as they must", lines("failed"))
+                };
+                writeln!(
+                    out,
+                    "{} iteration {}: {text} ({cost})",
+                    theme.bold("revert probe:"),
+                    p["iteration"]
+                )?;
             }
         }
     }

@@ -549,6 +549,15 @@ impl Guard {
         self.files.iter().map(|h| h.rel.as_str())
     }
 
+    /// Each protected file as held in memory: its path, its bytes and its permission bits (the
+    /// frozen files, then goal.md, config.toml, frozen.toml). The loop's revert probe puts the
+    /// frozen ones into a scratch copy of the run's start.
+    pub fn held(&self) -> impl Iterator<Item = (&str, &[u8], u32)> {
+        self.files.iter().filter_map(|h| {
+            self.blobs.get(&h.sha256).map(|b| (h.rel.as_str(), b.as_slice(), h.perm))
+        })
+    }
+
     /// The frozen folders.
     pub fn dirs(&self) -> &[String] {
         &self.dirs

@@ -86,7 +86,9 @@ fn stamp_now(project: &Project, key: &[u8], summary: &str) -> Result<Stamp> {
     let commit = git(root, &["rev-parse", "HEAD"])
         .map_err(|e| e.with_hint("commit once before saving a handoff"))?;
     let commit = commit.trim().to_string();
-    let dirty = !git(root, &["status", "--porcelain"])?.trim().is_empty();
+    let dirty = !crate::git::work_tree(root, Some(&commit), &crate::git::info_exclude(root), "")?
+        .changed
+        .is_empty();
     let base_commit = base_commit(project).unwrap_or_else(|| commit.clone());
     let mut files = BTreeMap::new();
     for path in fingerprinted_paths(project, &base_commit)? {
@@ -112,35 +114,50 @@ fn base_commit(project: &Project) -> Option<String> {
     v.get("base_commit").and_then(|b| b.as_str()).map(str::to_string).filter(|s| !s.is_empty())
 }
 
-/// Repo-relative paths to fingerprint: existing state files, then files changed since `base`.
+/// Repo-relative paths to fingerprint: existing state files, the repository's `info/exclude`
+/// (its rules decide which untracked files [`changed_since`] sees, so a rule added after the
+/// save must show), then files changed since `base`.
 fn fingerprinted_paths(project: &Project, base: &str) -> Result<Vec<String>> {
     let mut out: Vec<String> = FINGERPRINTED_STATE
         .iter()
         .filter(|f| project.dir.join(f).is_file())
         .map(|f| format!("{}/{f}", crate::longrun::DIR))
         .collect();
+    out.extend(info_exclude_path(&project.root));
     out.extend(changed_since(project, base)?);
     out.sort();
     out.dedup();
     Ok(out)
 }
 
-/// Files changed since `base` (tracked, in the working tree) and untracked non-ignored files,
-/// outside `longrun/`.
+/// Files whose content differs from `base` (changed, added, deleted; untracked files that no
+/// `.gitignore` or `info/exclude` rule ignores), outside `longrun/`, read by content in a
+/// private index ([`crate::git::work_tree`]): an `assume-unchanged` or `skip-worktree` bit,
+/// `core.ignoreStat` or an fsmonitor hides no edit, and a `.gitignore` written to hide a file
+/// is itself a changed file (`info/exclude` is fingerprinted, see [`fingerprinted_paths`]).
 pub(super) fn changed_since(project: &Project, base: &str) -> Result<Vec<String>> {
     let root = &project.root;
-    let tracked = git(root, &["diff", "--name-only", "-z", base, "--"])?;
-    let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
     // Everything under longrun/ is left out here: its state files are fingerprinted by name
     // (FINGERPRINTED_STATE), handoff.md and journal.jsonl change by design, and the rest is
     // runtime (.hook/, .runs/, .lock, PAUSE) even where an older .gitignore does not say so.
-    let longrun = format!("{}/", crate::longrun::DIR);
-    Ok(tracked
-        .split('\0')
-        .chain(untracked.split('\0'))
-        .filter(|p| !p.is_empty() && !p.starts_with(&longrun))
-        .map(str::to_string)
-        .collect())
+    let w = crate::git::work_tree(
+        root,
+        Some(base),
+        &crate::git::info_exclude(root),
+        crate::longrun::DIR,
+    )?;
+    Ok(w.changed)
+}
+
+/// `.git/info/exclude` relative to the root, when git names it inside the repository's folder
+/// (a linked worktree keeps it elsewhere: not fingerprinted). Verify checks it only through
+/// the stamp's fingerprint, so a stamp saved by an older kit, without one, is not failed on it.
+pub(super) fn info_exclude_path(root: &Path) -> Option<String> {
+    let rel = crate::git::lines_in(root, &["rev-parse", "--git-path", "info/exclude"])?
+        .into_iter()
+        .next()?;
+    // Recorded even when missing ([`DELETED`]): one written after the save then shows.
+    (!rel.starts_with('/')).then_some(rel)
 }
 
 /// sha256 hex of a file, or [`DELETED`] when it does not exist.

@@ -74,7 +74,30 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
     if mismatched == 0 {
         r.ok.push(format!("{} fingerprints match", stamp.files.len()));
     }
-    for p in changed_since(project, &stamp.base_commit).unwrap_or_default() {
+    // Read by content (see `changed_since`): no index bit or exclude rule set after the save
+    // hides a file; a list git cannot make is a problem, never an empty list.
+    let changed = match changed_since(project, &stamp.base_commit) {
+        Ok(c) => c,
+        Err(_)
+            if git(
+                &project.root,
+                &["cat-file", "-e", &format!("{}^{{commit}}", stamp.base_commit)],
+            )
+            .is_err() =>
+        {
+            r.problems.push(format!(
+                "the stamp's base commit {} is not a commit of this repository, so kit cannot list what changed since it",
+                short(&stamp.base_commit)
+            ));
+            Vec::new()
+        }
+        Err(e) => {
+            r.problems
+                .push(format!("kit cannot list the files changed since the base commit: {e}"));
+            Vec::new()
+        }
+    };
+    for p in changed {
         if !stamp.files.contains_key(&p) {
             r.problems.push(format!(
                 "{p} is new or changed since the handoff (it has no fingerprint in the stamp)"

@@ -14,9 +14,12 @@
 //! - an empty file means the last holder ended cleanly;
 //! - a record means the last holder died without cleaning up (SIGKILL, a crash, a reboot): the
 //!   lock is taken over and the caller journals `lock_takeover` with the old record;
-//! - a record naming a process that is alive on this host and still runs the recorded command
-//!   means the lock file was deleted and re-created under a live loop: the live holder is never
-//!   displaced, so this counts as held.
+//! - the flock decides, not the record (issue 22: the record is a file the agent can write): a
+//!   record naming a process that is alive on this host counts as held only when that process
+//!   still has the lock file open (a live loop whose file was replaced under it, see
+//!   [`Holder::holds_lock_file`]); a record naming any other live process (pid 1 with its real
+//!   command line) is stale: the lock is taken over and the caller journals `lock_takeover`
+//!   with `stale`. A held flock is never stolen: [`acquire`] fails before it reads the record.
 //!
 //! The record is rewritten in place (the flock belongs to the file's inode, so it cannot be
 //! replaced by a rename); it is one small `write`, and a reader that finds it empty or partial
@@ -96,6 +99,28 @@ impl Holder {
     }
 }
 
+impl Holder {
+    /// True when the process the record names is alive here ([`Holder::is_alive_here`]) and
+    /// has the lock file at `path` open (the file there now, or one deleted or replaced under
+    /// it): what a live loop always has, since it keeps its flock on an open file. A process
+    /// whose open files cannot be read (another user's, pid 1) holds no lock of this user's.
+    pub fn holds_lock_file(&self, path: &Path) -> bool {
+        if !self.is_alive_here() {
+            return false;
+        }
+        let want = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let deleted = format!("{} (deleted)", want.display());
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", self.pid)) else { return false };
+        fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).any(|target| {
+            target == want
+                || target.to_string_lossy() == deleted
+                || (std::fs::metadata(&target).ok())
+                    .zip(std::fs::metadata(&want).ok())
+                    .is_some_and(|(a, b)| a.ino() == b.ino() && a.dev() == b.dev())
+        })
+    }
+}
+
 /// What was in the lock file when a loop took it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Previous {
@@ -103,6 +128,9 @@ pub enum Previous {
     Clean,
     /// A dead holder's record, taken over.
     Dead(Holder),
+    /// A record naming a live process that holds no flock on this lock (it never was a loop,
+    /// or the record was written by hand): stale, taken over.
+    Stale(Holder),
     /// Text that is not a record (damaged); taken over.
     Unreadable(String),
 }
@@ -132,11 +160,12 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
     let previous = match text.trim() {
         "" => Previous::Clean,
         t => match serde_json::from_str::<Holder>(t) {
-            Ok(h) if h.pid != me.pid && h.is_alive_here() => {
+            Ok(h) if h.pid != me.pid && h.holds_lock_file(path) => {
                 // The file was replaced under a live loop: never displace it.
                 let _ = FileExt::unlock(&file);
                 return Err(Error::Locked { path: path.to_path_buf(), holder: h.describe() });
             }
+            Ok(h) if h.pid != me.pid && h.is_alive_here() => Previous::Stale(h),
             Ok(h) => Previous::Dead(h),
             Err(_) => Previous::Unreadable(t.chars().take(200).collect()),
         },
@@ -435,6 +464,27 @@ mod tests {
         std::fs::write(&p, "{\"pid\":").unwrap();
         let (_lock, prev) = acquire(&p, &Holder::current()).unwrap();
         assert_eq!(prev, Previous::Unreadable("{\"pid\":".into()));
+    }
+
+    #[test]
+    fn a_record_naming_a_live_process_that_holds_no_flock_is_stale() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        // pid 1 with its real command line: alive, but no loop of this lock (the flock is free).
+        let init = Holder {
+            pid: 1,
+            host: host_name(),
+            started: "2026-01-01T00:00:00Z".into(),
+            command: cmdline_of(1),
+        };
+        assert!(init.is_alive_here(), "pid 1 runs the recorded command");
+        std::fs::write(&p, serde_json::to_string(&init).unwrap()).unwrap();
+        let (lock, prev) = acquire(&p, &Holder::current()).unwrap();
+        assert_eq!(prev, Previous::Stale(init));
+        // A held flock is never stolen, whatever the record names.
+        let other = Holder { pid: std::process::id() + 1, ..Holder::current() };
+        assert!(matches!(acquire(&p, &other), Err(Error::Locked { .. })));
+        drop(lock);
     }
 
     #[test]

@@ -13,7 +13,12 @@
 //!    "criterion goal.md:N flaps; fix the test or the environment") instead of burning the
 //!    remaining iterations on luck; the run stays unfinished, so after the fix `kit loop` goes on.
 //!    A clean confirmation is journaled (`confirm`) and says nothing.
-//! 2. **Reviews** (`- review:` items of goal.md, see [`crate::goal::review`]): only now, with the
+//! 2. **The revert probe** ([`super::probe`]): the function criteria run on the run's start
+//!    tree with the frozen files, in a scratch folder; each must fail. One that passes there
+//!    refuses done ("the criteria pass without the work"), journaled `revert_probe` either way.
+//!    Skipped for done at the run's first baseline (its tree is the start tree), which only
+//!    `--allow-green-start` or a goal with no function criterion allows.
+//! 3. **Reviews** (`- review:` items of goal.md, see [`crate::goal::review`]): only now, with the
 //!    deterministic floor passing, each review's evaluator (`[review] evaluator`) judges it, one
 //!    after the other. `pass` → the next one; `fail` (or a malformed answer) → done refused, the
 //!    reason goes to the next prompt; `ask` → the loop stops (exit 3, outcome `review_ask`) with
@@ -26,6 +31,7 @@
 //! |---|---|
 //! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
 //! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`super::durable::flaps`]) |
+//! | `revert_probe` | `iteration`, `tree` (the run's start tree), `results` [{`line`, `command`, `passed`, `exit`, `timed_out`, `duration_ms`}], `pass_without_work` (lines), `exempt` (lines, `--allow-green-start`), `refused`, `wall_ms`, `cpu_ms` |
 //! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
 
 use std::time::Duration;
@@ -102,6 +108,9 @@ impl RunCtx<'_> {
         }
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
+        }
+        if !tally.skip_probe && !self.revert_probe(p, tally, iteration)? {
+            return Ok(self.interrupted());
         }
         match self.reviews(p, tally, iteration, first)? {
             Some(o) => Ok(o),
@@ -222,6 +231,83 @@ impl RunCtx<'_> {
             })));
         }
         Ok(None)
+    }
+
+    /// The revert probe (see [`super::probe`]): true when every function criterion fails on the
+    /// run's start tree with the frozen files (or none is left to run); false when one passes
+    /// there, and done is refused (`tally.failures` says why, for the next prompt).
+    ///
+    /// Errors: the probe's own (the start tree cannot be checked out): the loop stops, since no
+    /// done could be proven after it.
+    fn revert_probe(
+        &mut self,
+        p: &mut Prepared,
+        tally: &mut Tally,
+        iteration: u64,
+    ) -> Result<bool> {
+        if !p.goal.criteria.iter().any(|c| c.kind == crate::goal::Kind::Function) {
+            return Ok(true);
+        }
+        let Some(tree) = tally.start_tree.clone() else {
+            return Err(Error::internal(
+                "the revert probe has no start tree for this run (git could not read the tree at its first baseline)",
+            ));
+        };
+        let stop = self.stop;
+        let probe = super::probe::run(
+            &self.project.root,
+            &tree,
+            &p.guard,
+            &p.goal,
+            &p.env,
+            p.settings.criterion_timeout,
+            &tally.green_allowed,
+            &|| stop.requested().is_some(),
+        );
+        end_strays()?;
+        let probe = probe?;
+        let refused = !probe.pass_without_work.is_empty();
+        self.journal(
+            "revert_probe",
+            json!({
+                "iteration": iteration,
+                "tree": tree,
+                "results": probe.results.iter().map(|r| json!({
+                    "line": r.line, "command": r.command, "passed": r.passed, "exit": r.exit,
+                    "timed_out": r.timed_out, "duration_ms": r.duration.as_millis() as u64,
+                })).collect::<Vec<_>>(),
+                "pass_without_work": probe.pass_without_work,
+                "exempt": probe.exempt,
+                "refused": refused,
+                "wall_ms": probe.wall.as_millis() as u64,
+                "cpu_ms": probe.cpu.as_millis() as u64,
+            }),
+        )?;
+        if self.stop.requested().is_some() {
+            return Ok(false);
+        }
+        if !refused {
+            return Ok(true);
+        }
+        let named = probe
+            .pass_without_work
+            .iter()
+            .map(|l| format!("goal.md:{l}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.say(format!(
+            "iteration {iteration}: done refused: the criteria pass without the work ({named} \
+             pass{} on the run's start tree with the frozen files; revert probe)",
+            if probe.pass_without_work.len() == 1 { "es" } else { "" }
+        ));
+        tally.failures = vec![format!(
+            "The criteria pass without the work: kit ran the function criteria {named} on the \
+             tree as it was when this run started, with the frozen files, and they passed there \
+             too, so passing now proves nothing about your change. Kit never accepts done on \
+             criteria that do not depend on the work. Do the work the End state asks for; if \
+             the goal's tests cannot see it, say so in longrun/progress.md for the human."
+        )];
+        Ok(false)
     }
 
     /// The review criteria, in goal order. None when all pass; Some(None) when one fails (done

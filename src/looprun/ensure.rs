@@ -181,6 +181,9 @@ pub fn loop_flags(opts: &LoopOptions) -> Vec<String> {
     if let Some(w) = opts.max_wall {
         v.extend(["--max-wall".to_string(), secs(w)]);
     }
+    if opts.allow_green_start {
+        v.push("--allow-green-start".to_string());
+    }
     v
 }
 
@@ -222,6 +225,7 @@ mod tests {
             memory_max: Some(1 << 30),
             max_wall: Some(Duration::from_secs(7200)),
             new_run: false,
+            allow_green_start: true,
         };
         assert_eq!(
             loop_flags(&opts),
@@ -235,7 +239,8 @@ mod tests {
                 "--memory-max",
                 "1073741824",
                 "--max-wall",
-                "7200000ms"
+                "7200000ms",
+                "--allow-green-start"
             ]
         );
         assert!(loop_flags(&LoopOptions::default()).is_empty());

@@ -83,7 +83,7 @@ impl RunCtx<'_> {
             ));
         }
         tally.reverts.extend(c.late.iter().map(describe_revert));
-        let (commit, dirty) = git_head(&self.project.root);
+        let (commit, dirty) = git_head(&self.project.root, &self.excludes);
         let closer = tally.seen_failures.insert(failure_fingerprint(&c.views));
         let progress = c.passed > tally.best || closer;
         tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
@@ -158,7 +158,7 @@ impl RunCtx<'_> {
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
         let pause_path = self.project.pause();
-        let tree_before = tree_state(&self.project.root);
+        let tree_before = tree_state(&self.project.root, &self.excludes);
         // Claude Code is given what is left of the run's budget as `--max-budget-usd`.
         let mut setup = s.setup.clone();
         if s.spec == AgentSpec::Claude {
@@ -354,8 +354,9 @@ impl RunCtx<'_> {
                 "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
             ));
         }
-        let tree_unchanged =
-            tree_before.is_some().then(|| tree_state(&self.project.root) == tree_before);
+        let tree_unchanged = tree_before
+            .is_some()
+            .then(|| tree_state(&self.project.root, &self.excludes) == tree_before);
         let cost_cap = if ended.cost_capped.is_some() {
             Some(CostCapBy::Kit)
         } else if p.settings.spec == AgentSpec::Claude && agent::stopped_at_budget(&log) {

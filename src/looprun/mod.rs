@@ -50,12 +50,13 @@
 //!
 //! | event | fields |
 //! |---|---|
-//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text) |
+//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text), `stale` (the record named a live process holding no lock, see [`lock`]) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
 //! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `grace_s` (SIGTERM to SIGKILL), `memory_max_bytes`, `subreaper` |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
-//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` |
+//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` (the tree read by content differs from HEAD), `tree` (the run's start tree: read at its first baseline, carried by a continued run's), `start_of_run` (this is the run's first baseline) |
+//! | `green_start` | `lines` (function criteria passing at the run's first baseline), `allowed` (`--allow-green-start`), `all_pass` |
 //! | `iteration_start` | `iteration`, `prompt` (path) |
 //! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
 //! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `cost_capped` (the cost cap ended it; a `cost_cap` follows), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd` (from the final `result`/`turn.completed`; without one, the API calls its stream showed, priced as they came: see [`agent::Meter`]), `api_calls` (seen on the stream), `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
@@ -93,6 +94,7 @@ pub mod limits;
 pub mod memcap;
 pub mod notify;
 pub mod pause;
+mod probe;
 pub mod prompt;
 mod repair;
 mod settings;
@@ -146,6 +148,10 @@ pub struct LoopOptions {
     pub max_wall: Option<Duration>,
     /// Start a new run even when the last one is unfinished, or finished (see [`durable`]).
     pub new_run: bool,
+    /// Accept that function criteria pass at the run's first baseline, before any agent ran
+    /// (see [`probe`]): done at iteration 0 is allowed, and those criteria are exempt from the
+    /// revert probe.
+    pub allow_green_start: bool,
 }
 
 impl LoopOptions {
@@ -250,6 +256,8 @@ struct Prepared {
     /// Time slept virtually waiting out limits (under `KIT_FAKE_CLOCK`; real sleeps are in
     /// `started.elapsed()` already).
     waited: Duration,
+    /// `--allow-green-start` (see [`probe`]).
+    allow_green_start: bool,
 }
 
 impl Prepared {
@@ -288,6 +296,13 @@ struct Tally {
     /// Flaps per goal.md line in this run since its last `flapping` stop (see [`confirm`]);
     /// rebuilt from the journal when a run continues ([`durable::flaps`]).
     flaps: std::collections::HashMap<u64, u32>,
+    /// The run's start tree (its first baseline's `tree`): what the revert probe checks out.
+    start_tree: Option<String>,
+    /// goal.md lines of function criteria that passed at the run's first baseline under
+    /// `--allow-green-start`: exempt from the revert probe.
+    green_allowed: Vec<usize>,
+    /// Done at the run's first baseline (allowed): the start tree is the tree, no probe.
+    skip_probe: bool,
 }
 
 /// One run of the criteria.
@@ -352,7 +367,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     // names the loop of the last run not ended, and if it still runs, this one refuses before
     // writing anything.
     if let Some(h) = History::read(&project.journal())?.open_run {
-        if h.pid != me.pid && h.is_alive_here() {
+        if h.pid != me.pid && h.holds_lock_file(&project.lock()) {
             return Err(Error::Locked { path: project.lock(), holder: h.describe() });
         }
     }
@@ -366,6 +381,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         _ => None,
     }
     .unwrap_or_else(new_run_key);
+    let excludes = crate::git::info_exclude(&project.root);
     let mut ctx = RunCtx {
         project,
         journal,
@@ -380,6 +396,7 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         first_skips: None,
         waited: Duration::ZERO,
         run_key,
+        excludes,
     };
     ctx.say(format!("loop: took longrun/.lock (pid {})", me.pid));
     let result = ctx.takeover(&previous).and_then(|()| ctx.run(opts));
@@ -533,6 +550,10 @@ struct RunCtx<'a> {
     /// The run's key: the continued run's, else a new random one (journaled in `loop_start`,
     /// given to the agent as `KIT_RUN_KEY`).
     run_key: String,
+    /// `.git/info/exclude` as this loop process found it when it took the lock: the only
+    /// exclude rules besides the tree's `.gitignore` files that kit trusts when it reads the tree
+    /// (an exclude written during the run hides nothing, see [`crate::git::work_tree`]).
+    excludes: Vec<u8>,
 }
 
 impl RunCtx<'_> {
@@ -594,6 +615,14 @@ impl RunCtx<'_> {
             lock::Previous::Dead(h) => {
                 self.journal("lock_takeover", json!({ "previous": h }))?;
                 self.say(format!("loop: took over the lock of a dead loop ({})", h.describe()));
+            }
+            lock::Previous::Stale(h) => {
+                self.journal("lock_takeover", json!({ "previous": h, "stale": true }))?;
+                self.say(format!(
+                    "loop: the lock's holder record names a live process that holds no lock \
+                     ({}): the record is stale (the flock was free); took the lock",
+                    h.describe()
+                ));
             }
             lock::Previous::Unreadable(raw) => {
                 self.journal("lock_takeover", json!({ "previous": { "raw": raw } }))?;
@@ -801,8 +830,8 @@ impl RunCtx<'_> {
         let reverts = restore(&guard)?;
         self.cheats(&reverts, 0, "start")?;
         // The user's uncommitted work, kept where no agent command sweeps it away.
-        if git_head(&self.project.root).1 {
-            match checkpoint(&self.project.root, "kit loop") {
+        if git_head(&self.project.root, &self.excludes).1 {
+            match checkpoint(&self.project.root, "kit loop", &self.excludes) {
                 Some(commit) => {
                     self.journal("checkpoint", json!({ "ref": CHECKPOINT_REF, "commit": commit }))?;
                     self.say(format!(
@@ -839,36 +868,93 @@ impl RunCtx<'_> {
             spent_wall: spent.wall(),
             layers,
             waited: Duration::ZERO,
+            allow_green_start: opts.allow_green_start,
         })
     }
 
-    /// Step 3: the criteria once, before any agent. All pass on a verified tree → done.
+    /// Step 3: the criteria once, before any agent. At the run's first baseline (not the
+    /// baseline of a run continued by a later loop process) the tree is journaled as the run's
+    /// start tree, and a function criterion that already passes is named: it proves nothing
+    /// about the work (red first). All pass on a verified tree → done at iteration 0, except at
+    /// a first baseline where a function criterion passes without `--allow-green-start`: done
+    /// is refused and the agent runs. A continued run's baseline that passes goes through the
+    /// revert probe like any done candidate.
     fn baseline(&mut self, p: &mut Prepared, tally: &mut Tally) -> Result<Option<Outcome>> {
+        let earlier = self.run_start()?;
+        let first = earlier.is_none();
+        let start_tree = match earlier {
+            Some((tree, allowed)) => {
+                tally.green_allowed = allowed;
+                Some(tree)
+            }
+            None => tree_state(&self.project.root, &self.excludes),
+        };
         let c = self.check(p, 0, "baseline")?;
         if let Some(o) = self.interrupted() {
             return Ok(Some(o));
         }
-        let (commit, dirty) = git_head(&self.project.root);
+        let (commit, dirty) = git_head(&self.project.root, &self.excludes);
         self.journal(
             "baseline",
             json!({
                 "results": c.results, "passed": c.passed, "total": c.views.len(),
-                "commit": commit, "dirty": dirty,
+                "commit": commit, "dirty": dirty, "tree": start_tree, "start_of_run": first,
             }),
         )?;
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
         if let Some(e) = commands_not_found(&self.project, &c.views) {
             return Err(e);
         }
+        tally.start_tree = start_tree;
         tally.total = c.views.len();
         tally.best = c.passed;
-        tally.baseline_tree = tree_state(&self.project.root);
+        tally.baseline_tree = tree_state(&self.project.root, &self.excludes);
         tally.seen_failures.insert(failure_fingerprint(&c.views));
         tally.reverts.extend(c.late.iter().map(describe_revert));
         tally.failures = c.failures();
+        let green: Vec<u64> =
+            c.views.iter().filter(|v| v.passed && v.kind == "function").map(|v| v.line).collect();
+        if first && !green.is_empty() {
+            let named = green.iter().map(|l| format!("goal.md:{l}")).collect::<Vec<_>>().join(", ");
+            self.journal(
+                "green_start",
+                json!({ "lines": green, "allowed": p.allow_green_start, "all_pass": c.all_pass() }),
+            )?;
+            if p.allow_green_start {
+                tally.green_allowed = green.iter().map(|&l| l as usize).collect();
+                self.say(format!(
+                    "baseline: function criteria {named} already pass before any agent ran; \
+                     --allow-green-start accepts that (the revert probe leaves them out)"
+                ));
+            } else {
+                self.say(format!(
+                    "baseline: function criteria {named} already pass before any agent ran: a \
+                     test that passes without the work proves nothing about it (red first)"
+                ));
+            }
+        }
         if !c.all_pass() {
             return Ok(None);
         }
+        if first && !green.is_empty() && !p.allow_green_start {
+            let named = green.iter().map(|l| format!("goal.md:{l}")).collect::<Vec<_>>().join(", ");
+            self.say(format!(
+                "baseline: done refused at iteration 0: {named} pass{} before any agent ran; \
+                 the agent runs, and done will need the function criteria to fail on the run's \
+                 start (the revert probe). If passing already is right, stop and run kit loop \
+                 --new-run --allow-green-start",
+                if green.len() == 1 { "es" } else { "" }
+            ));
+            tally.failures = vec![format!(
+                "Every criterion passed before you started, including the function criteria \
+                 {named}: they pass without any work, so they cannot show that the work is done. \
+                 Kit will accept done only when the function criteria fail on the tree as it was \
+                 when this run started (the revert probe). Do the work the End state asks for; \
+                 if the goal's tests cannot see it, say so in longrun/progress.md for the human."
+            )];
+            return Ok(None);
+        }
+        tally.skip_probe = first;
         self.say(c.canary_line());
         let done = Outcome {
             name: "done",
@@ -878,7 +964,33 @@ impl RunCtx<'_> {
                 c.passed, tally.total
             ),
         };
-        self.accept_done(p, tally, 0, &c, done)
+        let outcome = self.accept_done(p, tally, 0, &c, done);
+        tally.skip_probe = false;
+        outcome
+    }
+
+    /// The start tree of the run this loop process continues, and the function criteria its
+    /// first baseline allowed green: None when this run has no baseline yet (a new run, or one
+    /// whose first loop process stopped before its baseline).
+    fn run_start(&self) -> Result<Option<(String, Vec<usize>)>> {
+        let durable::Plan::Continue(r) = &self.plan else { return Ok(None) };
+        let history = History::read(&self.project.journal())?;
+        let events = r.events(&history);
+        let Some(tree) = events
+            .iter()
+            .filter(|e| history::event_name(e) == "baseline")
+            .find_map(|e| e.get("tree").and_then(Value::as_str))
+        else {
+            return Ok(None);
+        };
+        let allowed = events
+            .iter()
+            .filter(|e| history::event_name(e) == "green_start")
+            .filter(|e| e.get("allowed").and_then(Value::as_bool) == Some(true))
+            .flat_map(|e| e.get("lines").and_then(Value::as_array).cloned().unwrap_or_default())
+            .filter_map(|l| l.as_u64().map(|l| l as usize))
+            .collect();
+        Ok(Some((tree.to_string(), allowed)))
     }
 }
 
@@ -1006,6 +1118,7 @@ mod tests {
             memory_max: Some(32 << 20),
             agent: Some("sh ./agent.sh".into()),
             new_run: false,
+            allow_green_start: false,
         };
         fine.check(root).unwrap();
     }

@@ -140,7 +140,7 @@ impl RunCtx<'_> {
             || e.memory_killed
             || !run.reverts.is_empty()
             || tally.baseline_tree.is_none()
-            || tree_state(&self.project.root) != tally.baseline_tree
+            || tree_state(&self.project.root, &self.excludes) != tally.baseline_tree
         {
             return None;
         }

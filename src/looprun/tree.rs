@@ -4,13 +4,15 @@
 
 use super::*;
 
-/// HEAD's commit id (`none` before the first commit) and whether the tree has changes.
-pub(super) fn git_head(root: &Path) -> (String, bool) {
-    let head = git_rev(root, "HEAD").unwrap_or_else(|| "none".into());
-    let dirty =
-        crate::git::lines_in(root, &["status", "--porcelain", "--", ".", ":(exclude)longrun"])
-            .is_some_and(|l| !l.is_empty());
-    (head, dirty)
+/// HEAD's commit id (`none` before the first commit) and whether the tree outside `longrun/`
+/// differs from it, by content ([`crate::git::work_tree`]: no index flag, stat shortcut or
+/// exclude file written during the run hides a change; `excludes` is `.git/info/exclude` as the
+/// loop found it at its start).
+pub(super) fn git_head(root: &Path, excludes: &[u8]) -> (String, bool) {
+    let head = git_rev(root, "HEAD");
+    let dirty = crate::git::work_tree(root, head.as_deref(), excludes, crate::longrun::DIR)
+        .is_ok_and(|w| !w.changed.is_empty());
+    (head.unwrap_or_else(|| "none".into()), dirty)
 }
 
 /// What the failing criteria say, as one sha256: per failing criterion its goal.md line, exit
@@ -78,8 +80,8 @@ pub const CHECKPOINT_REF: &str = "refs/kit/checkpoint";
 /// HEAD: what an agent's `git stash -u` or `git clean -fdx` later sweeps away can be restored
 /// with `git checkout refs/kit/checkpoint -- .`. Returns the commit id; None when git cannot
 /// make it (the loop goes on, and says so).
-pub(super) fn checkpoint(root: &Path, label: &str) -> Option<String> {
-    let tree = tree_state(root)?;
+pub(super) fn checkpoint(root: &Path, label: &str, excludes: &[u8]) -> Option<String> {
+    let tree = tree_state(root, excludes)?;
     // kit's own identity for its commit, whatever the user's git has.
     let git = |args: &[&str]| {
         let mut all = vec!["-c", "user.name=kit", "-c", "user.email=kit@localhost"];
@@ -97,29 +99,12 @@ pub(super) fn checkpoint(root: &Path, label: &str) -> Option<String> {
     Some(commit)
 }
 
-/// The id of the working tree outside `longrun/` as git would store it (`git write-tree` over a
-/// scratch copy of the index after `git add -A`), so equal trees give equal ids whether or not
-/// they are committed. None when git cannot say.
-pub(super) fn tree_state(root: &Path) -> Option<String> {
-    let scratch = tempfile::tempdir().ok()?;
-    let index = scratch.path().join("index");
-    let real = crate::git::command_in(root)
-        .args(["rev-parse", "--path-format=absolute", "--git-path", "index"])
-        .output()
-        .ok()?;
-    let real = PathBuf::from(String::from_utf8_lossy(&real.stdout).trim());
-    if real.is_file() {
-        std::fs::copy(&real, &index).ok()?;
-    }
-    let git = |args: &[&str]| {
-        crate::git::command_in(root)
-            .args(args)
-            .env("GIT_INDEX_FILE", &index)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    };
-    git(&["add", "-A", "--", ".", ":(exclude)longrun"])?;
-    let out = git(&["write-tree"])?;
-    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+/// The id of the working tree outside `longrun/` (which stays as in HEAD) as git would store
+/// it, read by content in a private index ([`crate::git::work_tree`]), so equal trees give equal
+/// ids whether or not they are committed, and an `assume-unchanged` bit, `core.ignoreStat` or an
+/// exclude file written during the run hides nothing. `excludes` is `.git/info/exclude` as the
+/// loop found it at its start. None when git cannot say.
+pub(super) fn tree_state(root: &Path, excludes: &[u8]) -> Option<String> {
+    let head = git_rev(root, "HEAD");
+    crate::git::work_tree(root, head.as_deref(), excludes, crate::longrun::DIR).ok().map(|w| w.tree)
 }

@@ -485,9 +485,23 @@ fn write_report(
     if !r.findings.is_empty() && opts.apply.is_none() {
         writeln!(out)?;
         let n = crate::units::plural(chosen.len() as u64, "rule");
+        // The same sources as this run (the paths, the agent that words the rules), or the
+        // suggested command would mine elsewhere and write nothing (issue 22).
+        let mut words = vec!["kit mine".to_string()];
+        for p in &opts.paths {
+            let p = p.to_string_lossy();
+            words.push(shlex::try_quote(&p).map_or_else(|_| p.to_string(), |q| q.into_owned()));
+        }
+        if let Some(a) = &opts.agent {
+            words.push(format!(
+                "--agent {}",
+                shlex::try_quote(a).map_or_else(|_| a.clone(), |q| q.into_owned())
+            ));
+        }
         writeln!(
             out,
-            "next: kit mine --apply CLAUDE.md (or AGENTS.md) appends the {n}, after showing the diff; --only ID,… picks some"
+            "next: {} --apply CLAUDE.md (or AGENTS.md) appends the {n}, after showing the diff; --only ID,… picks some",
+            words.join(" ")
         )?;
     }
     crate::measure::write_damage(theme, &r.damage, out)?;

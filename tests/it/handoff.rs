@@ -373,3 +373,85 @@ fn text_after_the_stamp_block_is_named() {
     assert_eq!(code, 0, "{out}");
     assert!(fs::read_to_string(&path).unwrap().starts_with("Done: f.\n\nextra\n\n<!--"));
 }
+
+/// Each way an agent can make git look away from an edit made after the save (issue 22): verify
+/// reads the files, not git's index view, so each one still fails, naming what changed.
+#[test]
+fn git_flags_and_excludes_set_after_the_save_hide_no_edit() {
+    type Cheat = fn(&Path);
+    let edit = |root: &Path| fs::write(root.join("other.py"), "y = 2  # edited\n").unwrap();
+    let cases: [(&str, Cheat, &str); 7] = [
+        (
+            "assume-unchanged",
+            |r| git(r, &["update-index", "--assume-unchanged", "other.py"]),
+            "FAIL other.py is new or changed since the handoff",
+        ),
+        (
+            "skip-worktree",
+            |r| git(r, &["update-index", "--skip-worktree", "other.py"]),
+            "FAIL other.py is new or changed since the handoff",
+        ),
+        (
+            "core.ignoreStat",
+            |r| {
+                git(r, &["config", "core.ignoreStat", "true"]);
+                git(r, &["rm", "-q", "--cached", "other.py"]);
+                git(r, &["add", "other.py"]);
+            },
+            "FAIL other.py is new or changed since the handoff",
+        ),
+        (
+            "core.fsmonitor",
+            |r| {
+                fs::write(r.join(".git/fsmonitor.sh"), "#!/bin/sh\nprintf 'token\\0'\n").unwrap();
+                git(r, &["config", "core.fsmonitor", ".git/fsmonitor.sh"]);
+                git(r, &["update-index", "--fsmonitor"]);
+            },
+            "FAIL other.py is new or changed since the handoff",
+        ),
+        (
+            "info/exclude",
+            |r| {
+                let mut f =
+                    fs::OpenOptions::new().append(true).open(r.join(".git/info/exclude")).unwrap();
+                writeln!(f, "hidden.py").unwrap();
+                fs::write(r.join("hidden.py"), "z = 3\n").unwrap();
+            },
+            "FAIL .git/info/exclude changed since the handoff",
+        ),
+        (
+            ".gitignore",
+            |r| {
+                fs::write(r.join(".gitignore"), "hidden.py\n").unwrap();
+                fs::write(r.join("hidden.py"), "z = 3\n").unwrap();
+            },
+            "FAIL .gitignore is new or changed since the handoff",
+        ),
+        (
+            "a .gitignore that ignores itself",
+            |r| {
+                fs::create_dir_all(r.join("sub")).unwrap();
+                fs::write(r.join("sub/.gitignore"), "*\n").unwrap();
+                fs::write(r.join("sub/hidden.py"), "z = 3\n").unwrap();
+            },
+            "FAIL sub/.gitignore is new or changed since the handoff",
+        ),
+    ];
+    for (name, cheat, want) in cases {
+        let d = repo();
+        let root = d.path();
+        fs::write(root.join("other.py"), "y = 1\n").unwrap();
+        git(root, &["add", "other.py"]);
+        git(root, &["commit", "-q", "-m", "other"]);
+        let (code, out) = save_with_stdin(root, "Done: f.\n");
+        assert_eq!(code, 0, "{name}: {out}");
+        assert_eq!(run(root, &["handoff", "verify"]).0, 0, "{name}: verifies before the cheat");
+        cheat(root);
+        if !name.contains("exclude") && !name.contains("gitignore") {
+            edit(root);
+        }
+        let (code, out) = run(root, &["handoff", "verify"]);
+        assert_eq!(code, 2, "{name}: {out}");
+        assert!(out.contains(want), "{name}: {out}");
+    }
+}

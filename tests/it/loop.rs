@@ -118,21 +118,67 @@ fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
-fn loop_is_done_at_iteration_0_when_the_baseline_passes() {
+fn loop_is_done_at_iteration_0_when_the_baseline_passes_and_the_user_allows_a_green_start() {
     let d = project(true);
-    let o = kit_loop(d.path(), &["--agent", "sh -c 'echo never > never-ran'"]);
+    let o =
+        kit_loop(d.path(), &["--agent", "sh -c 'echo never > never-ran'", "--allow-green-start"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         last_line(&o).starts_with("done: every criterion passes (2 of 2) at iteration 0"),
         "{}",
         text(&o)
     );
+    assert!(
+        text(&o).contains("baseline: function criteria goal.md:7 already pass before any agent ran; --allow-green-start accepts that"),
+        "{}",
+        text(&o)
+    );
     assert!(events(d.path(), "agent_start").is_empty());
+    assert!(events(d.path(), "revert_probe").is_empty(), "the start tree is the tree: no probe");
     assert!(!d.path().join("never-ran").exists());
     let end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["iterations"].as_u64()), (Some("done"), Some(0)));
     let baseline = events(d.path(), "baseline").pop().unwrap();
     assert_eq!(baseline["passed"], 2);
+    assert_eq!(baseline["start_of_run"], true);
+    let green = events(d.path(), "green_start").pop().unwrap();
+    assert_eq!(
+        (green["lines"].clone(), green["allowed"].clone()),
+        (serde_json::json!([7]), Value::Bool(true))
+    );
+}
+
+/// Red first and the revert probe (issue 22): criteria that already pass before any agent ran
+/// prove nothing; done is refused at iteration 0, the agent runs, and at the done candidate the
+/// function criteria pass on the run's start tree too: done is refused again, every time, until
+/// a cap ends the run.
+#[test]
+fn a_goal_whose_criteria_pass_without_the_work_never_reaches_done() {
+    let d = project(true);
+    let o = kit_loop(
+        d.path(),
+        &["--agent", "sh -c 'echo $KIT_ITERATION >> notes.txt'", "--max-iterations", "2"],
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("baseline: function criteria goal.md:7 already pass before any agent ran: a test that passes without the work proves nothing about it (red first)"), "{t}");
+    assert!(
+        t.contains("baseline: done refused at iteration 0: goal.md:7 passes before any agent ran"),
+        "{t}"
+    );
+    assert!(t.contains("iteration 1: done refused: the criteria pass without the work (goal.md:7 passes on the run's start tree with the frozen files; revert probe)"), "{t}");
+    assert!(last_line(&o).starts_with("cap: iterations cap reached"), "{t}");
+    let probes = events(d.path(), "revert_probe");
+    assert_eq!(probes.len(), 2, "{probes:?}");
+    assert_eq!(probes[0]["refused"], true);
+    assert_eq!(probes[0]["pass_without_work"], serde_json::json!([7]));
+    assert_eq!(probes[0]["tree"], events(d.path(), "baseline")[0]["tree"]);
+    // The prompt of iteration 2 says why.
+    let prompt = read(d.path(), "longrun/.runs/002.prompt.md");
+    assert!(prompt.contains("The criteria pass without the work"), "{prompt}");
+    // No scratch folder is left behind in the repository, and git knows no extra worktree.
+    let wt = Command::new("git").args(["worktree", "list"]).current_dir(d.path()).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&wt.stdout).lines().count(), 1);
 }
 
 #[test]
@@ -161,6 +207,12 @@ fn loop_with_a_shell_agent_that_fixes_the_code_is_done_in_1() {
     assert_eq!((crit["passed"].as_u64(), crit["verified"].as_bool()), (Some(2), Some(true)));
     assert_eq!(crit["commit"].as_str().unwrap().len(), 40);
     assert!(d.path().join("longrun/.runs/001.log").is_file());
+    // The revert probe ran the function criterion on the start tree, where it failed.
+    let probe = events(d.path(), "revert_probe").pop().unwrap();
+    assert_eq!(probe["refused"], false, "{probe}");
+    assert_eq!(probe["results"][0]["line"], 7);
+    assert_eq!(probe["results"][0]["passed"], false);
+    assert!(probe["wall_ms"].as_u64().is_some() && probe["cpu_ms"].as_u64().is_some(), "{probe}");
 }
 
 #[test]
@@ -457,7 +509,7 @@ fn a_local_module_that_shadows_the_test_runner_is_removed_and_journaled() {
     write(d.path(), "conftest.py", "# the project's own pytest configuration\n");
     let git = Command::new("git").args(["add", "conftest.py"]).current_dir(d.path()).status();
     assert!(git.unwrap().success());
-    let o = kit_loop(d.path(), &["--agent", "true"]);
+    let o = kit_loop(d.path(), &["--agent", "true", "--allow-green-start"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(d.path().join("conftest.py").exists());
     assert_eq!(events(d.path(), "cheat").len(), 0);
@@ -496,13 +548,38 @@ fn lines_the_agent_appends_to_the_journal_are_cut_and_journaled() {
     assert_eq!(ends[0]["outcome"], "cap");
 }
 
+/// Issue 22: an agent that kills its loop and writes a holder record naming pid 1 with its real
+/// command line does not turn later loops away: the flock is free, so the record is stale.
+#[test]
+fn a_record_naming_a_live_process_that_is_no_loop_is_stale_and_taken_over() {
+    let d = project(true);
+    let cmd = std::fs::read("/proc/1/cmdline").unwrap();
+    let cmd: Vec<String> = cmd
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let record = serde_json::json!({"pid": 1, "host": host.trim(), "started": "2026-01-01T00:00:00Z", "command": cmd.join(" ")});
+    write(d.path(), "longrun/.lock", &record.to_string());
+    let o = kit_loop(d.path(), &["--agent", "true", "--allow-green-start"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("the record is stale (the flock was free); took the lock"),
+        "{}",
+        text(&o)
+    );
+    let t = events(d.path(), "lock_takeover").pop().unwrap();
+    assert_eq!((t["previous"]["pid"].as_u64(), t["stale"].as_bool()), (Some(1), Some(true)));
+}
+
 #[test]
 fn a_dead_holders_lock_is_taken_over_and_journaled() {
     let d = project(true);
     let record =
         r#"{"pid":999999999,"host":"gone","started":"2026-01-01T00:00:00Z","command":"kit loop"}"#;
     write(d.path(), "longrun/.lock", record);
-    let o = kit_loop(d.path(), &["--agent", "true"]);
+    let o = kit_loop(d.path(), &["--agent", "true", "--allow-green-start"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = events(d.path(), "lock_takeover").pop().unwrap();
     assert_eq!(t["previous"]["pid"], 999_999_999);
@@ -1633,3 +1710,29 @@ mod cheats;
 mod cost;
 mod layers;
 mod limits;
+
+/// Issue 22: what the agent can set in git hides none of its changes from the loop. After each
+/// cheat the iteration's `criteria` event says the tree differs from HEAD (`dirty`), which
+/// `git status` would not: the loop reads the tree by content in a private index.
+#[test]
+fn git_flags_and_excludes_the_agent_sets_hide_no_change_from_the_loop() {
+    let cases = [
+        ("assume-unchanged", "git update-index --assume-unchanged calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("skip-worktree", "git update-index --skip-worktree calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("core.ignoreStat", "git config core.ignoreStat true\ngit rm -q --cached calc.py\ngit add calc.py\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("core.fsmonitor", "printf '#!/bin/sh\\nprintf \"t\\\\0\"\\n' > .git/fsm.sh\nchmod +x .git/fsm.sh\ngit config core.fsmonitor .git/fsm.sh\nsed -i 's/a - b/a + b/' calc.py\n"),
+        ("info/exclude", "echo hidden.py >> .git/info/exclude\necho 'x = 1' > hidden.py\n"),
+        (".gitignore", "mkdir -p sub\necho '*' > sub/.gitignore\necho 'x = 1' > sub/hidden.py\n"),
+    ];
+    for (name, script) in cases {
+        let d = project(false);
+        // The agent's script lives in .git/, outside the working tree: the tree is clean but
+        // for what the script does.
+        write(d.path(), ".git/agent.sh", script);
+        let o = kit_loop(d.path(), &["--agent", "sh .git/agent.sh", "--max-iterations", "1"]);
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{name}: {}", text(&o));
+        let crit =
+            events(d.path(), "criteria").pop().unwrap_or_else(|| panic!("{name}: {}", text(&o)));
+        assert_eq!(crit["dirty"], true, "{name}: the change is seen: {crit}");
+    }
+}

@@ -215,9 +215,14 @@ fn mine_writes_nothing_without_apply() {
     let before = std::fs::read_dir(d.path()).unwrap().count();
     let (code, text) = mine_text(d.path(), &["claude", "codex"]);
     assert_eq!(code, 0);
-    assert!(text.contains("next: kit mine --apply CLAUDE.md"), "{text}");
+    // The suggested command names the same paths, so running it writes the rules (issue 22).
+    assert!(text.contains("next: kit mine claude codex --apply CLAUDE.md"), "{text}");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), before);
     assert!(!d.path().join("CLAUDE.md").exists());
+    let (code, text) = mine_text(d.path(), &["claude", "codex", "--apply", "CLAUDE.md"]);
+    assert_eq!(code, 0, "{text}");
+    let written = std::fs::read_to_string(d.path().join("CLAUDE.md")).unwrap();
+    assert!(written.contains("<!-- kit mine: "), "{written}");
 }
 
 #[test]

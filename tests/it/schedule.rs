@@ -223,3 +223,22 @@ fn systemd_reads_the_units_as_written_where_systemd_analyze_is_installed() {
     assert!(o.status.success(), "systemd-analyze verify: {t}");
     assert!(!t.contains(".service:") && !t.contains(".timer:"), "systemd-analyze verify: {t}");
 }
+
+/// Issue 22: a dry run needs no crontab program: it prints what it would write and says the
+/// tool is missing; the real install still refuses (exit 2) naming it.
+#[test]
+fn a_cron_dry_run_without_crontab_shows_the_table_and_says_the_tool_is_missing() {
+    let s = setup();
+    let missing = s.repo.join("no-such-crontab");
+    let run = |args: &[&str]| {
+        kit(&s.repo).arg("schedule").args(args).env("KIT_CRONTAB", &missing).output().unwrap()
+    };
+    let o = run(&["install", "--cron", "--dry-run"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("note: cannot run ") && out.contains("install cron"), "{out}");
+    assert!(out.contains("would install this crontab"), "{out}");
+    assert!(out.contains("--ensure-alive"), "{out}");
+    let o = run(&["install", "--cron"]);
+    assert_eq!(o.status.code(), Some(2));
+}
