@@ -98,7 +98,14 @@ fn run(args: &Args) -> Result<u8> {
     // The place joins the seed so that fake sessions in two projects (or two rehearsals) never
     // share an id, while a golden, whose paths all sit under its sandbox, still gets the same.
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    let seed = format!("{short}:{}:{}", count.total + 1, place_of(&cwd, &home));
+    // The seed counts every call made here (all runs), so two runs never share a session id;
+    // a test that sets KIT_FAKE_INVOCATION sets the seed with it.
+    let nth = if std::env::var_os("KIT_FAKE_INVOCATION").is_some() {
+        invocation
+    } else {
+        count.total + 1
+    };
+    let seed = format!("{short}:{nth}:{}", place_of(&cwd, &home));
     let spec = SessionSpec {
         output,
         seed,

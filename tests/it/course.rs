@@ -197,7 +197,8 @@ fn every_exercise_folder_has_its_files_and_its_number() {
             }
         }
         for f in names(&d) {
-            if !["exercise.toml", "golden.md", "start", "solution"].contains(&f.as_str()) {
+            let known = ["exercise.toml", "golden.md", "start", "solution", "variants", "cheats"];
+            if !known.contains(&f.as_str()) {
                 problems.push(format!("{shown}: stray file {f}"));
             }
         }

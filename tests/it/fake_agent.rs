@@ -157,7 +157,7 @@ fn cheat_weakens_a_test_on_call_1_and_does_the_work_on_call_2() {
     assert_eq!(weakened.matches("@unittest.skip(\"flaky\")").count(), 2);
     assert_eq!(
         std::fs::read_to_string(sb.project.join(".git/fake-agent-cheat.count")).unwrap(),
-        "1\n"
+        "1 - 0\n"
     );
 
     // What kit loop does: put the frozen test back.
@@ -168,7 +168,7 @@ fn cheat_weakens_a_test_on_call_1_and_does_the_work_on_call_2() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         std::fs::read_to_string(sb.project.join(".git/fake-agent-cheat.count")).unwrap(),
-        "2\n"
+        "2 - 0\n"
     );
     let t = text(&sb.unittest());
     assert!(t.contains("Ran 14 tests") && t.trim_end().ends_with("OK"), "{t}");
@@ -614,7 +614,7 @@ fn an_interrupted_invocation_is_done_again_and_kit_iteration_does_not_skip_the_w
     assert!(!text(&out).contains("Nothing left"), "{}", text(&out));
     assert!(sb.unittest().status.success());
     let count = sb.project.join(".git/fake-agent-finish.count");
-    assert_eq!(std::fs::read_to_string(&count).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(&count).unwrap(), "1 - 0\n");
 
     // Killed in the middle of its first call (real clock: `race` sleeps 5 s): not counted.
     sb.reset();
@@ -631,7 +631,7 @@ fn an_interrupted_invocation_is_done_again_and_kit_iteration_does_not_skip_the_w
     let out = sb.run("race", None);
     assert!(out.status.success(), "{}", text(&out));
     assert!(sb.unittest().status.success(), "the resumed call did the work");
-    assert_eq!(std::fs::read_to_string(&race_count).unwrap(), "1\n");
+    assert_eq!(std::fs::read_to_string(&race_count).unwrap(), "1 - 0\n");
 }
 
 #[test]
