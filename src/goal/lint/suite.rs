@@ -85,6 +85,15 @@ impl Lint<'_> {
             return None;
         }
         let pinned = pinned_count(c, &runner.kind);
+        if let Some(drifted) = frozen_drift(self.root) {
+            // Counting a suite someone changed after the freeze would judge their change, not
+            // the goal: `kit loop` restores the frozen files first, `kit freeze --check` names
+            // the drift.
+            self.notes.push(format!(
+                "{drifted} differs from its frozen copy, so the count the regression pins is not checked against the suite (kit freeze --check names the drift)"
+            ));
+            return None;
+        }
         let counted = self.collect(&cwd, &words, &runner)?;
         if let Some(p) = pinned.filter(|p| *p != counted) {
             let unit = if runner.kind == RunnerKind::Unittest { "Ran" } else { "passed" };
@@ -275,4 +284,15 @@ impl Runner {
         let top = self.option(&["-t", "--top-level-directory"]).or(pos.get(2).map(String::as_str));
         (normalise(start), pattern.to_string(), top.unwrap_or("").to_string())
     }
+}
+
+/// The first frozen file (by `longrun/frozen.toml` under `root`) whose content or mode differs
+/// from what was frozen; None when all match or there is no manifest.
+fn frozen_drift(root: &std::path::Path) -> Option<String> {
+    let manifest =
+        crate::frozen::manifest::Manifest::load(&root.join("longrun/frozen.toml")).ok()?;
+    manifest.files.iter().find_map(|(rel, e)| {
+        crate::frozen::inspect(root, rel, &e.sha256, crate::frozen::ModeRule::Git(&e.mode))
+            .map(|_| rel.clone())
+    })
 }

@@ -34,7 +34,7 @@ fn outcome(root: &Path) -> String {
 fn a_review_that_fails_never_yields_done_and_its_reason_reaches_the_prompt() {
     let d = reviewed(true, "cat > .git/kit-eval.stdin\necho thinking\necho 'VERDICT: fail — add has a special case for 0'\n");
     let root = d.path();
-    let o = kit_loop(root, &["--agent", "true", "--max-iterations", "2"]);
+    let o = kit_loop(root, &["--agent", "true", "--max-iterations", "2", "--allow-green-start"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert_eq!(outcome(root), "cap", "{t}");
@@ -89,7 +89,7 @@ fn a_passing_review_sees_the_agents_diff_and_done_follows() {
 fn a_review_that_asks_stops_the_loop_with_the_question() {
     let d = reviewed(true, "echo 'VERDICT: ask should add accept strings?'\n");
     let root = d.path();
-    let o = kit_loop(root, &["--agent", "true"]);
+    let o = kit_loop(root, &["--agent", "true", "--allow-green-start"]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert_eq!(outcome(root), "review_ask");
@@ -107,7 +107,7 @@ fn a_review_that_asks_stops_the_loop_with_the_question() {
 fn a_malformed_verdict_is_a_fail_and_a_review_without_evaluator_is_refused() {
     let d = reviewed(true, "echo 'looks fine to me'\n");
     let root = d.path();
-    let o = kit_loop(root, &["--agent", "true", "--max-iterations", "1"]);
+    let o = kit_loop(root, &["--agent", "true", "--max-iterations", "1", "--allow-green-start"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let r = events(root, "review").pop().unwrap();
     assert_eq!(r["verdict"], "fail");
