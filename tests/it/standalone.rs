@@ -61,8 +61,10 @@ fn lone_kit(d: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
     (lone, env)
 }
 
-/// The `kit` binary alone, with no `fake-agent` beside it or on `PATH`, verifies the whole
-/// course (it is the fake agent too), and deterministically: two full runs from two folders,
+/// The `kit` binary alone, with no `fake-agent` beside it or on `PATH`, verifies the course (it
+/// is the fake agent too), and deterministically. Lesson 1's share holds every kind of case
+/// (catalogue, exercise start, solution, variants, cheats, the lesson), so it stands for the whole
+/// (`tests/cases.rs` runs every case once already): two runs from two folders,
 /// under another `HOME` and `TMPDIR`, one piped and one on a terminal (`script`), with different
 /// `--jobs`, print the same bytes (a terminal's CR aside).
 #[test]
@@ -78,14 +80,14 @@ fn kit_alone_verifies_everything_and_says_the_same_twice() {
         env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
         env.push(("HOME".into(), work.join("home").display().to_string()));
         env.push(("TMPDIR".into(), work.join("tmp").display().to_string()));
-        let verify = format!("{} verify --jobs {jobs}", lone.display());
+        let verify = format!("{} verify --lesson 1 --jobs {jobs}", lone.display());
         let mut cmd = if tty {
             let mut c = std::process::Command::new("script");
             c.args(["-qec", &verify, "/dev/null"]);
             c
         } else {
             let mut c = std::process::Command::new(&lone);
-            c.args(["verify", "--jobs", jobs]);
+            c.args(["verify", "--lesson", "1", "--jobs", jobs]);
             c
         };
         let out = cmd
