@@ -387,7 +387,7 @@ impl Toolbox {
         for (name, target) in &links {
             // A new link beside it, renamed over the old: another process filling the same
             // shared toolbox never sees the name missing.
-            let link = dir.join(&name);
+            let link = dir.join(name);
             let tmp = dir.join(format!(".{name}.{}", std::process::id()));
             let _ = std::fs::remove_file(&tmp);
             std::os::unix::fs::symlink(target, &tmp).at(&tmp)?;
