@@ -124,7 +124,7 @@ pub(crate) fn run_until(
     stop: &dyn Fn() -> bool,
 ) -> CriterionResult {
     let start = Instant::now();
-    let run = match env.map(CriteriaEnv::for_run).transpose() {
+    let run = match env.map(|e| e.for_run(root)).transpose() {
         Ok(run_env) => execute(&c.command, root, timeout, run_env.as_ref(), stop),
         Err(e) => Err(format!("cannot make the criteria's environment folder: {e}")),
     };

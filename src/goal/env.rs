@@ -7,10 +7,11 @@
 //! - **Python's start-up**: every `PYTHON*` variable that changes what the interpreter loads at
 //!   start (`PYTHONSTARTUP`, `PYTHONUSERBASE`, `PYTHONINSPECT`, `PYTHONEXECUTABLE`,
 //!   `PYTHONPLATLIBDIR`) is removed; `PYTHONNOUSERSITE=1` turns the user site folder off (and
-//!   with it `usercustomize.py` and the `.pth` files there); `PYTHONPYCACHEPREFIX` points at a
-//!   fresh folder for each run of the criteria, so no `__pycache__` the agent compiled is read,
-//!   and `PYTHONDONTWRITEBYTECODE=1` leaves the repository as it was. The user's own
-//!   `PYTHONPATH` stays: kit's environment came from the user, not from the agent.
+//!   with it `usercustomize.py` and the `.pth` files there); `PYTHONPYCACHEPREFIX` points at
+//!   kit's own bytecode folder ([`BytecodeCache`]), so no `__pycache__` the agent compiled is
+//!   read and nothing is written into the repository: before each run it holds links to the
+//!   standard library's own bytecode and nothing else. The user's own `PYTHONPATH` stays: kit's
+//!   environment came from the user, not from the agent.
 //! - **PATH**: entries that are relative (`.`, `bin`, an empty entry), in a temporary folder
 //!   anyone can write (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`), or inside the repository but
 //!   absent when the loop starts are dropped. A folder inside the repository that exists at the
@@ -31,6 +32,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -82,20 +84,206 @@ pub struct Neutralised {
 }
 
 /// The criteria's environment for one loop run: built once by [`CriteriaEnv::capture`].
+/// Clones share one [`BytecodeCache`].
 #[derive(Clone, Debug)]
 pub struct CriteriaEnv {
     vars: Vec<(OsString, OsString)>,
     path: Vec<PathBuf>,
     pinned: Vec<Pinned>,
     neutralised: Neutralised,
+    /// The standard library folders of the pinned Python interpreters, with their bytecode tag
+    /// (`cpython-311`): the bytecode the run's cache starts with.
+    stdlib: Vec<(PathBuf, String)>,
+    cache: Arc<BytecodeCache>,
 }
 
-/// A run's fresh folder (wrappers of the pinned programs, the bytecode cache), removed on drop.
+/// The `PYTHONPYCACHEPREFIX` folder the criteria's Python reads bytecode from instead of any
+/// `__pycache__`: `$XDG_CACHE_HOME/kit/pycache` (else `~/.cache/kit/pycache`), kept from run to
+/// run, or a temporary folder of the [`CriteriaEnv`] when neither is set. It holds links to the
+/// bytecode of the pinned interpreters' own standard library (`python3 -B`, which most criteria
+/// use, writes none: without them every run compiles the standard library it imports again,
+/// ~0.3 s of CPU for `unittest`) and nothing else a later run reads: before each run kit removes
+/// every entry that is not such a link (what Python wrote, what anything else planted) and the
+/// whole subtree of the folder the criterion runs in (a source edited twice within a second,
+/// keeping its size, would otherwise be read stale: bytecode records whole seconds). When an
+/// entry cannot be removed, that run gets an empty temporary folder instead.
+#[derive(Debug)]
+pub struct BytecodeCache {
+    /// The kept folder, or None for a temporary one.
+    kept: Option<PathBuf>,
+    temporary: Mutex<Option<tempfile::TempDir>>,
+    /// Whether the standard library's links were made by this environment yet.
+    seeded: Mutex<bool>,
+}
+
+/// A run's folders: fresh wrappers of the pinned programs and, when the bytecode folder could
+/// not be tidied, an empty one; both removed on drop.
 pub struct RunEnv {
     _dir: tempfile::TempDir,
     /// The full environment to give the criterion's shell (the child's environment is cleared
     /// first).
     pub vars: Vec<(OsString, OsString)>,
+}
+
+impl BytecodeCache {
+    fn new(vars: &[(OsString, OsString)]) -> BytecodeCache {
+        let get = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| PathBuf::from(v))
+                .filter(|p| p.is_absolute())
+        };
+        let kept = get("XDG_CACHE_HOME")
+            .or_else(|| get("HOME").map(|h| h.join(".cache")))
+            .map(|c| c.join("kit").join("pycache"));
+        BytecodeCache { kept, temporary: Mutex::default(), seeded: Mutex::default() }
+    }
+
+    /// The folder for the next run in `root`, tidied (see [`BytecodeCache`]); None when it
+    /// cannot be made or tidied.
+    fn prepare(&self, root: &Path, stdlib: &[(PathBuf, String)]) -> Option<PathBuf> {
+        let dir = match &self.kept {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).ok()?;
+                dir.clone()
+            }
+            None => {
+                let mut t = self.temporary.lock().unwrap_or_else(|p| p.into_inner());
+                if t.is_none() {
+                    *t = Some(tempfile::Builder::new().prefix("kit-pycache-").tempdir().ok()?);
+                }
+                t.as_ref()?.path().to_path_buf()
+            }
+        };
+        let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        for r in [root, real.as_path()] {
+            let own = dir.join(r.strip_prefix("/").unwrap_or(r));
+            if r.is_absolute() && own.symlink_metadata().is_ok() {
+                gone(std::fs::remove_dir_all(&own)).ok()?;
+            }
+        }
+        tidy(&dir, &dir, stdlib).ok()?;
+        let mut seeded = self.seeded.lock().unwrap_or_else(|p| p.into_inner());
+        if !*seeded {
+            for (lib, tag) in stdlib {
+                seed(&dir, lib, tag).ok()?;
+            }
+            *seeded = true;
+        }
+        Some(dir)
+    }
+}
+
+/// Ok when `r` is, or failed only because the entry was already gone (another kit tidying).
+fn gone(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Remove from `dir` (inside the bytecode folder `base`) every entry but folders and the links
+/// [`seed`] makes: `base/<folder F>/NAME.TAG.pyc` → `/<F>/__pycache__/NAME.TAG.pyc`, F inside
+/// one of the `stdlib` folders.
+fn tidy(base: &Path, dir: &Path, stdlib: &[(PathBuf, String)]) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        r => r?,
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let kind = match entry.file_type() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            r => r?,
+        };
+        if kind.is_dir() {
+            tidy(base, &path, stdlib)?;
+            continue;
+        }
+        let keep = kind.is_symlink()
+            && std::fs::read_link(&path).is_ok_and(|target| {
+                let Ok(rel) = path.strip_prefix(base) else { return false };
+                let (Some(folder), Some(name)) = (rel.parent(), rel.file_name()) else {
+                    return false;
+                };
+                let folder = Path::new("/").join(folder);
+                let name = name.to_string_lossy();
+                target == folder.join("__pycache__").join(name.as_ref())
+                    && stdlib.iter().any(|(lib, tag)| {
+                        folder.starts_with(lib) && name.ends_with(&format!(".{tag}.pyc"))
+                    })
+            });
+        if !keep {
+            gone(std::fs::remove_file(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Folders of a standard library whose bytecode is not linked: third-party packages (not the
+/// interpreter's own) and the large packages criteria do not import.
+const STDLIB_SKIPPED: [&str; 7] =
+    ["site-packages", "dist-packages", "test", "idlelib", "tkinter", "lib2to3", "turtledemo"];
+
+/// Link, under `prefix`, each `NAME.TAG.pyc` of the `__pycache__` folders of the standard library
+/// at `lib`, where `PYTHONPYCACHEPREFIX` looks for it: `prefix/<folder of NAME.py>/NAME.TAG.pyc`
+/// (PEP 3147 and the `pycache_prefix` of `importlib._bootstrap_external.cache_from_source`).
+/// A folder that cannot be read is skipped; errors only when a link cannot be made.
+fn seed(prefix: &Path, lib: &Path, tag: &str) -> std::io::Result<()> {
+    let suffix = format!(".{tag}.pyc");
+    let mut folders = vec![lib.to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if name == "__pycache__" {
+                let into = prefix.join(dir.strip_prefix("/").unwrap_or(&dir));
+                let Ok(pycs) = std::fs::read_dir(entry.path()) else { continue };
+                for pyc in pycs.flatten() {
+                    if pyc.file_name().to_string_lossy().ends_with(&suffix) {
+                        std::fs::create_dir_all(&into)?;
+                        match std::os::unix::fs::symlink(pyc.path(), into.join(pyc.file_name())) {
+                            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                                return Err(e)
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            } else if !STDLIB_SKIPPED.iter().any(|s| name == *s) {
+                folders.push(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The standard library folder of the Python interpreter at `python` and its bytecode tag
+/// (`cpython-311`), asked of it once in isolated mode (`-I`); None when it cannot say.
+fn stdlib_of(python: &Path) -> Option<(PathBuf, String)> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-I",
+            "-c",
+            "import sys, sysconfig; print(sysconfig.get_path('stdlib')); \
+             print(sys.implementation.cache_tag)",
+        ])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let mut lines = text.lines();
+    let lib = PathBuf::from(lines.next()?.trim());
+    let tag = lines.next()?.trim().to_string();
+    (lib.is_absolute() && lib.is_dir() && !tag.is_empty() && !tag.contains('/'))
+        .then_some((lib, tag))
 }
 
 impl CriteriaEnv {
@@ -139,8 +327,7 @@ impl CriteriaEnv {
         n.removed.sort();
         n.set = vec![
             "PYTHONNOUSERSITE=1".into(),
-            "PYTHONDONTWRITEBYTECODE=1".into(),
-            "PYTHONPYCACHEPREFIX=<a fresh folder per run>".into(),
+            "PYTHONPYCACHEPREFIX=<kit's bytecode folder: the standard library's only>".into(),
         ];
         let mut pinned: Vec<Pinned> = Vec::new();
         let joined = std::env::join_paths(&path).unwrap_or_default();
@@ -165,7 +352,14 @@ impl CriteriaEnv {
                 Err(_) => n.not_found.push(name),
             }
         }
-        CriteriaEnv { vars: kept, path, pinned, neutralised: n }
+        let mut stdlib = Vec::new();
+        for p in pinned.iter().filter(|p| p.name.starts_with("python")) {
+            if let Some(lib) = stdlib_of(&p.path).filter(|lib| !stdlib.contains(lib)) {
+                stdlib.push(lib);
+            }
+        }
+        let cache = Arc::new(BytecodeCache::new(&kept));
+        CriteriaEnv { vars: kept, path, pinned, neutralised: n, stdlib, cache }
     }
 
     /// What was changed, for the journal.
@@ -188,14 +382,22 @@ impl CriteriaEnv {
             .collect()
     }
 
-    /// A fresh folder for one run of the criteria: `bin/` with a link per pinned program (first
-    /// on PATH), `pycache/` for `PYTHONPYCACHEPREFIX`. Errors when the folder cannot be made.
-    pub fn for_run(&self) -> std::io::Result<RunEnv> {
+    /// The folders for one run of the criteria in `root`: a fresh `bin/` with a wrapper per
+    /// pinned program (first on PATH) and the [`BytecodeCache`] as `PYTHONPYCACHEPREFIX` (an
+    /// empty `pycache/` beside `bin/` when it cannot be tidied). Errors when a folder cannot be
+    /// made.
+    pub fn for_run(&self, root: &Path) -> std::io::Result<RunEnv> {
         let dir = tempfile::Builder::new().prefix("kit-criteria-").tempdir()?;
         let bin = dir.path().join("bin");
-        let cache = dir.path().join("pycache");
         std::fs::create_dir(&bin)?;
-        std::fs::create_dir(&cache)?;
+        let cache = match self.cache.prepare(root, &self.stdlib) {
+            Some(cache) => cache,
+            None => {
+                let empty = dir.path().join("pycache");
+                std::fs::create_dir(&empty)?;
+                empty
+            }
+        };
         // A wrapper that execs the pinned path, not a link: Python finds its venv (pyvenv.cfg)
         // beside the path it was started from, and a shim names its program after `$0`.
         for p in &self.pinned {
@@ -212,7 +414,6 @@ impl CriteriaEnv {
         let mut vars = self.vars.clone();
         vars.push(("PATH".into(), std::env::join_paths(&path).unwrap_or_default()));
         vars.push(("PYTHONNOUSERSITE".into(), "1".into()));
-        vars.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
         vars.push(("PYTHONPYCACHEPREFIX".into(), cache.into_os_string()));
         Ok(RunEnv { _dir: dir, vars })
     }
@@ -294,7 +495,27 @@ fn is_script(p: &Path) -> bool {
 
 /// The interpreter a Python launcher script starts from `root` right now
 /// (`sys.executable`), run once in the criteria's own environment; None when it cannot say.
+/// Asked once per launcher and folder in a process (a pyenv shim takes ~0.3 s to answer, and a
+/// loop builds the criteria's environment up to four times at its start).
 fn interpreter_behind(
+    launcher: &Path,
+    vars: &[(OsString, OsString)],
+    path: &[PathBuf],
+    root: &Path,
+) -> Option<PathBuf> {
+    type Answers = Mutex<BTreeMap<(PathBuf, PathBuf), Option<PathBuf>>>;
+    static ASKED: std::sync::OnceLock<Answers> = std::sync::OnceLock::new();
+    let key = (launcher.to_path_buf(), root.to_path_buf());
+    let asked = ASKED.get_or_init(Answers::default);
+    if let Some(known) = asked.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return known.clone();
+    }
+    let found = ask_interpreter(launcher, vars, path, root);
+    asked.lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
+    found
+}
+
+fn ask_interpreter(
     launcher: &Path,
     vars: &[(OsString, OsString)],
     path: &[PathBuf],
@@ -366,7 +587,7 @@ mod tests {
         assert!(dropped.contains(&"/tmp/x"));
         let later = format!("{}/later", repo.path().display());
         assert!(dropped.contains(&later.as_str()), "{dropped:?}");
-        let run = e.for_run().unwrap();
+        let run = e.for_run(repo.path()).unwrap();
         let get = |k: &str| {
             run.vars
                 .iter()
@@ -407,12 +628,103 @@ mod tests {
         assert_eq!(names, vec!["mytool"], "timeout is not on this PATH: {:?}", e.neutralised());
         assert!(e.neutralised().not_found.contains(&"timeout".to_string()));
         assert!(e.tampered().is_empty());
-        let run = e.for_run().unwrap();
+        let run = e.for_run(repo.path()).unwrap();
         let path = run.vars.iter().find(|(k, _)| k == "PATH").unwrap().1.clone();
         let first = std::env::split_paths(&path).next().unwrap();
         let wrapper = std::fs::read_to_string(first.join("mytool")).unwrap();
         assert_eq!(wrapper, format!("#!/bin/sh\nexec '{}' \"$@\"\n", tool.display()));
         std::fs::write(&tool, "#!/bin/sh\necho 'Ran 3 tests'\n").unwrap();
         assert_eq!(e.tampered(), vec![("mytool".to_string(), tool.clone())]);
+    }
+
+    #[test]
+    fn the_bytecode_folder_keeps_only_the_standard_librarys_own_bytecode() {
+        let repo = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let lib = tempfile::tempdir().unwrap();
+        let lib = std::fs::canonicalize(lib.path()).unwrap();
+        for dir in ["__pycache__", "json/__pycache__", "site-packages/evil/__pycache__"] {
+            std::fs::create_dir_all(lib.join(dir)).unwrap();
+        }
+        std::fs::write(lib.join("__pycache__/os.cpython-311.pyc"), "os").unwrap();
+        std::fs::write(lib.join("__pycache__/os.cpython-311.opt-1.pyc"), "os -O").unwrap();
+        std::fs::write(lib.join("__pycache__/os.cpython-312.pyc"), "other python").unwrap();
+        std::fs::write(lib.join("json/__pycache__/decoder.cpython-311.pyc"), "json").unwrap();
+        std::fs::write(lib.join("site-packages/evil/__pycache__/x.cpython-311.pyc"), "x").unwrap();
+        let vars = vec![("HOME".into(), home.path().as_os_str().to_owned())];
+        let mut e = CriteriaEnv::from_vars(vars, &goal(&["python3 -m unittest"]), repo.path());
+        e.stdlib = vec![(lib.clone(), "cpython-311".into())];
+        let prefix = |run: &RunEnv| {
+            PathBuf::from(&run.vars.iter().find(|(k, _)| k == "PYTHONPYCACHEPREFIX").unwrap().1)
+        };
+        let under = |p: &Path, rel: &str| p.join(lib.strip_prefix("/").unwrap()).join(rel);
+        let files = |p: &Path| {
+            let mut out = Vec::new();
+            let mut dirs = vec![p.to_path_buf()];
+            while let Some(d) = dirs.pop() {
+                for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                    if entry.file_type().unwrap().is_dir() {
+                        dirs.push(entry.path());
+                    } else {
+                        out.push(entry.path().strip_prefix(p).unwrap().display().to_string());
+                    }
+                }
+            }
+            out.sort();
+            out
+        };
+        let real = std::fs::canonicalize(repo.path()).unwrap();
+        let own = |p: &Path| p.join(real.strip_prefix("/").unwrap()).join("lib.cpython-311.pyc");
+
+        let run = e.for_run(repo.path()).unwrap();
+        let folder = prefix(&run);
+        assert_eq!(folder, home.path().join(".cache/kit/pycache"), "kept under the user's cache");
+        let lib_rel = lib.strip_prefix("/").unwrap().display().to_string();
+        let linked = vec![
+            format!("{lib_rel}/json/decoder.cpython-311.pyc"),
+            format!("{lib_rel}/os.cpython-311.pyc"),
+        ];
+        assert_eq!(files(&folder), linked, "only this interpreter's plain bytecode");
+        assert_eq!(std::fs::read_to_string(under(&folder, "os.cpython-311.pyc")).unwrap(), "os");
+        // What Python writes during a run (the repository's bytecode), and what an agent plants
+        // between runs: a file beside the links, a link to its own bytecode, a link replaced.
+        std::fs::create_dir_all(own(&folder).parent().unwrap()).unwrap();
+        std::fs::write(own(&folder), "repo").unwrap();
+        drop(run);
+        std::fs::write(under(&folder, "unittest.cpython-311.pyc"), "planted").unwrap();
+        std::os::unix::fs::symlink(
+            lib.join("site-packages/evil/__pycache__/x.cpython-311.pyc"),
+            under(&folder, "json/x.cpython-311.pyc"),
+        )
+        .unwrap();
+        std::fs::remove_file(under(&folder, "os.cpython-311.pyc")).unwrap();
+        std::os::unix::fs::symlink(
+            lib.join("json/__pycache__/decoder.cpython-311.pyc"),
+            under(&folder, "os.cpython-311.pyc"),
+        )
+        .unwrap();
+        let run = e.clone().for_run(repo.path()).unwrap();
+        assert_eq!(prefix(&run), folder);
+        assert_eq!(
+            files(&folder),
+            vec![format!("{lib_rel}/json/decoder.cpython-311.pyc")],
+            "every planted entry removed, the repository's bytecode too"
+        );
+        drop(run);
+        // A new environment (the next loop) links the standard library again.
+        let e2 = CriteriaEnv { cache: Arc::new(BytecodeCache::new(&e.vars)), ..e.clone() };
+        let run = e2.for_run(repo.path()).unwrap();
+        assert_eq!(files(&prefix(&run)), linked);
+    }
+
+    #[test]
+    fn without_a_home_the_bytecode_folder_is_temporary() {
+        let repo = tempfile::tempdir().unwrap();
+        let e = CriteriaEnv::from_vars(Vec::new(), &goal(&["python3 -m unittest"]), repo.path());
+        let run = e.for_run(repo.path()).unwrap();
+        let p =
+            PathBuf::from(&run.vars.iter().find(|(k, _)| k == "PYTHONPYCACHEPREFIX").unwrap().1);
+        assert!(p.file_name().unwrap().to_string_lossy().starts_with("kit-pycache-"), "{p:?}");
+        assert!(p.is_dir());
     }
 }
