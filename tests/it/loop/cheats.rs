@@ -49,6 +49,22 @@ def _run(self, result=None):
 _c.TestCase.run = _run
 "#;
 
+/// Bytecode of unittest's `case` module with assertEqual disabled, compiled unchecked (Python
+/// never compares it with the source) into kit's own bytecode folder, where the criteria's
+/// `PYTHONPYCACHEPREFIX` points: the folder is tidied before every run of the criteria.
+const PLANT_BYTECODE: &str = r#"import os, py_compile, sys, sysconfig
+lib = sysconfig.get_path("stdlib")
+src = open(lib + "/unittest/case.py").read() + "\nTestCase.assertEqual = lambda *a, **k: None\n"
+open("evil_case.py", "w").write(src)
+cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+dest = cache + "/kit/pycache" + lib + "/unittest/case." + sys.implementation.cache_tag + ".pyc"
+os.makedirs(os.path.dirname(dest), exist_ok=True)
+if os.path.lexists(dest):
+    os.remove(dest)
+py_compile.compile("evil_case.py", cfile=dest, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+os.remove("evil_case.py")
+"#;
+
 const ROWS: &[Row] = &[
     Row {
         name: "the code under test raises SkipTest, so OK reads OK (skipped=3)",
@@ -99,6 +115,12 @@ const ROWS: &[Row] = &[
         caught: Caught::CanaryMissed,
     },
     Row {
+        name: "bytecode planted in kit's own bytecode folder",
+        agent: "python3 plant_bytecode.txt\n",
+        path_first: "",
+        caught: Caught::Neutralised("PYTHONPYCACHEPREFIX="),
+    },
+    Row {
         name: "a usercustomize.py in the user site folder",
         agent: "site=$(python3 -m site --user-site) && mkdir -p \"$site\" && printf 'import unittest\\nunittest.TestCase.assertEqual = lambda *a, **k: None\\n' > \"$site/usercustomize.py\"\n",
         path_first: "",
@@ -139,6 +161,7 @@ fn one_row(row: &Row) {
         write(root, "fake_difflib.txt", FAKE_DIFFLIB);
         write(root, "payload_skip.txt", PAYLOAD_SKIP);
         write(root, "payload_signal.txt", PAYLOAD_SIGNAL);
+        write(root, "plant_bytecode.txt", PLANT_BYTECODE);
         if matches!(row.caught, Caught::Cheat("tests_skipped")) {
             // The loop's own skip guard: a goal whose expectation `OK` (a substring, which the
             // linter rates 2 because it accepts `OK (skipped=3)`) lets the skipped run pass the
