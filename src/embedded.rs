@@ -1,37 +1,16 @@
-//! Files embedded in the binary (DESIGN §2): `kit/` (templates, prompt, hook snippets, the
-//! rehearsal project, prices), `lessons/`, `exercises/`, `fake-agent/scenarios/` and
-//! `tests/cases/`, so an installed `kit` needs no checkout.
+//! The course's files embedded in the binary (DESIGN §2): `lessons/`, `exercises/`,
+//! `tests/cases/` and the transcript fixtures, so an installed `kit` needs no checkout; and the
+//! one writer of embedded trees to disk. The harness's own `kit/` is [`crate::templates`]'s, the
+//! fake agent's scenarios [`crate::fake_agent`]'s.
 
 use include_dir::{include_dir, Dir};
 
-/// `kit/`: templates and the rehearsal project.
-pub static KIT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/kit");
 /// `lessons/`.
 pub static LESSONS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/lessons");
 /// `exercises/`.
 pub static EXERCISES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/exercises");
-/// `fake-agent/scenarios/`.
-pub static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/fake-agent/scenarios");
-/// Names of the embedded fake-agent scenarios (`fake-agent/scenarios/NAME.toml`), sorted.
-pub fn scenario_names() -> Vec<String> {
-    let mut v: Vec<String> = SCENARIOS
-        .files()
-        .filter_map(|f| {
-            let p = f.path();
-            (p.extension()? == "toml").then(|| p.file_stem().map(|s| s.to_string_lossy().into()))?
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 /// `tests/cases/`: the kit test catalogue.
 pub static CASES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/tests/cases");
-
-/// The text of an embedded file under `kit/`, e.g. `templates/goal.md`.
-pub fn kit_file(path: &str) -> Option<&'static str> {
-    KIT.get_file(path).and_then(|f| f.contents_utf8())
-}
 
 /// `tests/fixtures/transcripts/`: real transcripts for the measure and recall goldens.
 pub static TRANSCRIPT_FIXTURES: Dir<'static> =

@@ -135,19 +135,29 @@ pub fn output_in(dir: &Path, env: &[(String, String)], args: &[&str]) -> Result<
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Make `dir` a sandbox repository: `git init` on branch `main`, the learner's identity in its
-/// own config (so a `git commit` there works on a machine with no global identity; the golden
-/// environment sets it by env too), a first empty commit `start` with the identities and dates
-/// of `env`, and `/.home/` excluded (the sandbox's HOME, with `CLAUDE_CONFIG_DIR` and its
-/// transcripts, is not project work: `kit handoff save` would fingerprint transcripts that grow
-/// after the save).
+/// Make `dir` a sandbox repository: `git init` on branch `main`, the author identity of `env`
+/// (`GIT_AUTHOR_NAME`, `GIT_AUTHOR_EMAIL`: the course's sandbox environment sets the learner's)
+/// in its own config (so a `git commit` there works on a machine with no global identity), a
+/// first empty commit `start` with the identities and dates of `env`, and `/.home/` excluded
+/// (the sandbox's HOME, with `CLAUDE_CONFIG_DIR` and its transcripts, is not project work:
+/// `kit handoff save` would fingerprint transcripts that grow after the save).
 ///
-/// Errors: as [`output_in`]; [`Error::Io`] when `.git/info/exclude` cannot be written.
+/// Errors: [`Error::Internal`] when `env` has no author name or email; as [`output_in`];
+/// [`Error::Io`] when `.git/info/exclude` cannot be written.
 pub fn init_sandbox(dir: &Path, env: &[(String, String)]) -> Result<()> {
+    let var = |k: &str| {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).ok_or_else(|| {
+            Error::internal(format!(
+                "no {k} in the environment given to make the sandbox {}",
+                dir.display()
+            ))
+        })
+    };
+    let (name, email) = (var("GIT_AUTHOR_NAME")?, var("GIT_AUTHOR_EMAIL")?);
     for args in [
         &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", crate::sandbox::LEARNER.0][..],
-        &["config", "user.email", crate::sandbox::LEARNER.1][..],
+        &["config", "user.name", name][..],
+        &["config", "user.email", email][..],
         &["commit", "-q", "--allow-empty", "-m", "start"][..],
     ] {
         output_in(dir, env, args)?;

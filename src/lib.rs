@@ -7,21 +7,26 @@
 //! # Layers
 //!
 //! Each top-level module imports only from its own layer or the layers before it in this list,
-//! and no two top-level modules import each other, directly or round a circle. The unit test in
-//! `src/layering.rs` reads the `use crate::…` paths of every file and fails on a circle, on an
-//! import from a later layer, and on a module missing from the list.
+//! and no two top-level modules import each other, directly or round a circle. Layers 1 to 6
+//! are the harness, 7 the course: the harness knows nothing of the course, which passes down
+//! what it needs (an identity in the sandbox's environment, the state folder a sandbox keeps for
+//! its handoff key as a function the command edge hands to `handoff` and `hook`). The unit test
+//! in `src/layering.rs` reads the `crate::…` paths of every file and fails on a circle, on an
+//! import from a later layer (naming the harness–course border when it is that one), on a
+//! module missing from the list, and on a circle between the files of one folder.
 //!
 //! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
 //!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
-//!    (per-user keys, HMAC), `sandbox` (a sandbox's marker and environment), `embedded`,
-//!    `matcher`, `testing` (unit tests only)
-//! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`
+//!    (per-user keys, HMAC), `testing` (unit tests only)
+//! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`,
+//!    `templates` (`kit/`: what `kit init` and the loop write from)
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
-//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent),
-//!    `schedule` (the timers that start the loop)
+//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
+//!    its scenarios), `schedule` (the timers that start the loop)
 //! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
-//! 7. rehearsals and the course: `rehearse`, `golden`, `course`, `verify`
+//! 7. the course and its rehearsals: `sandbox` (a sandbox's marker and environment),
+//!    `embedded` (lessons, exercises, cases), `matcher`, `golden`, `rehearse`, `course`, `verify`
 //! 8. the command line: `cli`, `run`
 
 // Crate-private by default: an item is `pub` only where the binaries (`kit`, `fake-agent`) or
@@ -60,6 +65,7 @@ pub mod run;
 pub(crate) mod sandbox;
 pub(crate) mod schedule;
 pub(crate) mod status;
+pub mod templates;
 pub(crate) mod term;
 #[cfg(test)]
 mod testing;

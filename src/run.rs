@@ -289,7 +289,8 @@ fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write) -> Result<u8> {
         HookCommand::Claude => {
             let mut stdin = std::io::stdin().lock();
             let mut err = std::io::stderr().lock();
-            Ok(crate::hook::run_claude(&mut stdin, out, &mut err, ctx.cwd.clone()))
+            let own = crate::sandbox::own_state_dir;
+            Ok(crate::hook::run_claude(&mut stdin, out, &mut err, ctx.cwd.clone(), own))
         }
         HookCommand::Install { user, uninstall, dry_run } => {
             let settings = crate::hook::install::settings_path(&ctx.cwd, user)?;
@@ -355,7 +356,8 @@ fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
                 stdin.lock().read_to_string(&mut text).map_err(|e| Error::io("stdin", e))?;
                 piped = Some(text);
             }
-            crate::handoff::save(&SaveOptions { cwd: ctx.cwd.clone(), piped }, out)
+            let own_state_dir = crate::sandbox::own_state_dir;
+            crate::handoff::save(&SaveOptions { cwd: ctx.cwd.clone(), piped, own_state_dir }, out)
         }
         HandoffCommand::Verify { transcript, session } => {
             let proof = match (transcript, session) {
@@ -363,7 +365,11 @@ fn handoff(ctx: &Ctx, cmd: HandoffCommand, out: &mut dyn Write) -> Result<u8> {
                 (None, Some(id)) => Some(ProofSource::Session(id)),
                 (None, None) => None,
             };
-            crate::handoff::verify(&VerifyOptions { cwd: ctx.cwd.clone(), proof }, out)
+            let own_state_dir = crate::sandbox::own_state_dir;
+            crate::handoff::verify(
+                &VerifyOptions { cwd: ctx.cwd.clone(), proof, own_state_dir },
+                out,
+            )
         }
     }
 }

@@ -74,7 +74,7 @@ impl Job {
         match self {
             Job::Catalogue(origin, _) => origin.clone(),
             Job::Solution(ex) | Job::StartFails(ex) => ex.golden_origin(),
-            Job::Proof(ex, p) => p.origin(ex),
+            Job::Proof(ex, p) => p.origin(&ex.slug),
             Job::Lesson(l) => format!("lessons/{}/README.md", l.slug),
             Job::Broken(name, _) => name.clone(),
         }
@@ -104,7 +104,7 @@ impl Job {
             Job::Lesson(l) => l.readme,
             Job::Broken(..) => return false,
         };
-        crate::embedded::SCENARIOS.files().any(|f| {
+        crate::fake_agent::SCENARIOS.files().any(|f| {
             let sleeps = f.contents_utf8().is_some_and(|t| t.contains("do = \"sleep\""));
             let name = f.path().file_stem().map(|s| format!("fake:{}", s.to_string_lossy()));
             sleeps && name.is_some_and(|n| text.contains(&n))
@@ -129,7 +129,7 @@ impl Job {
                 .and_then(|case| golden::run_case(&case, bins, &golden::build_sandbox)),
             Job::Solution(ex) => crate::course::check::run_solution(ex, bins),
             Job::StartFails(ex) => crate::course::check::run_start_fails(ex, bins),
-            Job::Proof(ex, p) => crate::course::proof::run(ex, p, bins),
+            Job::Proof(ex, p) => crate::course::prove::run(ex, p, bins),
             Job::Lesson(l) => {
                 l.case().and_then(|c| golden::run_case(&c, bins, &golden::build_sandbox))
             }

@@ -10,6 +10,7 @@ pub mod exercise;
 pub mod lab;
 pub mod lesson;
 pub mod proof;
+pub mod prove;
 pub mod stamp;
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! Scenario scripts (DESIGN §7): what the fake agent does on each invocation. The files live in
-//! `fake-agent/scenarios/*.toml`, embedded in the binary (`crate::embedded::SCENARIOS`); the format
+//! `fake-agent/scenarios/*.toml`, embedded in the binary ([`SCENARIOS`]); the format
 //! is documented field by field in `fake-agent/scenarios/README.md` and on the types below.
 
 use std::path::Path;
@@ -209,11 +209,10 @@ impl Scenario {
             let stem = path.file_stem().map_or(name.into(), |s| s.to_string_lossy().into());
             return Ok((Self::parse(name, &text)?, stem));
         }
-        let file =
-            crate::embedded::SCENARIOS.get_file(format!("{name}.toml")).ok_or_else(|| {
-                Error::usage(format!("no scenario `{name}`; embedded: {}", names().join(", ")))
-                    .with_hint("fake-agent --scenario finish")
-            })?;
+        let file = SCENARIOS.get_file(format!("{name}.toml")).ok_or_else(|| {
+            Error::usage(format!("no scenario `{name}`; embedded: {}", names().join(", ")))
+                .with_hint("fake-agent --scenario finish")
+        })?;
         let text = file.contents_utf8().unwrap_or_default();
         Ok((Self::parse(&format!("fake-agent/scenarios/{name}.toml"), text)?, name.to_string()))
     }
@@ -272,9 +271,21 @@ fn parse_when(when: &str) -> Option<(u64, u64)> {
     }
 }
 
-/// Names of the embedded scenarios, sorted.
-pub(super) fn names() -> Vec<String> {
-    crate::embedded::scenario_names()
+/// `fake-agent/scenarios/`.
+pub(crate) static SCENARIOS: include_dir::Dir<'static> =
+    include_dir::include_dir!("$CARGO_MANIFEST_DIR/fake-agent/scenarios");
+
+/// Names of the embedded scenarios (`fake-agent/scenarios/NAME.toml`), sorted.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = SCENARIOS
+        .files()
+        .filter_map(|f| {
+            let p = f.path();
+            (p.extension()? == "toml").then(|| p.file_stem().map(|s| s.to_string_lossy().into()))?
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 #[cfg(test)]

@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn the_init_template_is_an_empty_manifest() {
-        let text = crate::embedded::kit_file("templates/frozen.toml").unwrap();
+        let text = crate::templates::kit_file("templates/frozen.toml").unwrap();
         let m = Manifest::parse(Path::new("frozen.toml"), text).unwrap();
         assert_eq!(m, Manifest::new());
     }

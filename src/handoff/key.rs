@@ -34,14 +34,26 @@ pub fn default_path() -> Result<PathBuf> {
     path(|k| std::env::var(k).ok())
 }
 
-/// The key for the project at `root`: a course sandbox that `kit exercise start` laid out (its
-/// marker verifies, [`crate::sandbox::own_state_dir`]) keeps its own key in
-/// `<sandbox>/.home/.local/state/kit/`, the folder its setup and `kit exercise check` use, so
-/// the learner's own `kit handoff save` and the check agree; anywhere else [`default_path`].
+/// The state folder a project keeps for itself, when it keeps one: given a project's root, the
+/// folder that holds its `kit/handoff.key` instead of the user's state folder (`None`: the
+/// user's). The harness knows no such project; the course does (a sandbox that `kit exercise
+/// start` laid out keeps its own key, the one its setup and `kit exercise check` use, so that
+/// the learner's own `kit handoff save` and the check agree), and the command edge passes its
+/// answer down in [`SaveOptions`](super::SaveOptions), [`VerifyOptions`](super::VerifyOptions)
+/// and the hook's environment.
+pub type OwnStateDir = fn(&Path) -> Option<PathBuf>;
+
+/// An [`OwnStateDir`] for which no project keeps its own state folder.
+pub fn no_own_state_dir(_root: &Path) -> Option<PathBuf> {
+    None
+}
+
+/// The key for the project at `root`: in the state folder `own` gives for it, else
+/// [`default_path`].
 ///
 /// Errors: as [`default_path`].
-pub fn project_path(root: &Path) -> Result<PathBuf> {
-    match crate::sandbox::own_state_dir(root) {
+pub fn project_path(root: &Path, own: OwnStateDir) -> Result<PathBuf> {
+    match own(root) {
         Some(state) => Ok(state.join("kit").join(FILE)),
         None => default_path(),
     }

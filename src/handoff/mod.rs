@@ -141,7 +141,7 @@ mod tests {
             Some("run the tests")
         );
         assert_eq!(next_action("nothing"), None);
-        let template = crate::embedded::kit_file("templates/progress.md").unwrap();
+        let template = crate::templates::kit_file("templates/progress.md").unwrap();
         assert_eq!(next_action(template), None, "the template's placeholder is no next action");
         assert_eq!(next_action("## Next action\n(The one concrete step to take next.)\n"), None);
     }

@@ -85,7 +85,7 @@ fn is_placeholder(line: &str) -> bool {
     (l.starts_with('(') && l.ends_with(')'))
         || (l.starts_with("<!--") && l.ends_with("-->"))
         || ["templates/progress.md", "templates/handoff.md"].iter().any(|t| {
-            crate::embedded::kit_file(t).is_some_and(|t| {
+            crate::templates::kit_file(t).is_some_and(|t| {
                 t.lines().any(|tl| tl.trim() == l && !l.starts_with('#') && !l.is_empty())
             })
         })

@@ -21,6 +21,8 @@ pub struct SaveOptions {
     pub cwd: PathBuf,
     /// The summary piped on stdin (`None` when stdin is a terminal); empty means none.
     pub piped: Option<String>,
+    /// Where a project that keeps its own state folder keeps the handoff key.
+    pub own_state_dir: key::OwnStateDir,
 }
 
 /// `kit handoff save`: write the summary (the piped text when there is one, else the file's
@@ -54,7 +56,7 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
         return Err(Error::usage("no handoff summary to save: longrun/handoff.md holds no summary (only the template) and nothing came on stdin")
             .with_hint("write the summary and next action into longrun/handoff.md, or: echo \"…\" | kit handoff save"));
     }
-    let key = crate::keys::load_or_create(&key::project_path(&project.root)?)?;
+    let key = crate::keys::load_or_create(&key::project_path(&project.root, opts.own_state_dir)?)?;
     let stamp = stamp_now(&project, &key, &summary)?;
     let block = toml::to_string(&stamp).map_err(|e| Error::internal(e.to_string()))?;
     let text = format!("{summary}\n\n{MARKER}\n{FENCE}\n{}```\n", block);
@@ -78,7 +80,7 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
 
 /// True when `text` is still the template `kit init` wrote.
 pub(super) fn is_template(text: &str) -> bool {
-    crate::embedded::kit_file("templates/handoff.md").is_some_and(|t| t.trim() == text.trim())
+    crate::templates::kit_file("templates/handoff.md").is_some_and(|t| t.trim() == text.trim())
 }
 
 fn stamp_now(project: &Project, key: &[u8], summary: &str) -> Result<Stamp> {

@@ -25,9 +25,15 @@ pub struct Report {
 /// follows the stamp block, the stamp id
 /// matches its block and `summary`, HEAD is the stamp's commit, every fingerprint matches, and
 /// no file changed since the base commit lacks a fingerprint. The hook's Stop check uses it too.
+/// The key is the one [`key::project_path`] finds with `own_state_dir`.
 ///
 /// Errors: [`Error::Internal`] when git fails; [`Error::Io`] when a file cannot be read.
-pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Report> {
+pub fn check(
+    project: &Project,
+    handoff: &Handoff,
+    stamp: &Stamp,
+    own_state_dir: key::OwnStateDir,
+) -> Result<Report> {
     let mut r = Report::default();
     if !handoff.trailing.is_empty() {
         let first = handoff.trailing.lines().next().unwrap_or("");
@@ -37,7 +43,7 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
             first.chars().take(60).collect::<String>()
         ));
     }
-    check_id(project, handoff, stamp, &mut r)?;
+    check_id(project, handoff, stamp, own_state_dir, &mut r)?;
     let head = git(&project.root, &["rev-parse", "HEAD"])?.trim().to_string();
     if head == stamp.commit {
         r.ok.push(format!("HEAD is still {}", short(&head)));
@@ -109,7 +115,13 @@ pub fn check(project: &Project, handoff: &Handoff, stamp: &Stamp) -> Result<Repo
 
 /// The keyed stamp id and the journal's `handoff_saved` record, in `r`. Never names the id the
 /// block should have carried: it says what differs instead.
-fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report) -> Result<()> {
+fn check_id(
+    project: &Project,
+    handoff: &Handoff,
+    stamp: &Stamp,
+    own_state_dir: key::OwnStateDir,
+    r: &mut Report,
+) -> Result<()> {
     let saved = saved_event(project, &stamp.stamp);
     let summary_edited = saved.as_ref().is_some_and(|e| {
         e.get("summary_sha256").and_then(Value::as_str)
@@ -121,7 +133,7 @@ fn check_id(project: &Project, handoff: &Handoff, stamp: &Stamp, r: &mut Report)
             stamp.format_version
         ));
     } else {
-        let path = key::project_path(&project.root)?;
+        let path = key::project_path(&project.root, own_state_dir)?;
         match crate::keys::load(&path)? {
             None => r.problems.push(format!(
                 "no handoff key at {}: this stamp was not made by `kit handoff save` for this user (another user or machine, or written by hand)",
@@ -171,14 +183,14 @@ fn saved_event(project: &Project, id: &str) -> Option<Value> {
 /// there is no handoff with a stamp block that parses.
 ///
 /// Errors: as [`check`].
-pub fn check_longrun(longrun: &Path) -> Result<Option<Report>> {
+pub fn check_longrun(longrun: &Path, own_state_dir: key::OwnStateDir) -> Result<Option<Report>> {
     let path = longrun.join("handoff.md");
     let Ok(text) = std::fs::read_to_string(&path) else { return Ok(None) };
     let Ok(handoff) = parse(&path, &text) else { return Ok(None) };
     let Some(stamp) = &handoff.stamp else { return Ok(None) };
     let root = longrun.parent().unwrap_or(longrun).to_path_buf();
     let project = Project { root, dir: longrun.to_path_buf() };
-    check(&project, &handoff, stamp).map(Some)
+    check(&project, &handoff, stamp, own_state_dir).map(Some)
 }
 
 /// Where `kit handoff verify` looks for the save in a transcript.
@@ -197,6 +209,8 @@ pub struct VerifyOptions {
     pub cwd: PathBuf,
     /// Also prove the save in this session's transcript.
     pub proof: Option<ProofSource>,
+    /// Where a project that keeps its own state folder keeps the handoff key.
+    pub own_state_dir: key::OwnStateDir,
 }
 
 /// `kit handoff verify`: print one line per check, then the verdict.
@@ -232,7 +246,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
             short(&stamp.commit)
         ),
     )?;
-    let report = check(&project, &handoff, &stamp)?;
+    let report = check(&project, &handoff, &stamp, opts.own_state_dir)?;
     for ok in &report.ok {
         w(out, format!("  ok   {ok}"))?;
     }

@@ -61,7 +61,7 @@ pub(crate) fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
 
 /// The embedded snippet, as text (`kit/hooks/settings.json`).
 fn snippet_text() -> &'static str {
-    crate::embedded::kit_file("hooks/settings.json").unwrap_or("{}")
+    crate::templates::kit_file("hooks/settings.json").unwrap_or("{}")
 }
 
 /// The embedded snippet, as a value (for [`misshapen`]).

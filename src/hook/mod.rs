@@ -88,12 +88,18 @@ pub(crate) struct HookEnv<'a> {
     pub var: &'a dyn Fn(&str) -> Option<String>,
     /// The process's working directory (used when the input has no `cwd`).
     pub cwd: PathBuf,
+    /// Where a project that keeps its own state folder keeps the handoff key (the Stop check
+    /// verifies the handoff with it).
+    pub own_state_dir: handoff::key::OwnStateDir,
 }
 
 impl HookEnv<'_> {
     /// The real process environment.
-    pub(crate) fn process(cwd: PathBuf) -> HookEnv<'static> {
-        HookEnv { now: crate::clock::now(), var: &|k| std::env::var(k).ok(), cwd }
+    pub(crate) fn process(
+        cwd: PathBuf,
+        own_state_dir: handoff::key::OwnStateDir,
+    ) -> HookEnv<'static> {
+        HookEnv { now: crate::clock::now(), var: &|k| std::env::var(k).ok(), cwd, own_state_dir }
     }
 }
 
@@ -168,20 +174,22 @@ pub(crate) struct Outcome {
     pub pct: Option<f64>,
 }
 
-/// `kit hook claude`: read the event on `stdin`, answer on `out`, notes on `err`. Always
-/// returns exit code 0 (a hook that fails must not break the session).
+/// `kit hook claude`: read the event on `stdin`, answer on `out`, notes on `err`; `cwd` and
+/// `own_state_dir` as in [`HookEnv`]. Always returns exit code 0 (a hook that fails must not
+/// break the session).
 pub(crate) fn run_claude(
     stdin: &mut dyn Read,
     out: &mut dyn Write,
     err: &mut dyn Write,
     cwd: PathBuf,
+    own_state_dir: handoff::key::OwnStateDir,
 ) -> u8 {
     let mut input = Vec::new();
     let outcome = match stdin.read_to_end(&mut input) {
         Ok(_) => {
             // A bug must not break the session either: a panic becomes a one-line note, exit 0.
             std::panic::set_hook(Box::new(|_| {}));
-            let env = HookEnv::process(cwd);
+            let env = HookEnv::process(cwd, own_state_dir);
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(&input, &env)))
                 .unwrap_or_else(|p| {
                     let what = p
@@ -532,7 +540,7 @@ impl Run<'_> {
         let mut stale: Vec<String> = Vec::new();
         if let Some(stamp) = self.proven_handoff(st) {
             // Proven saved, but it must also still match the tree, as `kit handoff verify` checks.
-            match self.project.map(handoff::check_longrun) {
+            match self.project.map(|p| handoff::check_longrun(p, self.env.own_state_dir)) {
                 Some(Ok(Some(report))) if report.problems.is_empty() => {
                     self.fire(
                         Action::StopAllowed,
@@ -835,7 +843,12 @@ mod tests {
         std::fs::copy(crate::testing::samples("claude-code").join("spotter_tool_heavy.jsonl"), &t)
             .unwrap();
         let no_vars = |_: &str| None;
-        let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: d.path().to_path_buf() };
+        let env = HookEnv {
+            now: crate::clock::now(),
+            var: &no_vars,
+            cwd: d.path().to_path_buf(),
+            own_state_dir: crate::handoff::key::no_own_state_dir,
+        };
         let mut rng = crate::testing::Rng(7);
         let mut blocks = 0;
         let alphabet = b"{}[]\":,0a \\";

@@ -44,7 +44,12 @@ pub(crate) fn run(out: &mut dyn Write) -> Result<u8> {
     let transcript = root.join(format!("{SESSION}.jsonl"));
     std::fs::write(&transcript, "").at(&transcript)?;
     let no_vars = |_: &str| None;
-    let env = HookEnv { now: crate::clock::now(), var: &no_vars, cwd: root.to_path_buf() };
+    let env = HookEnv {
+        now: crate::clock::now(),
+        var: &no_vars,
+        cwd: root.to_path_buf(),
+        own_state_dir: crate::handoff::key::no_own_state_dir,
+    };
     let point = super::compaction::resolve(0, &no_vars, Some(MODEL), 0, None);
     let w =
         |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| Error::io("stdout", e));

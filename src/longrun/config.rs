@@ -534,7 +534,7 @@ mod tests {
         assert_eq!(c.caps.max_iterations, 10);
         assert_eq!(c.memory_max(), 4 << 30);
         // kit init's template sets every field to its default.
-        let text = crate::embedded::kit_file("templates/config.toml").unwrap();
+        let text = crate::templates::kit_file("templates/config.toml").unwrap();
         let t = Config::parse(Path::new("config.toml"), text).unwrap();
         assert_eq!(format!("{:?}", t.agent), format!("{:?}", AgentConfig::default()));
         assert_eq!(t.agent.setting_sources, "project,local");

@@ -48,7 +48,7 @@ pub fn init(start: &Path) -> Result<(Project, InitReport)> {
     crate::atomic::create_dir_all(&project.dir)?;
     let mut report = InitReport::default();
     for name in STATE_FILES {
-        let text = crate::embedded::kit_file(&format!("templates/{name}"))
+        let text = crate::templates::kit_file(&format!("templates/{name}"))
             .ok_or_else(|| Error::internal(format!("template {name} missing from this build")))?;
         let shown = format!("{DIR}/{name}");
         let path = project.dir.join(name);

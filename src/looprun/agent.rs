@@ -434,7 +434,7 @@ fn check_scenario(scenario: &str, root: &Path) -> Result<()> {
         ))
         .with_hint(FAKE_SCENARIO_HINT));
     }
-    let names = crate::embedded::scenario_names();
+    let names = crate::fake_agent::scenario_names();
     if names.iter().any(|n| n == scenario) {
         return Ok(());
     }

@@ -1090,7 +1090,7 @@ mod tests {
         let s = |secs| Some(Duration::from_secs(secs));
         let unknown = format!(
             "no fake-agent scenario `bogus`; the scenarios are: {}",
-            crate::embedded::scenario_names().join(", ")
+            crate::fake_agent::scenario_names().join(", ")
         );
         let cases = [
             (LoopOptions { max_iterations: Some(0), ..Default::default() }, "--max-iterations 0"),

@@ -36,7 +36,7 @@ pub struct PromptInput<'a> {
 
 /// Render the prompt text.
 pub fn render(input: &PromptInput<'_>) -> String {
-    let template = crate::embedded::kit_file(TEMPLATE).unwrap_or(FALLBACK_TEMPLATE);
+    let template = crate::templates::kit_file(TEMPLATE).unwrap_or(FALLBACK_TEMPLATE);
     let failures = if input.failures.is_empty() {
         "No criterion has failed yet in this loop, or none ran.".to_string()
     } else {

@@ -18,12 +18,12 @@ pub const FROZEN: [&str; 2] = ["tests", "tools"];
 
 /// The level-4 goal (`kit/rehearsal/goal.md`) written into `longrun/goal.md`.
 pub fn goal_text() -> &'static str {
-    crate::embedded::kit_file("rehearsal/goal.md").unwrap_or_default()
+    crate::templates::kit_file("rehearsal/goal.md").unwrap_or_default()
 }
 
 /// The original bytes of a project file, e.g. `tests/test_durations.py`.
 pub fn original(rel: &str) -> Option<&'static [u8]> {
-    crate::embedded::KIT.get_file(format!("{PROJECT}/{rel}")).map(|f| f.contents())
+    crate::templates::KIT.get_file(format!("{PROJECT}/{rel}")).map(|f| f.contents())
 }
 
 /// Write the project's files under `dir` (created if missing).
@@ -35,7 +35,7 @@ pub fn write_sample_project(dir: &Path) -> Result<()> {
 
 /// [`write_sample_project`], returning the relative paths written, sorted.
 pub fn write_sample_files(dir: &Path) -> Result<Vec<String>> {
-    let root = crate::embedded::KIT
+    let root = crate::templates::KIT
         .get_dir(PROJECT)
         .ok_or_else(|| Error::internal("this kit was built without kit/rehearsal/project"))?;
     crate::embedded::write_tree(root, dir)

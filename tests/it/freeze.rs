@@ -124,7 +124,7 @@ fn init_creates_the_seven_files_and_the_gitignore_entries() {
         let p = d.path().join("longrun").join(name);
         assert!(p.is_file(), "{name}");
         assert!(text.contains(&format!("created longrun/{name}")), "{text}");
-        let template = kit::embedded::kit_file(&format!("templates/{name}")).unwrap();
+        let template = kit::templates::kit_file(&format!("templates/{name}")).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), template);
     }
     assert_eq!(fs::read(d.path().join("longrun/journal.jsonl")).unwrap(), b"");
@@ -188,7 +188,7 @@ fn init_outside_git_exits_2_and_names_git_init() {
 
 #[test]
 fn the_config_template_parses_with_the_defaults() {
-    let text = kit::embedded::kit_file("templates/config.toml").unwrap();
+    let text = kit::templates::kit_file("templates/config.toml").unwrap();
     let parsed = kit::longrun::config::Config::parse(Path::new("config.toml"), text).unwrap();
     let defaults = kit::longrun::config::Config::default();
     assert_eq!(

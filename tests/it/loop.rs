@@ -1126,7 +1126,7 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
     assert!(
         t.contains(&format!(
             "no fake-agent scenario `bogus`; the scenarios are: {}\n",
-            kit::embedded::scenario_names().join(", ")
+            kit::fake_agent::scenario_names().join(", ")
         )),
         "{t}"
     );

@@ -143,7 +143,7 @@ fn show_output(out: &str) -> String {
 
 fn test_fix(c: &Criterion, t: &Trial) -> String {
     let kind = Runner::of_criterion(c).map(|r| r.kind);
-    let count = super::expect::count_example(c);
+    let count = super::runner::count_example(c);
     match (kind, t.shortcut.as_str()) {
         (_, s) if s.starts_with("fewer") || s.starts_with("no tests") => {
             format!("pin the count a full run reports: {count}")

@@ -2,7 +2,7 @@
 //! folder, script and runner configuration a criterion exercises is among them, and the files
 //! the agent writes itself (its notes, longrun/) that no criterion may read.
 
-use super::runner::{looks_like_test, walk_matching, Target};
+use super::runner::{looks_like_test, normalise, walk_matching, Target};
 use super::{abbreviate, Kind, Lint, IMPLICITLY_FROZEN};
 
 /// The frozen paths, normalised (`./tests/` → `tests`).
@@ -35,16 +35,6 @@ impl Frozen {
                 || path == f
                 || (path.starts_with(f.as_str()) && path[f.len()..].starts_with('/'))
         })
-    }
-}
-
-/// `./tests/` → `tests`; `a//b` → `a/b`.
-pub(super) fn normalise(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
-    if parts.is_empty() {
-        ".".to_string()
-    } else {
-        parts.join("/")
     }
 }
 

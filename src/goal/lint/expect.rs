@@ -1,9 +1,9 @@
 //! Expectation tests: whether a criterion's expected output pins what only the finished work
 //! prints (a count of tests, a bounded value), and the examples its fix texts give.
 
-use super::runner::{Runner, RunnerKind};
+use super::runner::count_example;
 use super::status::inline_script;
-use super::{cut, shell, show_words, Criterion, Expectation, Kind, Lint};
+use super::{cut, shell, Criterion, Expectation, Kind, Lint};
 
 impl Lint<'_> {
     pub(super) fn expectations(&mut self, c: &Criterion) {
@@ -132,35 +132,6 @@ impl Lint<'_> {
                 "run the real test runner or program, whose output is the evidence",
             );
         }
-    }
-}
-
-/// How a full run of this criterion's runner states its count, for a fix text: the runner's own
-/// words with `N` for the count. The linter never guesses how many tests a file holds (a class
-/// can inherit tests, a loop can make them), so N is what the criterion's command prints.
-pub(super) fn count_example(c: &Criterion) -> String {
-    let commands = shell::simple_commands(&c.command);
-    let Some((runner, words)) = commands.iter().find_map(|w| Runner::of(w).map(|r| (r, w))) else {
-        return format!(
-            "a count or value that `{}` prints only once the work is done",
-            cut(c.command.clone())
-        );
-    };
-    let plain: Vec<String> = words.iter().filter(|w| !w.contains(['<', '>'])).cloned().collect();
-    let cmd = show_words(&plain);
-    match runner.kind {
-        RunnerKind::Unittest => {
-            format!("→ `Ran N tests` and `re:^OK$`, N being the count `{cmd}` reports for a full run")
-        }
-        RunnerKind::Pytest => {
-            format!("→ `N passed`, N being the count `{cmd}` reports for a full run")
-        }
-        RunnerKind::Cargo => format!(
-            "→ `test result: ok. N passed`, N being the count `{cmd}` reports for a full run"
-        ),
-        RunnerKind::Go => format!(
-            "→ `--- PASS: TestName` for each new test (`go test` prints no count; add -v to `{cmd}`)"
-        ),
     }
 }
 

@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use super::coverage::normalise;
-use super::expect::count_example;
-use super::{shell, Criterion, Lint};
+use super::{cut, shell, show_words, Criterion, Lint};
 
 #[derive(Debug, PartialEq)]
 pub(super) enum Target {
@@ -792,4 +790,43 @@ pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
         pi += 1;
     }
     pi == p.len()
+}
+
+/// `./tests/` → `tests`; `a//b` → `a/b`.
+pub(super) fn normalise(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    if parts.is_empty() {
+        ".".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// How a full run of this criterion's runner states its count, for a fix text: the runner's own
+/// words with `N` for the count. The linter never guesses how many tests a file holds (a class
+/// can inherit tests, a loop can make them), so N is what the criterion's command prints.
+pub(super) fn count_example(c: &Criterion) -> String {
+    let commands = shell::simple_commands(&c.command);
+    let Some((runner, words)) = commands.iter().find_map(|w| Runner::of(w).map(|r| (r, w))) else {
+        return format!(
+            "a count or value that `{}` prints only once the work is done",
+            cut(c.command.clone())
+        );
+    };
+    let plain: Vec<String> = words.iter().filter(|w| !w.contains(['<', '>'])).cloned().collect();
+    let cmd = show_words(&plain);
+    match runner.kind {
+        RunnerKind::Unittest => {
+            format!("→ `Ran N tests` and `re:^OK$`, N being the count `{cmd}` reports for a full run")
+        }
+        RunnerKind::Pytest => {
+            format!("→ `N passed`, N being the count `{cmd}` reports for a full run")
+        }
+        RunnerKind::Cargo => format!(
+            "→ `test result: ok. N passed`, N being the count `{cmd}` reports for a full run"
+        ),
+        RunnerKind::Go => format!(
+            "→ `--- PASS: TestName` for each new test (`go test` prints no count; add -v to `{cmd}`)"
+        ),
+    }
 }

@@ -11,8 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::adversary::pinned_count;
-use super::coverage::normalise;
-use super::runner::{in_folders, runner_test_files, walk_matching, Runner, RunnerKind};
+use super::runner::{in_folders, normalise, runner_test_files, walk_matching, Runner, RunnerKind};
 use super::{abbreviate, shell, show_words, Criterion, Kind, Lint};
 
 /// How long one collection may take.
