@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::prices::{Lookup, ModelPrice, PriceTable, Usage};
 use crate::units::{format_duration, format_idle};
 use crate::units::{thousands, usd4};
@@ -240,7 +240,7 @@ pub(crate) fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
         opts.handoff.is_none(),
     )
     .map_err(|e| Error::io("stdout", e))?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// A transcript that cannot be read, as a usage-level error (exit 2) naming the file and what

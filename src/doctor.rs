@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, Result, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::looprun::{agent, memcap};
 use crate::proc as procs;
 use crate::term::Theme;
@@ -125,7 +125,7 @@ pub(crate) fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> 
     }
     if !ok {
         writeln!(out, "{} a loop cannot run here: install git", theme.bold("doctor:")).at(o)?;
-        return Ok(1);
+        return Ok(EXIT_CHECK_FAILED);
     }
     let project = crate::longrun::Project::discover_initialised(cwd).ok();
     let Some(project) = project else {
@@ -135,7 +135,7 @@ pub(crate) fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> 
             theme.bold("doctor:")
         )
         .at(o)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     };
     let problem = match crate::longrun::config::Config::load(&project.config()) {
         Err(e) => Some(format!("{e}")),
@@ -187,11 +187,11 @@ pub(crate) fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> 
     match problem {
         None => {
             writeln!(out, "{} a loop can run here", theme.bold("doctor:")).at(o)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Some(why) => {
             writeln!(out, "{} a loop cannot run here: {why}", theme.bold("doctor:")).at(o)?;
-            Ok(1)
+            Ok(EXIT_CHECK_FAILED)
         }
     }
 }

@@ -1,15 +1,28 @@
-//! kit's error type. Every error says what went wrong, where (file and line where there is one)
-//! and, where there is one, the next command to run. Exit codes follow DESIGN §6:
-//! 0 done, 1 internal error, 2 bad goal/config/usage/input, 3 a cap reached without done,
-//! 4 lock held, 5 paused.
+//! kit's error type and exit codes. Every error says what went wrong, where (file and line where
+//! there is one) and, where there is one, the next command to run.
+//!
+//! # Exit codes
+//!
+//! Every exit status kit ends with is named here (DESIGN §6 for the loop's): 0 [`EXIT_OK`],
+//! 1 [`EXIT_INTERNAL`] and [`EXIT_CHECK_FAILED`], 2 [`EXIT_BAD_INPUT`], 3 [`EXIT_CAP`],
+//! 4 [`EXIT_LOCKED`], 5 [`EXIT_PAUSED`]; and 130 when a loop is stopped by SIGINT or SIGTERM
+//! (`looprun::signals::EXIT_INTERRUPTED`, 128 + the signal's number as shells report it).
+//! Status 1 has two names because it has two meanings that goldens, `--help` texts and DESIGN
+//! pin to the same number: kit failed ([`EXIT_INTERNAL`]), or a check ran to its end and found
+//! a difference ([`EXIT_CHECK_FAILED`]); the output tells them apart.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Exit code for a successful run.
+/// Exit code for a successful run: the command did what it was asked, a check found nothing.
 pub(crate) const EXIT_OK: u8 = 0;
-/// Exit code for an internal error (I/O failure, a bug).
+/// Exit code for an internal error (I/O failure, a bug, a tool kit runs that does not answer).
 pub(crate) const EXIT_INTERNAL: u8 = 1;
+/// Exit code when a check ran to its end and found a difference: `kit freeze --check` found
+/// drift, `kit verify` a failing case, `kit exercise check` a differing step, `kit rehearse
+/// --all` an outcome not as expected, `kit doctor` a reason a loop cannot run. The same number
+/// as [`EXIT_INTERNAL`] (pinned by goldens and `--help`).
+pub(crate) const EXIT_CHECK_FAILED: u8 = 1;
 /// Exit code for bad usage or bad input (goal.md, config.toml, a transcript under `--strict`).
 pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code when a loop reached a cap without the criteria passing.

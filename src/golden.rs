@@ -65,10 +65,55 @@ pub struct Meta {
     /// The sandbox it starts from: `empty`, `git`, `rehearsal`, or `transcripts` (the embedded
     /// transcript fixtures of `tests/fixtures/transcripts/` in `$HOME/.claude` and `$HOME/.codex`).
     pub sandbox: Option<String>,
-    /// Per-command timeout, e.g. `120s`.
-    pub timeout: Option<String>,
+    /// Per-command timeout, e.g. `120s` (default [`StepTimeout::default`], 120 s).
+    pub timeout: Option<StepTimeout>,
     /// Extra environment for every command.
     pub env: BTreeMap<String, String>,
+}
+
+/// The time limit of one step (`$ ` command), as a case's front matter or an `exercise.toml`
+/// writes it: `timeout = "120s"` (a duration [`crate::duration::parse_duration`] reads). Parsed
+/// when the file is read, so a bad one is an error naming the file and line; shown back as
+/// written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepTimeout {
+    /// The limit.
+    pub limit: Duration,
+    /// The text it was written as, e.g. `120s`.
+    pub written: String,
+}
+
+impl Default for StepTimeout {
+    /// 120 seconds, the limit of a step whose file names none.
+    fn default() -> Self {
+        StepTimeout { limit: Duration::from_secs(120), written: "120s".into() }
+    }
+}
+
+impl std::fmt::Display for StepTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.written)
+    }
+}
+
+impl std::str::FromStr for StepTimeout {
+    type Err = String;
+
+    /// Errors: a message naming the text and the accepted shapes.
+    fn from_str(t: &str) -> std::result::Result<Self, String> {
+        match crate::duration::parse_duration(t) {
+            Ok(limit) => Ok(StepTimeout { limit, written: t.to_string() }),
+            Err(_) => {
+                Err(format!("bad timeout `{t}`: write a duration such as \"120s\" or \"5m\""))
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StepTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// One thing a case does, in order.
@@ -123,13 +168,6 @@ fn parse_with_spans(origin: &str, text: &str) -> Result<(Case, Vec<Span>)> {
             let l = e.span().map_or(2, |s| crate::longrun::config::line_of(&fm, s.start) + 1);
             err(l, e.message())
         })?;
-        if let Some(t) = &meta.timeout {
-            if crate::duration::parse_duration(t).is_err() {
-                let at = lines[1..end].iter().position(|l| l.trim_start().starts_with("timeout"));
-                let msg = format!("bad timeout `{t}`: write a duration such as \"120s\" or \"5m\"");
-                return Err(err(at.map_or(2, |p| p + 2), &msg));
-            }
-        }
         i = end + 1;
     }
     let mut steps = Vec::new();
@@ -555,12 +593,7 @@ fn run_steps(
     env.extend(case.meta.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     sandbox(case.meta.sandbox.as_deref().unwrap_or("empty"), &root, &env)?;
     std::fs::create_dir_all(&tmpdir).at(&tmpdir)?;
-    let timeout = case
-        .meta
-        .timeout
-        .as_deref()
-        .and_then(|t| crate::duration::parse_duration(t).ok())
-        .unwrap_or(Duration::from_secs(120));
+    let timeout = case.meta.timeout.clone().unwrap_or_default().limit;
     let mut red = Redactions::new();
     red.add("[ROOT]", root.to_string_lossy());
     if let Ok(c) = root.canonicalize() {
@@ -826,10 +859,16 @@ mod tests {
     #[test]
     fn bad_timeout_names_the_line() {
         match parse("c.md", "+++\nname = \"x\"\ntimeout = \"soon\"\n+++\n") {
-            Err(Error::Input { line: Some(3), .. }) => {}
+            Err(Error::Input { line: Some(3), msg, .. }) => {
+                assert!(msg.starts_with("bad timeout `soon`: write a duration"), "{msg}")
+            }
             other => panic!("{other:?}"),
         }
-        assert!(parse("c.md", "+++\nname = \"x\"\ntimeout = \"5m\"\n+++\n").is_ok());
+        let case = parse("c.md", "+++\nname = \"x\"\ntimeout = \"5m\"\n+++\n").unwrap();
+        let t = case.meta.timeout.unwrap();
+        assert_eq!((t.limit, t.to_string()), (Duration::from_secs(300), "5m".to_string()));
+        let none = parse("c.md", "+++\nname = \"x\"\n+++\n").unwrap().meta.timeout;
+        assert_eq!(none.unwrap_or_default().limit, Duration::from_secs(120));
     }
 
     fn bins() -> Binaries {

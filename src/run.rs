@@ -34,7 +34,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { crate::error::EXIT_BAD_INPUT } else { 0 });
+            let code =
+                if e.use_stderr() { crate::error::EXIT_BAD_INPUT } else { crate::error::EXIT_OK };
+            return ExitCode::from(code);
         }
     };
     let cwd = match &cli.dir {

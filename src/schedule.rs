@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
 use crate::longrun::Project;
 
 /// Which scheduler to use.
@@ -110,13 +110,13 @@ pub(crate) fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) ->
                     dir.display()
                 )
                 .at(o)?;
-                return Ok(0);
+                return Ok(EXIT_OK);
             }
             if opts.dry_run {
                 for p in &ours {
                     writeln!(out, "would remove {}", p.display()).at(o)?;
                 }
-                return Ok(0);
+                return Ok(EXIT_OK);
             }
             let _ = systemctl(&["--user", "disable", "--now", &target.timer()]);
             for p in &ours {
@@ -124,7 +124,7 @@ pub(crate) fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) ->
                 writeln!(out, "removed {}", p.display()).at(o)?;
             }
             let _ = systemctl(&["--user", "daemon-reload"]);
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Backend::Cron => {
             let current = crontab_list()?;
@@ -136,16 +136,16 @@ pub(crate) fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) ->
                     target.root
                 )
                 .at(o)?;
-                return Ok(0);
+                return Ok(EXIT_OK);
             }
             if opts.dry_run {
                 writeln!(out, "would install this crontab (via {} -):", crontab_program()).at(o)?;
                 out.write_all(kept.as_bytes()).at(o)?;
-                return Ok(0);
+                return Ok(EXIT_OK);
             }
             crontab_install(&kept)?;
             writeln!(out, "removed the crontab line for {} ({})", target.root, target.id).at(o)?;
-            Ok(0)
+            Ok(EXIT_OK)
         }
     }
 }
@@ -427,7 +427,7 @@ fn install_systemd(
             t.timer()
         )
         .at(o)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     for (path, _) in &files {
         if path.exists() && !is_ours(path) {
@@ -466,7 +466,7 @@ fn install_systemd(
             if let Linger::Off(user) = lingering() {
                 writeln!(out, "note: lingering is off for {user}: the timer stops when you log out; loginctl enable-linger {user} keeps it running").at(o)?;
             }
-            Ok(0)
+            Ok(EXIT_OK)
         }
         Err(why) => {
             writeln!(
@@ -475,7 +475,7 @@ fn install_systemd(
                 t.timer()
             )
             .at(o)?;
-            Ok(1)
+            Ok(EXIT_INTERNAL)
         }
     }
 }
@@ -510,13 +510,13 @@ fn install_cron(
     if opts.dry_run {
         writeln!(out, "would install this crontab (via {} -):", crontab_program()).at(o)?;
         out.write_all(kept.as_bytes()).at(o)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     crate::atomic::create_dir_all(&project.runs())?;
     if kept == current {
         writeln!(out, "schedule: the crontab line for {} is installed already; unchanged", t.root)
             .at(o)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     crontab_install(&kept)?;
     writeln!(
@@ -525,7 +525,7 @@ fn install_cron(
         cal.words
     )
     .at(o)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// `text` without kit's block for `id` (its marker line and the line after it); whether it

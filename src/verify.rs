@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::course::exercise::Exercise;
 use crate::course::lesson::Lesson;
-use crate::error::{Error, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::error::{Error, Result, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::golden::{self, Binaries, Outcome};
 use crate::term::Theme;
 
@@ -382,7 +382,7 @@ pub fn run(opts: &Options, cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Re
         }
     }
     writeln!(out, "{} passed, {failed} failed", verdicts.len() - failed).map_err(w)?;
-    Ok(if failed == 0 { EXIT_OK } else { EXIT_INTERNAL })
+    Ok(if failed == 0 { EXIT_OK } else { EXIT_CHECK_FAILED })
 }
 
 /// Write the JUnit XML report of a run to `path`, atomically: one test suite, one test case per

@@ -10,7 +10,7 @@ use super::exercise::{self, Exercise};
 use super::lab::{self, Pass, Progress};
 use super::lesson::{self, Lesson};
 use super::stamp;
-use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::error::{Error, IoContext, Result, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::sandbox::{self as marker, Found};
 use crate::term::Theme;
 
@@ -335,7 +335,7 @@ pub fn check(
             "next": next.map(|e| e.meta.id),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(w)?;
-        return Ok(if passed { EXIT_OK } else { EXIT_INTERNAL });
+        return Ok(if passed { EXIT_OK } else { EXIT_CHECK_FAILED });
     }
     let Some(f) = outcome.failure else {
         let seen = if solution_seen { "  (solution seen before passing)" } else { "" };
@@ -387,7 +387,7 @@ pub fn check(
             progress.save(&lab)?;
         }
     }
-    Ok(EXIT_INTERNAL)
+    Ok(EXIT_CHECK_FAILED)
 }
 
 /// Refuse to check `folder` for `ex` unless it holds `ex`'s genuine marker (left by `kit

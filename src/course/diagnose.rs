@@ -152,7 +152,7 @@ impl Cause {
             Cause::Work => None,
             Cause::Stopped => Some(format!(
                 "the step did not finish: it ran past its timeout ({}) or was killed. If your work makes it wait (a loop that does not end, a script that hangs), that is the problem; if not, the machine was busy: check again.",
-                ex.meta.timeout.as_deref().unwrap_or("120s")
+                ex.meta.timeout.clone().unwrap_or_default()
             )),
             Cause::Missing { program } => {
                 let what = if program.is_empty() {

@@ -37,9 +37,9 @@ pub struct ExerciseToml {
     /// The files the learner is expected to change.
     #[serde(default)]
     pub edit: Vec<String>,
-    /// Timeout of one golden step, e.g. `120s`.
+    /// Timeout of one golden step, e.g. `120s` (default: the golden's own, else 120 s).
     #[serde(default)]
-    pub timeout: Option<String>,
+    pub timeout: Option<golden::StepTimeout>,
     /// What to do, in the course's words.
     pub task: String,
     /// The hint ladder: the first names the concept, the last nearly gives the answer.

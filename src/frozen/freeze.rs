@@ -26,12 +26,9 @@ use rayon::prelude::*;
 use super::guard::{Drift, DriftKind, Guard};
 use super::manifest::{self, FileEntry, Manifest};
 use super::{inspect, walk, ModeRule};
-use crate::error::{Error, IoContext, Result, EXIT_INTERNAL, EXIT_OK};
+use crate::error::{Error, IoContext, Result, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::longrun::Project;
 use crate::term::Theme;
-
-/// Exit status of `kit freeze --check` when drift was found.
-pub const EXIT_DRIFT: u8 = EXIT_INTERNAL;
 
 /// What `kit freeze` was asked to do.
 #[derive(Clone, Debug)]
@@ -295,7 +292,7 @@ fn check(project: &Project, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     )
     .at(stdout)?;
     writeln!(out, "{NEXT_AFTER_DRIFT}").at(stdout)?;
-    Ok(EXIT_DRIFT)
+    Ok(EXIT_CHECK_FAILED)
 }
 
 fn restore(project: &Project, theme: &Theme, out: &mut dyn Write) -> Result<u8> {

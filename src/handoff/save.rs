@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_OK};
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
@@ -75,7 +75,7 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
         stamp.files.len()
     )
     .map_err(|e| Error::io("stdout", e))?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// True when `text` is still the template `kit init` wrote.

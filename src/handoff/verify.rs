@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::longrun::Project;
 
 use super::*;
@@ -276,7 +276,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
     }
     if problems.is_empty() {
         w(out, format!("handoff {} verifies", stamp.stamp))?;
-        Ok(0)
+        Ok(EXIT_OK)
     } else {
         Err(Error::input(
             shown,

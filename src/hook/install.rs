@@ -25,7 +25,7 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, ParseOptions, ParseResult};
 use serde_json::Value;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_OK};
 
 /// Options of `kit hook install`.
 #[derive(Clone, Debug)]
@@ -590,17 +590,17 @@ pub(crate) fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
             out.write_all(shown.as_bytes()).map_err(|e| Error::io("stdout", e))?;
             w(out, "(--dry-run: nothing written)")?;
         }
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     if unchanged && old_text.is_some() {
         let msg =
             if opts.uninstall { "no kit hook entries in" } else { "kit hook already installed in" };
         w(out, &format!("{msg} {}; nothing changed", path.display()))?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     if opts.uninstall && old_text.is_none() {
         w(out, &format!("{} does not exist; nothing to remove", path.display()))?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let mode = std::fs::metadata(&real).ok().map(|m| {
         use std::os::unix::fs::PermissionsExt;
@@ -629,7 +629,7 @@ pub(crate) fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
             w(out, NOT_ON_PATH)?;
         }
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 const NOT_ON_PATH: &str = "warning: `kit` is not on PATH, so Claude Code cannot run `kit hook claude`; install it (cargo install --path .) or put it on PATH";

@@ -208,7 +208,7 @@ pub(crate) fn run_claude(
     if let Some(n) = &outcome.note {
         let _ = writeln!(err, "kit hook: {n}");
     }
-    0
+    crate::error::EXIT_OK
 }
 
 /// Handle one event (the bytes of stdin). Never fails: problems become [`Outcome::note`].

@@ -12,7 +12,7 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::{handle, Action, HookEnv, Outcome};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_OK};
 use crate::units::thousands;
 
 const MODEL: &str = "claude-opus-4-6";
@@ -204,7 +204,7 @@ pub(crate) fn run(out: &mut dyn Write) -> Result<u8> {
     w(out, String::new())?;
     if failures.is_empty() {
         w(out, "each band fired once, the Stop was blocked once and never twice, the compaction was not blocked, and the bands re-armed after it".into())?;
-        Ok(0)
+        Ok(EXIT_OK)
     } else {
         for f in &failures {
             w(out, format!("unexpected: {f}"))?;

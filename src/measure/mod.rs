@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::term::Theme;
 use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
@@ -317,7 +317,7 @@ pub(crate) fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> 
     } else {
         write_table(theme, &scan, opts.width, out).map_err(|e| Error::io("stdout", e))?;
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
 use crate::transcript::{
@@ -79,10 +79,10 @@ pub(super) fn turns(
         let text =
             serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
         writeln!(out, "{text}").map_err(|e| Error::io("stdout", e))?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     write_turns(theme, &s, &calls, out).map_err(|e| Error::io("stdout", e))?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 pub(super) fn job_id(j: &Job) -> String {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_CHECK_FAILED, EXIT_OK};
 use crate::term::Theme;
 
 pub use plan::SCENARIOS;
@@ -125,10 +125,10 @@ fn run_all(exe: &Path, root: &Path, n: &mut Narrator<'_>) -> Result<u8> {
     n.blank()?;
     if differ == 0 {
         n.line(&format!("{} of {} scenarios as expected", rows.len(), rows.len()))?;
-        Ok(0)
+        Ok(EXIT_OK)
     } else {
         n.line(&format!("{differ} of {} scenarios differ from what was expected", rows.len()))?;
-        Ok(1)
+        Ok(EXIT_CHECK_FAILED)
     }
 }
 
