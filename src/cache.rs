@@ -28,7 +28,7 @@ pub(crate) const DEFAULT_HANDOFF_TOKENS: u64 = 25_000;
 
 /// The two prompt-cache TTLs Anthropic offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Ttl {
+pub enum Ttl {
     /// 5 minutes (cache writes at 1.25× input).
     FiveMinutes,
     /// 1 hour (cache writes at 2× input).

@@ -1,9 +1,14 @@
 //! The command line, as clap derive types whose doc comments are the help text. These types stay
-//! here: `run` converts them to each module's own options before calling the domain.
+//! here: `run` converts them to each module's own options before calling the domain. Values are
+//! parsed by clap with kit's parsers (the `value_parser`s at the bottom): a value they refuse is
+//! a [`crate::Error`] that names the flag, which `run` prints as kit's own errors (exit 2).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+
+use crate::error::{Error, Result};
 
 /// kit: run a coding agent unattended for hours — a goal as a contract, frozen tests, a headless
 /// loop in which the tests decide when the work is done — and measure what it cost.
@@ -77,8 +82,8 @@ pub enum Command {
         #[arg(long)]
         watch: bool,
         /// Time between redraws with --watch (default 2s).
-        #[arg(long, value_name = "DUR", requires = "watch")]
-        interval: Option<String>,
+        #[arg(long, value_name = "DUR", requires = "watch", value_parser = interval)]
+        interval: Option<Duration>,
         /// Move the "since you last looked" mark even when stdout is not a terminal.
         #[arg(long, conflicts_with = "no_mark")]
         mark: bool,
@@ -163,8 +168,8 @@ pub enum ScheduleCommand {
         #[arg(long)]
         cron: bool,
         /// How often: minutes that divide 60 or hours that divide 24.
-        #[arg(long, value_name = "DUR", default_value = "10m")]
-        every: String,
+        #[arg(long, value_name = "DUR", default_value = "10m", value_parser = every)]
+        every: Duration,
         /// Print exactly what would be written; change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -283,14 +288,14 @@ pub struct LoopArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_iterations: Option<u32>,
     /// Timeout of one iteration, e.g. 30m.
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
-    pub timeout: Option<String>,
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = loop_timeout)]
+    pub timeout: Option<Duration>,
     /// Memory cap of the agent's process tree, e.g. 4G.
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
-    pub memory_max: Option<String>,
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = memory_max)]
+    pub memory_max: Option<u64>,
     /// Cap on the loop's wall time, e.g. 4h.
-    #[arg(long, value_name = "DUR", allow_hyphen_values = true)]
-    pub max_wall: Option<String>,
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = max_wall)]
+    pub max_wall: Option<Duration>,
     /// Start a new run with a fresh budget, even when the last run is finished (done, or a cap
     /// reached) or unfinished (killed, paused, stopped: plain kit loop continues it).
     #[arg(long)]
@@ -335,11 +340,11 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub json: bool,
     /// Only sessions active since this date or time (YYYY-MM-DD or RFC 3339).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = crate::measure::parse_since)]
+    pub since: Option<i64>,
     /// Only this source.
-    #[arg(long, value_name = "claude|codex")]
-    pub source: Option<String>,
+    #[arg(long, value_name = "claude|codex", value_parser = crate::measure::parse_source)]
+    pub(crate) source: Option<crate::transcript::Source>,
     /// Only projects whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub project: Option<String>,
@@ -378,14 +383,14 @@ pub struct RecallArgs {
     #[arg(long, short = 'i')]
     pub ignore_case: bool,
     /// Only this role: user, assistant, tool.
-    #[arg(long, value_name = "ROLE")]
-    pub role: Option<String>,
+    #[arg(long, value_name = "ROLE", value_parser = crate::recall::Role::parse)]
+    pub(crate) role: Option<crate::recall::Role>,
     /// Only projects whose name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub project: Option<String>,
     /// Only messages since this date or time.
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = crate::measure::parse_since)]
+    pub since: Option<i64>,
     /// Print JSON (schema kit.recall/1; match offsets are bytes, see below).
     #[arg(long)]
     pub json: bool,
@@ -405,8 +410,8 @@ pub struct MineArgs {
     /// Code and Codex roots). The journal of the project kit runs in is always read.
     pub paths: Vec<PathBuf>,
     /// Only sessions and journal events since this date or time (YYYY-MM-DD, RFC 3339, or 7d).
-    #[arg(long, value_name = "WHEN")]
-    pub since: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = crate::measure::parse_since)]
+    pub since: Option<i64>,
     /// Print JSON (schema kit.mine/1).
     #[arg(long, conflicts_with = "apply")]
     pub json: bool,
@@ -453,11 +458,11 @@ pub struct CacheArgs {
     #[arg(long, value_name = "TOKENS")]
     pub context: Option<u64>,
     /// Idle time, e.g. 2h.
-    #[arg(long, value_name = "DUR")]
-    pub idle: Option<String>,
+    #[arg(long, value_name = "DUR", value_parser = idle)]
+    pub idle: Option<Duration>,
     /// Cache TTL: 5m or 1h.
-    #[arg(long, value_name = "5m|1h")]
-    pub ttl: Option<String>,
+    #[arg(long, value_name = "5m|1h", value_parser = crate::cache::Ttl::parse)]
+    pub ttl: Option<crate::cache::Ttl>,
     /// Size of a handoff to start clean from, in tokens.
     #[arg(long, value_name = "TOKENS")]
     pub handoff: Option<u64>,
@@ -468,8 +473,8 @@ pub struct CacheArgs {
     #[arg(long, value_name = "ID", conflicts_with_all = ["model", "context", "transcript"])]
     pub session: Option<String>,
     /// With --transcript/--session: the moment to evaluate (default: now).
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = at)]
+    pub at: Option<jiff::Timestamp>,
 }
 
 /// `kit handoff …`
@@ -486,6 +491,60 @@ pub enum HandoffCommand {
         #[arg(long, value_name = "ID", conflicts_with = "transcript")]
         session: Option<String>,
     },
+}
+
+// kit's parsers of flag values, each naming its flag as kit's errors always have (the goldens
+// pin the texts); exit 2 as every usage error.
+
+/// A duration of `kit loop` (`--timeout`, `--max-wall`), named by `flag`.
+fn loop_duration(flag: &str, text: &str) -> Result<Duration> {
+    crate::duration::parse_duration(text)
+        .map_err(|m| Error::usage(format!("--{flag}: {m}")).with_hint("kit loop --help"))
+}
+
+/// `kit loop --timeout`.
+fn loop_timeout(text: &str) -> Result<Duration> {
+    loop_duration("timeout", text)
+}
+
+/// `kit loop --max-wall`.
+fn max_wall(text: &str) -> Result<Duration> {
+    loop_duration("max-wall", text)
+}
+
+/// `kit loop --memory-max`, in bytes (checked against the smallest cap by the loop).
+fn memory_max(text: &str) -> Result<u64> {
+    crate::duration::parse_size(text)
+        .map_err(|m| Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help"))
+}
+
+/// `kit status --interval`: a duration above zero.
+fn interval(text: &str) -> Result<Duration> {
+    match crate::duration::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(Error::usage("--interval must be above 0")),
+        Err(msg) => Err(Error::usage(format!("--interval: {msg}"))),
+    }
+}
+
+/// `kit schedule install --every` (whether the timer can run that often is the schedule's).
+fn every(text: &str) -> Result<Duration> {
+    crate::duration::parse_duration(text).map_err(|m| {
+        Error::usage(format!("--every: {m}")).with_hint("kit schedule install --every 10m")
+    })
+}
+
+/// `kit cache --idle`.
+fn idle(text: &str) -> Result<Duration> {
+    crate::duration::parse_duration(text).map_err(Error::usage)
+}
+
+/// `kit cache --at`: an RFC 3339 time.
+fn at(text: &str) -> Result<jiff::Timestamp> {
+    text.trim().parse::<jiff::Timestamp>().map_err(|e| {
+        Error::usage(format!("--at `{text}` is not an RFC 3339 time ({e})"))
+            .with_hint("e.g. --at 2026-10-01T11:00:00Z")
+    })
 }
 
 #[cfg(test)]

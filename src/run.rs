@@ -33,6 +33,13 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
+            // A value one of kit's parsers refused (`crate::cli`): kit's own error, naming the
+            // flag, and its exit code.
+            let refused = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<Error>());
+            if let Some(kit) = refused {
+                let _ = writeln!(std::io::stderr().lock(), "{}", ErrorReport(kit));
+                return ExitCode::from(kit.exit_code());
+            }
             let _ = e.print();
             let code =
                 if e.use_stderr() { crate::error::EXIT_BAD_INPUT } else { crate::error::EXIT_OK };
@@ -83,7 +90,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
         }
         Command::Loop(args) => {
             let (ensure_alive, detached) = (args.ensure_alive, args.detached);
-            let opts = loop_options(args)?;
+            let opts = loop_options(args);
             if ensure_alive {
                 crate::looprun::ensure::ensure_alive(&ctx.cwd, &opts, out)
             } else {
@@ -94,12 +101,6 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             }
         }
         Command::Status { json, watch, interval, mark, no_mark } => {
-            let interval = match interval.as_deref().map(crate::duration::parse_duration) {
-                None => None,
-                Some(Ok(d)) if !d.is_zero() => Some(d),
-                Some(Ok(_)) => return Err(Error::usage("--interval must be above 0")),
-                Some(Err(msg)) => return Err(Error::usage(format!("--interval: {msg}"))),
-            };
             let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
             let opts =
                 crate::status::StatusOptions { json, watch, interval, terminal, mark, no_mark };
@@ -167,32 +168,17 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
     })
 }
 
-/// `kit loop` flags to the loop's options; durations and sizes are checked here (exit 2).
-fn loop_options(a: crate::cli::LoopArgs) -> Result<crate::looprun::LoopOptions> {
-    let dur = |flag: &str, v: Option<String>| -> Result<Option<std::time::Duration>> {
-        v.map(|t| {
-            crate::duration::parse_duration(&t)
-                .map_err(|m| Error::usage(format!("--{flag}: {m}")).with_hint("kit loop --help"))
-        })
-        .transpose()
-    };
-    let memory_max = a
-        .memory_max
-        .map(|t| {
-            crate::duration::parse_size(&t).map_err(|m| {
-                Error::usage(format!("--memory-max: {m}")).with_hint("kit loop --help")
-            })
-        })
-        .transpose()?;
-    Ok(crate::looprun::LoopOptions {
+/// `kit loop` flags to the loop's options (the loop checks the caps' bounds).
+fn loop_options(a: crate::cli::LoopArgs) -> crate::looprun::LoopOptions {
+    crate::looprun::LoopOptions {
         agent: a.agent,
         max_iterations: a.max_iterations,
-        timeout: dur("timeout", a.timeout)?,
-        memory_max,
-        max_wall: dur("max-wall", a.max_wall)?,
+        timeout: a.timeout,
+        memory_max: a.memory_max,
+        max_wall: a.max_wall,
         new_run: a.new_run,
         allow_green_start: a.allow_green_start,
-    })
+    }
 }
 
 fn schedule(ctx: &Ctx, cmd: crate::cli::ScheduleCommand, out: &mut dyn Write) -> Result<u8> {
@@ -204,9 +190,6 @@ fn schedule(ctx: &Ctx, cmd: crate::cli::ScheduleCommand, out: &mut dyn Write) ->
     };
     match cmd {
         crate::cli::ScheduleCommand::Install { systemd, cron, every, dry_run } => {
-            let every = crate::duration::parse_duration(&every).map_err(|m| {
-                Error::usage(format!("--every: {m}")).with_hint("kit schedule install --every 10m")
-            })?;
             let opts = ScheduleOptions { backend: backend(systemd, cron), every, dry_run };
             crate::schedule::install(&ctx.cwd, &opts, out)
         }
@@ -227,9 +210,9 @@ fn recall_options(a: crate::cli::RecallArgs) -> Result<crate::recall::RecallOpti
         paths: a.paths,
         regex: a.regex,
         ignore_case: a.ignore_case,
-        role: a.role.as_deref().map(crate::recall::Role::parse).transpose()?,
+        role: a.role,
         project: a.project,
-        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        since_ms: a.since,
         json: a.json,
         limit: a.limit,
         strict: a.strict,
@@ -240,7 +223,7 @@ fn mine_options(ctx: &Ctx, a: crate::cli::MineArgs) -> Result<crate::mine::MineO
     Ok(crate::mine::MineOptions {
         paths: a.paths,
         cwd: ctx.cwd.clone(),
-        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
+        since_ms: a.since,
         json: a.json,
         agent: a.agent,
         apply: a.apply,
@@ -253,8 +236,8 @@ fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::Measure
         paths: a.paths,
         turns: a.turns,
         json: a.json,
-        since_ms: a.since.as_deref().map(crate::measure::parse_since).transpose()?,
-        source: a.source.as_deref().map(crate::measure::parse_source).transpose()?,
+        since_ms: a.since,
+        source: a.source,
         project: a.project,
         strict: a.strict,
         width: crate::term::columns(),
@@ -306,8 +289,8 @@ fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write) -> Result<u8> {
 }
 
 fn cache_options(ctx: &Ctx, a: CacheArgs) -> Result<crate::cache::CacheOptions> {
-    use crate::cache::{Source, Ttl};
-    let ttl = a.ttl.as_deref().map(Ttl::parse).transpose()?;
+    use crate::cache::Source;
+    let ttl = a.ttl;
     let transcript = match (a.transcript, a.session) {
         (Some(p), _) => Some(p),
         (None, Some(id)) => Some(crate::transcript::discover::find_session(&id)?),
@@ -320,14 +303,7 @@ fn cache_options(ctx: &Ctx, a: CacheArgs) -> Result<crate::cache::CacheOptions> 
                     "--idle comes from the transcript; drop it or use --at TIME",
                 ));
             }
-            let at = match a.at {
-                Some(t) => Some(t.trim().parse::<jiff::Timestamp>().map_err(|e| {
-                    Error::usage(format!("--at `{t}` is not an RFC 3339 time ({e})"))
-                        .with_hint("e.g. --at 2026-10-01T11:00:00Z")
-                })?),
-                None => None,
-            };
-            Source::Transcript { path, at }
+            Source::Transcript { path, at: a.at }
         }
         None => {
             if a.at.is_some() {
@@ -339,7 +315,6 @@ fn cache_options(ctx: &Ctx, a: CacheArgs) -> Result<crate::cache::CacheOptions> 
                 )
                 .with_hint("kit cache --model claude-opus-4-6 --context 150000 --idle 2h"));
             };
-            let idle = crate::duration::parse_duration(&idle).map_err(Error::usage)?;
             Source::Given { model, context, idle }
         }
     };
