@@ -32,6 +32,9 @@
 // Crate-private by default: an item is `pub` only where the binaries (`kit`, `fake-agent`) or
 // the integration tests reach it through a `pub mod` above; everything else is `pub(crate)`.
 #![warn(unreachable_pub)]
+// Terminal output goes through `term` and the writers the command edge (`run`) hands down; the
+// library prints nothing itself.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub(crate) mod atomic;
 pub(crate) mod cache;

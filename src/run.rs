@@ -53,7 +53,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let ctx = Ctx { cwd, theme: Theme::detect() };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let result = execute(&ctx, cli.command, &mut out);
+    // Not locked: other threads (progress lines, the loop's children's readers) write to it too.
+    let mut err = std::io::stderr();
+    let result = execute(&ctx, cli.command, &mut out, &mut err);
     let _ = out.flush();
     match result {
         Ok(code) => ExitCode::from(code),
@@ -61,15 +63,20 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "{}", ErrorReport(&e));
             ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// Run one command, writing its output to `out`. Returns the exit code on success.
-pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
+/// Run one command, writing its output to `out` (stdout) and its notes and warnings to `err`
+/// (stderr). Returns the exit code on success ([`crate::error`]'s `EXIT_…`).
+pub fn execute(
+    ctx: &Ctx,
+    command: Command,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     match command {
         Command::Init { path } => {
             crate::longrun::init::run(&ctx.cwd, &InitOptions { dir: path }, &ctx.theme, out)
@@ -133,17 +140,19 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
             },
             out,
         ),
-        Command::Hook(cmd) => hook(ctx, cmd, out),
+        Command::Hook(cmd) => hook(ctx, cmd, out, err),
         Command::Cache(args) => crate::cache::run(&cache_options(ctx, args)?, out),
         Command::Mine(a) => crate::mine::run(&ctx.theme, &mine_options(ctx, a)?, out),
         Command::Handoff(cmd) => handoff(ctx, cmd, out),
-        Command::Exercise(cmd) => exercise(ctx, cmd, out),
-        Command::Lesson { number: None, .. } => crate::course::commands::lessons(&ctx.cwd, out),
+        Command::Exercise(cmd) => exercise(ctx, cmd, out, err),
+        Command::Lesson { number: None, .. } => {
+            crate::course::commands::lessons(&ctx.cwd, out, err)
+        }
         Command::Lesson { number: Some(n), path: true, .. } => {
             crate::course::commands::lesson_path(&ctx.cwd, n, out)
         }
         Command::Lesson { number: Some(n), lab: true, .. } => {
-            crate::course::commands::lesson_lab(&ctx.cwd, n, out)
+            crate::course::commands::lesson_lab(&ctx.cwd, n, out, err)
         }
         Command::Lesson { number: Some(n), .. } => {
             let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -160,7 +169,7 @@ pub fn execute(ctx: &Ctx, command: Command, out: &mut dyn Write) -> Result<u8> {
                 bless,
                 timings,
             };
-            crate::verify::run(&opts, &ctx.cwd, &ctx.theme, out)
+            crate::verify::run(&opts, &ctx.cwd, &ctx.theme, out, err)
         }
     }
     .inspect(|_| {
@@ -244,38 +253,44 @@ fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::Measure
     })
 }
 
-fn exercise(ctx: &Ctx, cmd: ExerciseCommand, out: &mut dyn Write) -> Result<u8> {
+fn exercise(
+    ctx: &Ctx,
+    cmd: ExerciseCommand,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     use crate::course::commands as c;
     let cwd = &ctx.cwd;
     match cmd {
         ExerciseCommand::List { json } => {
-            c::list(cwd, json, std::io::IsTerminal::is_terminal(&std::io::stdout()), out)
+            c::list(cwd, json, std::io::IsTerminal::is_terminal(&std::io::stdout()), out, err)
         }
         ExerciseCommand::Start { number, into } => {
-            c::start(cwd, number, into.as_deref(), &ctx.theme, out)
+            c::start(cwd, number, into.as_deref(), &ctx.theme, out, err)
         }
-        ExerciseCommand::Task { number } => c::task(cwd, number, &ctx.theme, out),
-        ExerciseCommand::Next => c::next(cwd, &ctx.theme, out),
-        ExerciseCommand::Check { number, json } => c::check(cwd, number, json, &ctx.theme, out),
+        ExerciseCommand::Task { number } => c::task(cwd, number, &ctx.theme, out, err),
+        ExerciseCommand::Next => c::next(cwd, &ctx.theme, out, err),
+        ExerciseCommand::Check { number, json } => {
+            c::check(cwd, number, json, &ctx.theme, out, err)
+        }
         ExerciseCommand::Watch { number, max_checks } => {
             let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
-            c::watch(cwd, number, max_checks, tty, &ctx.theme, out)
+            c::watch(cwd, number, max_checks, tty, &ctx.theme, out, err)
         }
-        ExerciseCommand::Hint { number, level } => c::hint(cwd, number, level, out),
-        ExerciseCommand::Reset { number, yes } => c::reset(cwd, number, yes, &ctx.theme, out),
+        ExerciseCommand::Hint { number, level } => c::hint(cwd, number, level, out, err),
+        ExerciseCommand::Reset { number, yes } => c::reset(cwd, number, yes, &ctx.theme, out, err),
         ExerciseCommand::Solution { number, show_anyway } => {
-            c::solution(cwd, number, show_anyway, out)
+            c::solution(cwd, number, show_anyway, out, err)
         }
     }
 }
 
-fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write) -> Result<u8> {
+fn hook(ctx: &Ctx, cmd: HookCommand, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     match cmd {
         HookCommand::Claude => {
             let mut stdin = std::io::stdin().lock();
-            let mut err = std::io::stderr().lock();
             let own = crate::sandbox::own_state_dir;
-            Ok(crate::hook::run_claude(&mut stdin, out, &mut err, ctx.cwd.clone(), own))
+            Ok(crate::hook::run_claude(&mut stdin, out, err, ctx.cwd.clone(), own))
         }
         HookCommand::Install { user, uninstall, dry_run } => {
             let settings = crate::hook::install::settings_path(&ctx.cwd, user)?;

@@ -53,6 +53,29 @@ impl Theme {
     }
 }
 
+/// Ask `question` on the terminal (stderr) with ` [y/N] ` and read the answer from stdin: true
+/// for `y`, `Y` or `yes`. For commands that must not act without a person's yes; the caller
+/// checks first that there is a terminal to ask.
+///
+/// Errors: stderr cannot be written or stdin read ([`crate::Error::Io`]).
+pub(crate) fn ask_yes(question: &str) -> crate::Result<bool> {
+    let term = console::Term::stderr();
+    term.write_str(&format!("{question} [y/N] ")).map_err(|e| crate::Error::io("stderr", e))?;
+    let answer = term.read_line().map_err(|e| crate::Error::io("stdin", e))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// The progress bars' stderr, drawn only when it is a terminal (the caller checks
+/// [`stderr_is_term`]).
+pub(crate) fn progress_target() -> indicatif::ProgressDrawTarget {
+    indicatif::ProgressDrawTarget::stderr()
+}
+
+/// Clear the terminal on stdout (for a view redrawn in place); nothing when that fails.
+pub(crate) fn clear_screen() {
+    let _ = console::Term::stdout().clear_screen();
+}
+
 /// Whether stderr is a terminal (for progress bars).
 pub(crate) fn stderr_is_term() -> bool {
     console::Term::stderr().is_term()

@@ -327,7 +327,13 @@ pub fn run_jobs(
 }
 
 /// Run the cases; returns exit 0 when every case passed, 1 otherwise.
-pub fn run(opts: &Options, cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn run(
+    opts: &Options,
+    cwd: &Path,
+    theme: &Theme,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     let bless = if opts.bless || overwrite_requested() { Some(Checkout::find(cwd)?) } else { None };
     let (bins, _bin_dir) = this_binaries()?;
     let jobs = jobs(opts);
@@ -373,7 +379,6 @@ pub fn run(opts: &Options, cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Re
             verdicts.iter().zip(&jobs).map(|(v, j)| (v.elapsed, j.name())).collect();
         t.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let sum: Duration = t.iter().map(|x| x.0).sum();
-        let mut err = std::io::stderr().lock();
         let e = |e: std::io::Error| Error::io("stderr", e);
         writeln!(err, "timings: {} cases, {:.1}s summed, {n} jobs", t.len(), sum.as_secs_f64())
             .map_err(e)?;

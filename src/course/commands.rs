@@ -33,13 +33,13 @@ impl Course {
     }
 }
 
-/// The lab for an exercise command run in `cwd`; with no lab here, a note on stderr names the
-/// lab last used (the command then works on `./kit-lab`, as asked).
-fn lab_noting_the_last(cwd: &Path) -> PathBuf {
+/// The lab for an exercise command run in `cwd`; with no lab here, a note on `err` (stderr)
+/// names the lab last used (the command then works on `./kit-lab`, as asked).
+fn lab_noting_the_last(cwd: &Path, err: &mut dyn Write) -> PathBuf {
     let (lab, origin) = lab::locate(cwd);
     if origin == lab::Origin::New {
         if let Some(line) = lab::where_line(&lab, origin) {
-            let _ = writeln!(std::io::stderr(), "note: {line}");
+            let _ = writeln!(err, "note: {line}");
         }
     }
     lab
@@ -70,10 +70,11 @@ pub fn start(
     into: Option<&Path>,
     theme: &Theme,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab_noting_the_last(cwd);
+    let lab = lab_noting_the_last(cwd, err);
     let folder = into.map(|d| absolute(cwd, d)).unwrap_or_else(|| lab.join(&ex.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(
@@ -84,15 +85,21 @@ pub fn start(
             "kit exercise task {n} shows its task again; kit exercise check {n} checks it; kit exercise reset {n} starts it again"
         )));
     }
-    lay_out(ex, &lab, &folder)?;
+    lay_out(ex, &lab, &folder, err)?;
     print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
 /// `kit exercise task [N]`: exercise N's task again (N defaults as for `check`), with where its
 /// sandbox is, or where `start` will lay it out.
-pub fn task(cwd: &Path, n: Option<u32>, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
-    let Picked { lab, progress, ex, .. } = pick(cwd, n, "task")?;
+pub fn task(
+    cwd: &Path,
+    n: Option<u32>,
+    theme: &Theme,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "task", err)?;
     let folder = sandbox_of(&progress, &lab, &ex);
     print_task(&ex, &folder, folder.is_dir(), theme, out)?;
     Ok(EXIT_OK)
@@ -100,11 +107,11 @@ pub fn task(cwd: &Path, n: Option<u32>, theme: &Theme, out: &mut dyn Write) -> R
 
 /// `kit exercise next`: the first exercise not passed yet, in course order: its task when it is
 /// laid out already, else laid out as `start` does.
-pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab_noting_the_last(cwd);
+    let lab = lab_noting_the_last(cwd, err);
     let progress = Progress::load(&lab)?;
-    progress.print_notes();
+    progress.print_notes(err);
     let Some(ex) = course.exercises.iter().find(|e| !progress.passed(&e.slug)) else {
         writeln!(out, "every exercise has passed: the course is done").map_err(w)?;
         return Ok(EXIT_OK);
@@ -120,21 +127,21 @@ pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
         print_task(ex, &folder, true, theme, out)?;
         return Ok(EXIT_OK);
     }
-    lay_out(ex, &lab, &folder)?;
+    lay_out(ex, &lab, &folder, err)?;
     print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
 
 /// Lay `ex` out in `folder` and record it as started (not passed: a pass earned before stays
 /// as `earned`, which keeps the solution unlocked).
-fn lay_out(ex: &Exercise, lab: &Path, folder: &Path) -> Result<()> {
+fn lay_out(ex: &Exercise, lab: &Path, folder: &Path, err: &mut dyn Write) -> Result<()> {
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let key = stamp::key()?;
     std::fs::create_dir_all(folder).at(folder)?;
     let env = crate::golden::golden_env(folder, &bins);
     exercise::build_sandbox(ex, folder, &env, &key, false)?;
     let mut progress = Progress::load(lab)?;
-    progress.print_notes();
+    progress.print_notes(err);
     let e = progress.entry(&ex.slug);
     e.dir = Some(folder.to_path_buf());
     e.started = Some(crate::clock::now_rfc3339());
@@ -227,12 +234,12 @@ struct Picked {
 ///
 /// Errors: no such exercise, or none given outside a sandbox ([`Error::Usage`]); progress or key
 /// unreadable.
-fn pick(cwd: &Path, n: Option<u32>, verb: &str) -> Result<Picked> {
+fn pick(cwd: &Path, n: Option<u32>, verb: &str, err: &mut dyn Write) -> Result<Picked> {
     let course = Course::load()?;
-    let lab = lab_noting_the_last(cwd);
+    let lab = lab_noting_the_last(cwd, err);
     let key = stamp::key()?;
     let progress = Progress::load_with(&lab, Some(&key))?;
-    progress.print_notes();
+    progress.print_notes(err);
     let ex = match n {
         Some(n) => exercise::find(&course.exercises, n)?,
         None => exercise_here(&course, &progress, &lab, cwd, &key).ok_or_else(|| {
@@ -252,8 +259,9 @@ pub fn check(
     json: bool,
     theme: &Theme,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<u8> {
-    let Picked { course, lab, key, mut progress, ex } = pick(cwd, n, "check")?;
+    let Picked { course, lab, key, mut progress, ex } = pick(cwd, n, "check", err)?;
     let ex = &ex;
     let id = ex.meta.id;
     let folder = sandbox_of(&progress, &lab, ex);
@@ -426,8 +434,14 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
 
 /// `kit exercise hint [N] [--level K]`: a rung of the hint ladder (default: the next unseen);
 /// N defaults to the exercise of the current folder, as for `check`.
-pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Write) -> Result<u8> {
-    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "hint")?;
+pub fn hint(
+    cwd: &Path,
+    n: Option<u32>,
+    level: Option<usize>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "hint", err)?;
     let ex = &ex;
     let n = ex.meta.id;
     let seen = progress.exercises.get(&ex.slug).map_or(0, |e| e.hints_seen);
@@ -451,11 +465,18 @@ pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Writ
 
 /// `kit exercise reset N [--yes]`: remove the sandbox and lay it out again. Without `--yes` it
 /// asks on a terminal and refuses (exit 2) without one.
-pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn reset(
+    cwd: &Path,
+    n: u32,
+    yes: bool,
+    theme: &Theme,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     use std::io::IsTerminal;
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab_noting_the_last(cwd);
+    let lab = lab_noting_the_last(cwd, err);
     let progress = Progress::load(&lab)?;
     let folder = sandbox_of(&progress, &lab, ex);
     // Never remove another exercise's work: a progress file pointed at its sandbox.
@@ -479,14 +500,8 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
             ))
             .with_hint(format!("kit exercise reset {n} --yes")));
         }
-        let term = console::Term::stderr();
-        term.write_str(&format!(
-            "remove {} and start exercise {n} again? [y/N] ",
-            folder.display()
-        ))
-        .map_err(|e| Error::io("stderr", e))?;
-        let answer = term.read_line().map_err(|e| Error::io("stdin", e))?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        let question = format!("remove {} and start exercise {n} again?", folder.display());
+        if !crate::term::ask_yes(&question)? {
             writeln!(out, "kept {}", folder.display()).map_err(w)?;
             return Ok(EXIT_OK);
         }
@@ -496,7 +511,7 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
         // it (a removed folder would leave it in a deleted directory).
         empty_folder(&folder)?;
     }
-    lay_out(ex, &lab, &folder)?;
+    lay_out(ex, &lab, &folder, err)?;
     print_task(ex, &folder, true, theme, out)?;
     Ok(EXIT_OK)
 }
@@ -517,8 +532,14 @@ fn empty_folder(folder: &Path) -> Result<()> {
 
 /// `kit exercise solution [N] [--show-anyway]`: the solution's files, only once the exercise
 /// passed (looking first spoils it); N defaults as for `check`.
-pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Write) -> Result<u8> {
-    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "solution")?;
+pub fn solution(
+    cwd: &Path,
+    n: Option<u32>,
+    show_anyway: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
+    let Picked { lab, mut progress, ex, .. } = pick(cwd, n, "solution", err)?;
     let ex = &ex;
     let n = ex.meta.id;
     let earned = progress.earned(&ex.slug);
@@ -538,7 +559,7 @@ pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Wri
             progress.save(&lab)?;
         }
         let _ = writeln!(
-            std::io::stderr(),
+            err,
             "warning: exercise {n} has not passed yet, so this spoils it; its solution is shown because of --show-anyway, and kit exercise list will say so"
         );
     }
@@ -566,12 +587,18 @@ pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Wri
 }
 
 /// `kit exercise list [--json]`: number, lesson, title, status; a progress bar on a terminal.
-pub fn list(cwd: &Path, json: bool, tty: bool, out: &mut dyn Write) -> Result<u8> {
+pub fn list(
+    cwd: &Path,
+    json: bool,
+    tty: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<u8> {
     let course = Course::load()?;
     let (lab, origin) = lab::locate_for_reading(cwd);
     let where_line = lab::where_line(&lab, origin);
     let progress = Progress::load(&lab)?;
-    progress.print_notes();
+    progress.print_notes(err);
     let total = course.exercises.len();
     let passed = course.exercises.iter().filter(|e| progress.passed(&e.slug)).count();
     if json {
@@ -655,8 +682,9 @@ pub fn watch(
     tty: bool,
     theme: &Theme,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> Result<u8> {
-    let Picked { lab, progress, ex, .. } = pick(cwd, n, "watch")?;
+    let Picked { lab, progress, ex, .. } = pick(cwd, n, "watch", err)?;
     let id = ex.meta.id;
     let folder = sandbox_of(&progress, &lab, &ex);
     if !folder.is_dir() {
@@ -670,9 +698,9 @@ pub fn watch(
     loop {
         let before = sandbox_files(&folder);
         if tty {
-            let _ = console::Term::stdout().clear_screen();
+            crate::term::clear_screen();
         }
-        let code = check(cwd, Some(id), false, theme, out)?;
+        let code = check(cwd, Some(id), false, theme, out, err)?;
         checks += 1;
         if max_checks.is_some_and(|m| checks >= m) {
             return Ok(code);
@@ -757,11 +785,11 @@ fn sandbox_files(dir: &Path) -> Vec<Seen> {
 }
 
 /// `kit lesson`: the lessons with their exercises done, and where the learner is.
-pub fn lessons(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
+pub fn lessons(cwd: &Path, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
     let (lab, origin) = lab::locate_for_reading(cwd);
     let progress = Progress::load(&lab)?;
-    progress.print_notes();
+    progress.print_notes(err);
     let go = if origin == lab::Origin::Last {
         format!("cd {}, then ", lab.display())
     } else {
@@ -862,10 +890,10 @@ pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
 /// lesson's sessions and the fake agent's transcripts land there, not among the learner's own.
 ///
 /// Errors: [`Error::Usage`] when the folder is already laid out.
-pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
+pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let all = lesson::load_all()?;
     let l = lesson::find(&all, n)?;
-    let lab = lab_noting_the_last(cwd);
+    let lab = lab_noting_the_last(cwd, err);
     let folder = lab.join(format!("lesson-{}", l.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(

@@ -477,10 +477,8 @@ impl Progress {
         }
     }
 
-    /// Print [`Progress::notes`] on stderr, one line each.
-    pub fn print_notes(&self) {
-        use std::io::Write;
-        let mut err = std::io::stderr().lock();
+    /// Print [`Progress::notes`] on `err` (stderr), one line each.
+    pub fn print_notes(&self, err: &mut dyn std::io::Write) {
         for n in &self.notes {
             // A note is a courtesy: a closed stderr must not stop the command.
             let _ = writeln!(err, "{n}");

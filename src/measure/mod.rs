@@ -290,7 +290,7 @@ impl Progress {
             && self.start.elapsed() > Duration::from_millis(400)
             && !self.shown.swap(true, Ordering::Relaxed)
         {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.bar.set_draw_target(crate::term::progress_target());
         }
     }
 
