@@ -38,9 +38,19 @@ impl Frozen {
     }
 }
 
-/// `./tests/` → `tests`; `a//b` → `a/b`.
+/// `./tests/` → `tests`; `a//b` → `a/b`; `tools/../tools/x.py` → `tools/x.py` (`..` resolved
+/// by name; a path that leaves the folder keeps its leading `..`: `../x`).
 pub(super) fn normalise(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let mut parts: Vec<&str> = Vec::new();
+    for s in p.split('/') {
+        match s {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|l| *l != "..") => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
     if parts.is_empty() {
         ".".to_string()
     } else {
@@ -69,6 +79,14 @@ impl Lint<'_> {
     }
 
     pub(super) fn target(&mut self, line: usize, kind: Kind, t: &Target) {
+        let (Target::File(p)
+        | Target::Dir(p, _)
+        | Target::Script(p)
+        | Target::Config { path: p, .. }) = t;
+        if p == ".." || p.starts_with("../") {
+            // Outside the repository: nothing kit can freeze.
+            return;
+        }
         match t {
             Target::File(p) => {
                 if self.frozen.covers(p) {
