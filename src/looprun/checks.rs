@@ -144,7 +144,7 @@ pub(super) fn describe_revert(r: &Revert) -> String {
 }
 
 pub(super) fn list_reverts(rs: &[Revert]) -> String {
-    rs.iter().map(|r| format!("{} ({})", r.path, r.kind.describe())).collect::<Vec<_>>().join(", ")
+    crate::frozen::guard::list_drifts(rs.iter().map(|r| (r.path.as_str(), r.kind)))
 }
 
 impl RunCtx<'_> {

@@ -510,13 +510,11 @@ fn user_drift(project: &Project) -> Result<()> {
     if drifts.is_empty() {
         return Ok(());
     }
-    let list: Vec<String> =
-        drifts.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
     let first = &drifts[0].path;
     Err(Error::usage(format!(
         "the tree does not match the frozen manifest: {}; kit will not overwrite a change made \
          before the loop started",
-        list.join(", ")
+        crate::frozen::guard::list_drifts(drifts.iter().map(|d| (d.path.as_str(), d.kind)))
     ))
     .with_hint(format!(
         "kit freeze {first} to keep your change as the frozen version, or kit freeze --restore \
