@@ -585,11 +585,13 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
     let root = d.path();
     let journal_path = root.join("longrun/journal.jsonl");
     let journal = kit::longrun::journal::Journal::new(&journal_path);
-    journal.append("loop_started", serde_json::json!({"iteration": 0})).unwrap();
-    journal.append("cheat", serde_json::json!({"path": "tests/test_x.py"})).unwrap();
+    use kit::longrun::event::{self as ev, Event};
+    journal.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
+    let cheat = ev::Cheat { path: "tests/test_x.py".into(), ..ev::Cheat::default() };
+    journal.append(&Event::Cheat(cheat)).unwrap();
     let mut guard = Guard::capture(&Project::at(root)).unwrap();
 
-    journal.append("criteria", serde_json::json!({"passed": 0})).unwrap();
+    journal.append(&Event::Criteria(ev::Criteria::default())).unwrap();
     assert_eq!(guard.check(), vec![], "kit's own appends are not drift");
     guard.seal_journal().unwrap();
     let sealed = fs::read_to_string(&journal_path).unwrap();
