@@ -45,6 +45,19 @@ fn lab_noting_the_last(cwd: &Path, err: &mut dyn Write) -> PathBuf {
     lab
 }
 
+/// The lab for a command run in `cwd` that lays something out in it (`start`, `next`, `kit
+/// lesson N --lab`): with no lab here, it makes `./kit-lab`, and a note on `err` (stderr) says
+/// so and names the lab used before ([`lab::made_line`]), rather than "no lab in this folder".
+fn lab_made_noting_the_last(cwd: &Path, err: &mut dyn Write) -> PathBuf {
+    let (lab, origin) = lab::locate(cwd);
+    if origin == lab::Origin::New {
+        if let Some(line) = lab::made_line(&lab) {
+            let _ = writeln!(err, "note: {line}");
+        }
+    }
+    lab
+}
+
 /// Where exercise `ex`'s sandbox is in `lab`: recorded by `start`, else `<lab>/NN-slug`.
 fn sandbox_of(progress: &Progress, lab: &Path, ex: &Exercise) -> PathBuf {
     progress
@@ -74,7 +87,7 @@ pub fn start(
 ) -> Result<u8> {
     let course = Course::load()?;
     let ex = exercise::find(&course.exercises, n)?;
-    let lab = lab_noting_the_last(cwd, err);
+    let lab = lab_made_noting_the_last(cwd, err);
     let folder = into.map(|d| absolute(cwd, d)).unwrap_or_else(|| lab.join(&ex.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(
@@ -109,7 +122,7 @@ pub fn task(
 /// laid out already, else laid out as `start` does.
 pub fn next(cwd: &Path, theme: &Theme, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let course = Course::load()?;
-    let lab = lab_noting_the_last(cwd, err);
+    let lab = lab_made_noting_the_last(cwd, err);
     let progress = Progress::load(&lab)?;
     progress.print_notes(err);
     let Some(ex) = course.exercises.iter().find(|e| !progress.passed(&e.slug)) else {
@@ -299,14 +312,16 @@ pub fn check(
         e.failed_since_pass = Some(crate::clock::now_rfc3339());
         progress.save(&lab)?;
     }
-    // Next: the first exercise not yet passed (after this one, else from the start), so a
-    // learner who skipped one is sent back to it rather than told the lesson is done.
+    // Next: the first exercise of this lesson not yet passed, else the first not passed after
+    // this one, else from the start: a learner who skipped one of the lesson's exercises is sent
+    // back to it, and a lesson is called done only when every exercise of it has passed.
     let unpassed = |e: &&Exercise| e.meta.id != id && !progress.passed(&e.slug);
     let next = course
         .exercises
         .iter()
         .filter(unpassed)
-        .find(|e| e.meta.id > id)
+        .find(|e| e.meta.lesson == ex.meta.lesson)
+        .or_else(|| course.exercises.iter().filter(unpassed).find(|e| e.meta.id > id))
         .or_else(|| course.exercises.iter().find(unpassed));
     // The hint ladder climbs one rung at a time: a check shows the rung the failing step's hint
     // fits when the learner has seen the rungs below it, else the next unseen one, and names the
@@ -357,6 +372,12 @@ pub fn check(
                 )
                 .map_err(w)?;
             }
+            Some(nx) if sandbox_of(&progress, &lab, nx).is_dir() => writeln!(
+                out,
+                "next: kit exercise task {0} (started, not passed yet), then kit exercise check {0}",
+                nx.meta.id
+            )
+            .map_err(w)?,
             Some(nx) => writeln!(out, "next: kit exercise start {}", nx.meta.id).map_err(w)?,
             None if course.exercises.last().is_some_and(|l| l.meta.id == id) => {
                 writeln!(out, "that was the last exercise: the course is done").map_err(w)?
@@ -893,7 +914,7 @@ pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
 pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     let all = lesson::load_all()?;
     let l = lesson::find(&all, n)?;
-    let lab = lab_noting_the_last(cwd, err);
+    let lab = lab_made_noting_the_last(cwd, err);
     let folder = lab.join(format!("lesson-{}", l.slug));
     if folder.exists() && std::fs::read_dir(&folder).at(&folder)?.next().is_some() {
         return Err(Error::usage(format!(

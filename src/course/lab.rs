@@ -149,6 +149,22 @@ pub fn where_line(lab: &Path, origin: Origin) -> Option<String> {
     }
 }
 
+/// The note a command that makes a new lab in `lab` (`kit exercise start`, `next`, `kit lesson
+/// N --lab`, run where [`locate`] found none) prints when the learner used another lab before:
+/// it says that this lab is new, and where the old one is, without contradicting what the command
+/// does. None when there is no other lab to name.
+pub fn made_line(lab: &Path) -> Option<String> {
+    let last = last_lab()?;
+    (canonical(&last) != canonical(lab)).then(|| {
+        format!(
+            "no lab in this folder, so this command makes one: {0}; the lab you used before is \
+             {1} (to go on there instead: cd {1}, or export KIT_LAB={1})",
+            lab.display(),
+            last.display()
+        )
+    })
+}
+
 /// What kit knows about one exercise in this lab.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default)]

@@ -83,6 +83,7 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
 /// [`Guard`], it trusts `frozen.toml` as it is now.
 pub fn check_manifest(project: &Project, m: &Manifest) -> Result<Vec<Drift>> {
     let root = &project.root;
+    super::guard::unlisted_at_base(root, m)?;
     let objects_rel = format!("{}/.frozen/objects", crate::longrun::DIR);
     let wanted: Vec<(String, &str, ModeRule)> = m
         .files

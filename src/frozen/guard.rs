@@ -199,6 +199,24 @@ pub struct Drift {
     pub kind: DriftKind,
 }
 
+/// How many drifted paths a one-line message names before it says "and N more".
+pub const LISTED_DRIFTS: usize = 5;
+
+/// `path (what happened), …` for a one-line message: the first [`LISTED_DRIFTS`] pairs, then
+/// `and N more (kit freeze --check lists them all)`.
+pub fn list_drifts<'a>(drifts: impl IntoIterator<Item = (&'a str, DriftKind)>) -> String {
+    let all: Vec<(&str, DriftKind)> = drifts.into_iter().collect();
+    let mut text: Vec<String> =
+        all.iter().take(LISTED_DRIFTS).map(|(p, k)| format!("{p} ({})", k.describe())).collect();
+    if all.len() > LISTED_DRIFTS {
+        text.push(format!(
+            "and {} more (kit freeze --check lists them all)",
+            all.len() - LISTED_DRIFTS
+        ));
+    }
+    text.join(", ")
+}
+
 /// One path [`Guard::restore`] put back (or removed, for [`DriftKind::NewFile`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Revert {
@@ -324,6 +342,7 @@ impl Guard {
         for d in &g.dirs {
             g.dirs_at_capture.extend(walk(&g.root, d)?.dirs);
         }
+        unlisted_at_base(&g.root, &manifest)?;
         g.import_dirs.insert(String::new());
         for d in &g.dirs {
             g.import_dirs.insert(d.clone());
@@ -514,11 +533,9 @@ impl Guard {
         }
         let left = self.check();
         if !left.is_empty() {
-            let list: Vec<String> =
-                left.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
             return Err(Error::internal(format!(
                 "could not restore frozen files: {}",
-                list.join(", ")
+                list_drifts(left.iter().map(|d| (d.path.as_str(), d.kind)))
             ))
             .with_hint("fix the permissions of those paths, then kit freeze --check"));
         }
@@ -653,4 +670,68 @@ fn tracked_files(root: &Path) -> Option<BTreeSet<String>> {
 fn rel_of(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path);
     rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+/// Refuse a manifest that does not list a file its frozen folders held when they were frozen:
+/// a file under a frozen folder that is in the base commit's tree, on disk now, and absent from
+/// `[files]`. kit freeze records every file of a folder, so only a frozen.toml edited by hand (or
+/// damaged) lacks one, and the guard would remove it as new with no copy to put back.
+///
+/// Errors: [`Error::Usage`] naming the first such files and the `kit freeze` that records them.
+pub(crate) fn unlisted_at_base(root: &Path, manifest: &Manifest) -> Result<()> {
+    if manifest.base_commit.is_empty() || manifest.dirs.is_empty() {
+        return Ok(());
+    }
+    let mut args = vec!["ls-tree", "-r", "--name-only", "-z", manifest.base_commit.as_str(), "--"];
+    args.extend(manifest.dirs.iter().map(String::as_str));
+    let Ok(out) = crate::git::command_in(root).args(&args).output() else { return Ok(()) };
+    if !out.status.success() {
+        // The base commit is gone (history rewritten): nothing to compare with.
+        return Ok(());
+    }
+    let unlisted: Vec<String> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| !manifest.files.contains_key(p) && root.join(p).is_file())
+        .collect();
+    if unlisted.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = unlisted.iter().take(5).map(String::as_str).collect();
+    let more = if unlisted.len() > 5 {
+        format!(" and {} more", unlisted.len() - 5)
+    } else {
+        String::new()
+    };
+    Err(Error::usage(format!(
+        "longrun/frozen.toml does not list {}{more}, which the frozen folders held when they were \
+         frozen (commit {}): frozen.toml was edited by hand or is damaged, and kit will not remove \
+         files it has no copy of",
+        shown.join(", "),
+        &manifest.base_commit[..manifest.base_commit.len().min(7)]
+    ))
+    .with_hint(format!(
+        "kit freeze {} records the frozen folders as they are now",
+        manifest.dirs.join(" ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drift_list_names_five_paths_then_how_many_more() {
+        let paths: Vec<String> = (1..=7).map(|i| format!("tests/t{i}.py")).collect();
+        let two = list_drifts(paths.iter().take(2).map(|p| (p.as_str(), DriftKind::NewFile)));
+        assert_eq!(
+            two,
+            "tests/t1.py (new file in a frozen folder), tests/t2.py (new file in a frozen folder)"
+        );
+        let seven = list_drifts(paths.iter().map(|p| (p.as_str(), DriftKind::Modified)));
+        assert!(seven.contains("tests/t5.py") && !seven.contains("tests/t6.py"), "{seven}");
+        assert!(seven.ends_with(", and 2 more (kit freeze --check lists them all)"), "{seven}");
+    }
 }

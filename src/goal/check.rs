@@ -54,14 +54,15 @@ pub fn check(
         // The rating trusts frozen.toml; say when the tree no longer matches it.
         if let Ok(drifts) = crate::frozen::freeze::drift_of_user_files(project) {
             if let Some(first) = drifts.first() {
-                let list: Vec<String> =
-                    drifts.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
+                let list = crate::frozen::guard::list_drifts(
+                    drifts.iter().map(|d| (d.path.as_str(), d.kind)),
+                );
                 writeln!(
                     out,
                     "{} frozen files differ from frozen.toml: {}; kit loop refuses to start until \
                      you run kit freeze {} (keep the change) or kit freeze --restore (discard it)",
                     theme.warn("note:"),
-                    list.join(", "),
+                    list,
                     first.path
                 )
                 .at(at)?;

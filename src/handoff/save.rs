@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use crate::error::{Error, IoContext, Result, EXIT_OK};
+use crate::longrun::event::{Event, HandoffSaved};
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
@@ -61,11 +60,14 @@ pub fn save(opts: &SaveOptions, out: &mut dyn Write) -> Result<u8> {
     let block = toml::to_string(&stamp).map_err(|e| Error::internal(e.to_string()))?;
     let text = format!("{summary}\n\n{MARKER}\n{FENCE}\n{}```\n", block);
     crate::atomic::write_atomic(&path, text.as_bytes())?;
-    Journal::new(project.journal()).append(
-        "handoff_saved",
-        json!({"stamp": stamp.stamp, "commit": stamp.commit, "dirty": stamp.dirty, "files": stamp.files.len(),
-               "handoff_sha256": sha256_hex(text.as_bytes()), "summary_sha256": sha256_hex(summary.as_bytes())}),
-    )?;
+    Journal::new(project.journal()).append(&Event::HandoffSaved(HandoffSaved {
+        stamp: stamp.stamp.clone(),
+        commit: stamp.commit.clone(),
+        dirty: stamp.dirty,
+        files: stamp.files.len() as u64,
+        handoff_sha256: sha256_hex(text.as_bytes()),
+        summary_sha256: sha256_hex(summary.as_bytes()),
+    }))?;
     writeln!(
         out,
         "handoff saved: stamp {} (commit {}{}, {} files fingerprinted) in longrun/handoff.md",

@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 use crate::cache;
 use crate::handoff;
 use crate::longrun::config::Config;
-use crate::longrun::journal::Journal;
+use crate::longrun::journal::{Event, Journal};
 use crate::prices::{Lookup, PriceTable};
 use state::HookState;
 
@@ -770,16 +770,16 @@ impl Run<'_> {
     ) {
         self.outcome.firings.push(Firing { action, band, why: why.to_string() });
         let Some(longrun) = self.project else { return };
-        let fields = json!({
-            "hook_event": self.input.hook_event_name,
-            "session": self.input.session_id,
-            "action": action.name(),
-            "band": band,
-            "context": context,
-            "pct": pct.map(|p| (p * 10.0).round() / 10.0),
-            "why": why,
+        let event = Event::Hook(crate::longrun::event::Hook {
+            hook_event: self.input.hook_event_name.clone(),
+            session: self.input.session_id.clone(),
+            action: action.name().into(),
+            band,
+            context,
+            pct: pct.map(|p| (p * 10.0).round() / 10.0),
+            why: why.to_string(),
         });
-        if let Err(e) = Journal::new(longrun.join("journal.jsonl")).append("hook", fields) {
+        if let Err(e) = Journal::new(longrun.join("journal.jsonl")).append(&event) {
             self.outcome.note = Some(format!("cannot journal: {e}"));
         }
     }

@@ -3,11 +3,15 @@
 //! [`crate::clock`]) and `event` (a snake_case name), plus event fields. Lines are appended whole
 //! with fsync ([`crate::atomic::append_line`]); a reader skips a torn or malformed line and
 //! counts it, so a loop killed at any instant loses at most the line it was writing.
+//!
+//! The events are one type, [`Event`] (see [`super::event`] for the format's rules): this is
+//! their one writer.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+pub use super::event::{Entry, Event};
 use crate::error::{Error, Result};
 
 /// Appends events to one journal file.
@@ -36,29 +40,21 @@ impl Journal {
         &self.path
     }
 
-    /// Append event `event` with `fields` (a JSON object; other values are stored under `data`).
-    /// `ts` is set from the clock. Returns the line written.
-    pub fn append(&self, event: &str, fields: Value) -> Result<Value> {
-        self.append_at(event, fields).map(|(v, _)| v)
+    /// Append `event`, stamped `ts` from the clock. Returns the entry written.
+    ///
+    /// Errors: [`Error::Io`] naming the journal when it cannot be appended to.
+    pub fn append(&self, event: &Event) -> Result<Entry> {
+        self.append_at(event).map(|(e, _)| e)
     }
 
     /// [`Journal::append`], also returning the byte range the line occupies in the file (exact
     /// even when another process appends at the same instant).
-    pub fn append_at(&self, event: &str, fields: Value) -> Result<(Value, std::ops::Range<u64>)> {
-        let mut obj = Map::new();
-        obj.insert("ts".into(), Value::String(crate::clock::now_rfc3339()));
-        obj.insert("event".into(), Value::String(event.into()));
-        match fields {
-            Value::Object(m) => obj.extend(m),
-            Value::Null => {}
-            other => {
-                obj.insert("data".into(), other);
-            }
-        }
-        let v = Value::Object(obj);
-        let line = serde_json::to_string(&v).map_err(|e| Error::internal(e.to_string()))?;
+    pub fn append_at(&self, event: &Event) -> Result<(Entry, std::ops::Range<u64>)> {
+        let entry = Entry::new(crate::clock::now_rfc3339(), event.clone());
+        let line =
+            serde_json::to_string(&entry.to_value()).map_err(|e| Error::internal(e.to_string()))?;
         let at = crate::atomic::append_line(&self.path, &line)?;
-        Ok((v, at))
+        Ok((entry, at))
     }
 }
 
@@ -85,20 +81,21 @@ pub fn read(path: &Path) -> Result<JournalRead> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::longrun::event::{LoopEnd, LoopStart};
 
     #[test]
     fn append_then_read_skips_torn_lines() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("journal.jsonl");
         let j = Journal::new(&p);
-        j.append("loop_start", json!({"pid": 1})).unwrap();
+        j.append(&Event::LoopStart(LoopStart { pid: 1, ..LoopStart::default() })).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
             .open(&p)
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"ts\":\"x\",\"ev"))
             .unwrap();
-        j.append("loop_end", json!({"outcome": "done"})).unwrap();
+        j.append(&Event::LoopEnd(LoopEnd { outcome: "done".into(), ..LoopEnd::default() }))
+            .unwrap();
         let r = read(&p).unwrap();
         assert_eq!(r.events.len(), 2);
         assert_eq!(r.skipped, vec![2]);

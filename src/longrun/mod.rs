@@ -17,6 +17,7 @@
 //! freeze` and `kit status` only read them, so they live here, below the loop.
 
 pub mod config;
+pub mod event;
 pub mod history;
 pub mod init;
 pub mod journal;

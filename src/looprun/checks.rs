@@ -144,7 +144,7 @@ pub(super) fn describe_revert(r: &Revert) -> String {
 }
 
 pub(super) fn list_reverts(rs: &[Revert]) -> String {
-    rs.iter().map(|r| format!("{} ({})", r.path, r.kind.describe())).collect::<Vec<_>>().join(", ")
+    crate::frozen::guard::list_drifts(rs.iter().map(|r| (r.path.as_str(), r.kind)))
 }
 
 impl RunCtx<'_> {
@@ -172,10 +172,7 @@ impl RunCtx<'_> {
         let results = serde_json::to_value(&results).unwrap_or(Value::Array(vec![]));
         end_strays()?;
         if cut_appends(&self.project.journal(), kit_len, &[])? {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": phase, "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
-            )?;
+            self.cheat(iteration, phase, "longrun/journal.jsonl", "journal_appended")?;
         }
         let late = restore(&p.guard)?;
         self.cheats(&late, iteration, phase)?;
@@ -203,10 +200,16 @@ impl RunCtx<'_> {
             skipped: Vec::new(),
         };
         for &(line, now, then) in &newly_skipped {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": phase, "path": "longrun/goal.md", "kind": "tests_skipped", "line": line, "skipped": now, "skipped_at_start": then }),
-            )?;
+            self.journal(Event::Cheat(ev::Cheat {
+                iteration,
+                phase: phase.into(),
+                path: "longrun/goal.md".into(),
+                kind: "tests_skipped".into(),
+                line: Some(line),
+                skipped: Some(now),
+                skipped_at_start: Some(then),
+                program: None,
+            }))?;
             self.say(format!(
                 "iteration {iteration}: goal.md:{line} passes with {now} tests skipped ({then} at the start of this loop): done refused"
             ));
@@ -236,10 +239,14 @@ impl RunCtx<'_> {
     ) -> Result<()> {
         check.tampered = p.env.tampered();
         for (name, path) in &check.tampered {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": phase, "path": path, "kind": "criteria_program_changed", "program": name }),
-            )?;
+            self.journal(Event::Cheat(ev::Cheat {
+                iteration,
+                phase: phase.into(),
+                path: path.to_string_lossy().into_owned(),
+                kind: "criteria_program_changed".into(),
+                program: Some(name.clone()),
+                ..ev::Cheat::default()
+            }))?;
             self.say(format!(
                 "iteration {iteration}: {name} ({}), which the criteria run, changed since the loop started: done refused",
                 path.display()
@@ -266,10 +273,11 @@ impl RunCtx<'_> {
         // kit put each file back itself; the guard proves it.
         let after = restore(&p.guard)?;
         self.cheats(&after, iteration, phase)?;
-        self.journal(
-            "canary",
-            json!({ "iteration": iteration, "phase": phase, "results": results }),
-        )?;
+        self.journal(Event::Canary(ev::Canary {
+            iteration,
+            phase: phase.into(),
+            results: json!(results),
+        }))?;
         check.canary_missed = results.iter().filter(|r| r.missed()).cloned().collect();
         for m in &check.canary_missed {
             self.say(format!(
@@ -285,10 +293,8 @@ impl RunCtx<'_> {
     /// Journal each revert as a cheat.
     pub(super) fn cheats(&mut self, reverts: &[Revert], iteration: u64, phase: &str) -> Result<()> {
         for r in reverts {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": phase, "path": r.path, "kind": r.kind }),
-            )?;
+            let kind = json!(r.kind);
+            self.cheat(iteration, phase, &r.path, kind.as_str().unwrap_or_default())?;
         }
         // A frozen file put back in the tree may still be weakened in a commit the agent made:
         // the tree is safe, HEAD is not. Name the commits.
@@ -304,10 +310,11 @@ impl RunCtx<'_> {
                 log.extend(paths.iter().map(|p| p.to_string()));
                 let commits = crate::git::lines_in(&self.project.root, &log).unwrap_or_default();
                 if !commits.is_empty() {
-                    self.journal(
-                        "frozen_commit",
-                        json!({ "iteration": iteration, "commits": commits, "paths": paths }),
-                    )?;
+                    self.journal(Event::FrozenCommit(ev::FrozenCommit {
+                        iteration,
+                        commits: commits.clone(),
+                        paths: paths.iter().map(|p| p.to_string()).collect(),
+                    }))?;
                     self.say(format!(
                         "loop: commit{} {} made during this run change{} {}; the tree is restored \
                          but HEAD still holds {}: git revert {} (or reset) before you trust HEAD",

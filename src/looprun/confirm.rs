@@ -25,24 +25,17 @@
 //!    the evaluator's question, a decision for a human (`kit status` shows it); the run stays
 //!    unfinished. A review can only refuse done: it never runs while a test fails.
 //!
-//! Journal events written here (each also with `ts` and `event`):
-//!
-//! | event | fields |
-//! |---|---|
-//! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
-//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`super::durable::flaps`]) |
-//! | `revert_probe` | `iteration`, `tree` (the run's start tree), `results` [{`line`, `command`, `passed`, `exit`, `timed_out`, `duration_ms`}], `pass_without_work` (lines), `exempt` (lines, `--allow-green-start`), `refused`, `wall_ms`, `cpu_ms` |
-//! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
+//! Journal events written here: `confirm`, `flap`, `revert_probe`, `review` (see the table in
+//! [`crate::longrun::event`]).
 
 use std::time::Duration;
-
-use serde_json::json;
 
 use super::{end_strays, restore, Check, Outcome, Prepared, RunCtx, Tally};
 use crate::error::{Error, Result, EXIT_CAP};
 use crate::goal::review::{self, Verdict};
 use crate::goal::Goal;
 use crate::longrun::config::Config;
+use crate::longrun::event::{self as ev, Event};
 use crate::longrun::Project;
 
 /// A criterion that flapped this many times in one run (since its last `flapping` stop, across
@@ -147,10 +140,7 @@ impl RunCtx<'_> {
             );
             end_strays()?;
             if super::cut_appends(&self.project.journal(), kit_len, &[])? {
-                self.journal(
-                    "cheat",
-                    json!({ "iteration": iteration, "phase": "confirm", "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
-                )?;
+                self.cheat(iteration, "confirm", "longrun/journal.jsonl", "journal_appended")?;
             }
             let late = restore(&p.guard)?;
             self.cheats(&late, iteration, "confirm")?;
@@ -170,10 +160,12 @@ impl RunCtx<'_> {
         let flapping: Vec<&(u64, String, Vec<bool>)> =
             runs.iter().filter(|e| e.2.contains(&true) && e.2.contains(&false)).collect();
         let all_pass = flapping.is_empty() && changed.is_empty();
-        self.journal(
-            "confirm",
-            json!({ "iteration": iteration, "runs": made, "all_pass": all_pass, "required": required }),
-        )?;
+        self.journal(Event::Confirm(ev::Confirm {
+            iteration,
+            runs: made.into(),
+            all_pass,
+            required: required.into(),
+        }))?;
         if all_pass {
             return Ok(Some(None));
         }
@@ -185,10 +177,13 @@ impl RunCtx<'_> {
                 *n += 1;
                 *n
             };
-            self.journal(
-                "flap",
-                json!({ "iteration": iteration, "line": line, "criterion": command, "runs": passed, "times": times }),
-            )?;
+            self.journal(Event::Flap(ev::Flap {
+                iteration,
+                line: *line,
+                criterion: command.clone(),
+                runs: passed.clone(),
+                times: times.into(),
+            }))?;
             let shown: Vec<&str> =
                 passed.iter().map(|&b| if b { "pass" } else { "fail" }).collect();
             self.say(format!(
@@ -267,22 +262,27 @@ impl RunCtx<'_> {
         end_strays()?;
         let probe = probe?;
         let refused = !probe.pass_without_work.is_empty();
-        self.journal(
-            "revert_probe",
-            json!({
-                "iteration": iteration,
-                "tree": tree,
-                "results": probe.results.iter().map(|r| json!({
-                    "line": r.line, "command": r.command, "passed": r.passed, "exit": r.exit,
-                    "timed_out": r.timed_out, "duration_ms": r.duration.as_millis() as u64,
-                })).collect::<Vec<_>>(),
-                "pass_without_work": probe.pass_without_work,
-                "exempt": probe.exempt,
-                "refused": refused,
-                "wall_ms": probe.wall.as_millis() as u64,
-                "cpu_ms": probe.cpu.as_millis() as u64,
-            }),
-        )?;
+        self.journal(Event::RevertProbe(ev::RevertProbe {
+            iteration,
+            tree: tree.clone(),
+            results: probe
+                .results
+                .iter()
+                .map(|r| ev::ProbeResult {
+                    line: r.line as u64,
+                    command: r.command.clone(),
+                    passed: r.passed,
+                    exit: r.exit,
+                    timed_out: r.timed_out,
+                    duration_ms: r.duration.as_millis() as u64,
+                })
+                .collect(),
+            pass_without_work: probe.pass_without_work.iter().map(|&l| l as u64).collect(),
+            exempt: probe.exempt.iter().map(|&l| l as u64).collect(),
+            refused,
+            wall_ms: probe.wall.as_millis() as u64,
+            cpu_ms: probe.cpu.as_millis() as u64,
+        }))?;
         if self.stop.requested().is_some() {
             return Ok(false);
         }
@@ -343,15 +343,18 @@ impl RunCtx<'_> {
                 p.layers.review_timeout,
             );
             end_strays()?;
-            self.journal(
-                "review",
-                json!({
-                    "iteration": iteration, "line": r.line, "text": r.text,
-                    "evaluator": res.evaluator, "verdict": res.verdict.as_str(),
-                    "reason": res.reason, "exit": res.exit, "timed_out": res.timed_out,
-                    "duration_ms": res.duration_ms, "dir": dir_rel,
-                }),
-            )?;
+            self.journal(Event::Review(ev::Review {
+                iteration,
+                line: r.line as u64,
+                text: r.text.clone(),
+                evaluator: res.evaluator.clone(),
+                verdict: res.verdict.as_str().into(),
+                reason: res.reason.clone(),
+                exit: res.exit,
+                timed_out: res.timed_out,
+                duration_ms: res.duration_ms,
+                dir: dir_rel.clone(),
+            }))?;
             let reason = if res.reason.is_empty() {
                 "no reason given".to_string()
             } else {

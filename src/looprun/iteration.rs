@@ -89,20 +89,17 @@ impl RunCtx<'_> {
         tally.no_progress = if progress { 0 } else { tally.no_progress + 1 };
         tally.best = tally.best.max(c.passed);
         tally.failures = c.failures();
-        self.journal(
-            "criteria",
-            json!({
-                "iteration": iteration,
-                "results": c.results,
-                "passed": c.passed,
-                "total": c.views.len(),
-                "commit": commit,
-                "dirty": dirty,
-                "verified": c.late.is_empty(),
-                "progress": progress,
-                "no_progress": tally.no_progress,
-            }),
-        )?;
+        self.journal(Event::Criteria(ev::Criteria {
+            iteration,
+            results: json!(c.results),
+            passed: c.passed as u64,
+            total: c.views.len() as u64,
+            commit,
+            dirty,
+            verified: c.late.is_empty(),
+            progress,
+            no_progress: tally.no_progress.into(),
+        }))?;
         self.say(format!(
             "iteration {iteration}: {} of {} criteria pass{}",
             c.passed,
@@ -150,10 +147,10 @@ impl RunCtx<'_> {
         // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
         crate::atomic::create_dir_all(&self.project.runs())?;
         crate::atomic::write_atomic(&prompt_file, text.as_bytes())?;
-        self.journal(
-            "iteration_start",
-            json!({ "iteration": iteration, "prompt": rel(&self.project, &prompt_file) }),
-        )?;
+        self.journal(Event::IterationStart(ev::IterationStart {
+            iteration,
+            prompt: rel(&self.project, &prompt_file),
+        }))?;
         let s = &p.settings;
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
@@ -189,22 +186,23 @@ impl RunCtx<'_> {
         // The journal is append-only: from here on, what it holds must stay. Sealed before the
         // agent exists, so that nothing it did can be taken for kit's own record.
         p.guard.seal_journal()?;
-        let mut start_record = Value::Null;
+        let mut start_record = None;
         let sealed_len = journal_len(&self.project.journal());
         let mut own = None;
         let ended = agent::run(&launch, &mut |started| {
-            start_record = json!({
-                "iteration": iteration,
-                "pid": started.pid,
-                "pgid": started.pgid,
-                "starttime": started.starttime,
-                "boot_id": boot,
-                "command": started.command,
-                "log": log_rel,
+            let record = Event::AgentStart(ev::AgentStart {
+                iteration,
+                pid: started.pid,
+                pgid: started.pgid,
+                starttime: started.starttime,
+                boot_id: boot.clone(),
+                command: started.command.clone(),
+                log: log_rel.clone(),
             });
             // The agent already runs: its lines may come before or after this one, so kit
             // keeps the exact range of its own line rather than a length.
-            own = Some(journal.append_at("agent_start", start_record.clone())?.1);
+            own = Some(journal.append_at(&record)?.1);
+            start_record = Some(record);
             let _ = writeln!(
                 out,
                 "iteration {iteration}: agent started (pid {}, pgid {})",
@@ -218,17 +216,16 @@ impl RunCtx<'_> {
         let forged = cut_appends(&self.project.journal(), sealed_len, own.as_slice())?;
         let reverts = restore(&p.guard)?;
         if forged {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": "after_agent", "path": "longrun/journal.jsonl", "kind": "journal_appended" }),
-            )?;
+            self.cheat(iteration, "after_agent", "longrun/journal.jsonl", "journal_appended")?;
             self.say(format!(
                 "iteration {iteration}: removed lines the agent appended to longrun/journal.jsonl"
             ));
         }
         let journal_rel = rel_path(&self.project, &self.project.journal());
         if reverts.iter().any(|r| Path::new(&r.path) == journal_rel) {
-            self.journal("agent_start", start_record)?;
+            if let Some(record) = start_record {
+                self.journal(record)?;
+            }
         }
         let wall_cut = ended.timed_out && timeout < p.settings.timeout;
         let mut usage = agent::read_usage(&log, p.settings.spec.format());
@@ -259,14 +256,11 @@ impl RunCtx<'_> {
                 agent::Priced { cost_usd: streamed.cost_usd, unpriced: streamed.unpriced.clone() };
         }
         if !priced.unpriced.is_empty() {
-            self.journal(
-                "unpriced",
-                json!({
-                    "iteration": iteration,
-                    "models": priced.unpriced,
-                    "reported_cost_usd": usage.as_ref().and_then(|u| u.reported_cost_usd),
-                }),
-            )?;
+            self.journal(Event::Unpriced(ev::Unpriced {
+                iteration,
+                models: priced.unpriced.clone(),
+                reported_cost_usd: usage.as_ref().and_then(|u| u.reported_cost_usd),
+            }))?;
             self.say(format!(
                 "iteration {iteration}: {} not in kit's price table: counted ${:.4} (the agent's own \
                  figure, 0 if it gave none), so the cost cap cannot be trusted; add \
@@ -282,28 +276,25 @@ impl RunCtx<'_> {
         }
         tally.cost_before = tally.cost_usd;
         tally.cost_usd += priced.cost_usd;
-        self.journal(
-            "agent_end",
-            json!({
-                "iteration": iteration,
-                "exit": ended.exit,
-                "signal": ended.signal,
-                "timed_out": ended.timed_out && !wall_cut,
-                "wall_cut": wall_cut,
-                "interrupted": ended.interrupted,
-                "paused": ended.paused,
-                "cost_capped": ended.cost_capped.is_some(),
-                "memory_killed": ended.memory_killed,
-                "enforcer": p.enforcer.name(),
-                "peak_rss_bytes": ended.peak_rss_bytes,
-                "leftovers_killed": ended.leftovers_killed,
-                "usage": usage,
-                "cost_usd": priced.cost_usd,
-                "api_calls": ended.streamed.api_calls,
-                "duration_ms": ended.duration_ms,
-                "errors": errors,
-            }),
-        )?;
+        self.journal(Event::AgentEnd(ev::AgentEnd {
+            iteration,
+            exit: ended.exit,
+            signal: ended.signal,
+            timed_out: ended.timed_out && !wall_cut,
+            wall_cut,
+            interrupted: ended.interrupted,
+            paused: ended.paused,
+            cost_capped: ended.cost_capped.is_some(),
+            memory_killed: ended.memory_killed,
+            enforcer: p.enforcer.name().into(),
+            peak_rss_bytes: ended.peak_rss_bytes,
+            leftovers_killed: ended.leftovers_killed.clone(),
+            usage: json!(usage),
+            cost_usd: priced.cost_usd,
+            api_calls: ended.streamed.api_calls,
+            duration_ms: ended.duration_ms,
+            errors: errors.clone(),
+        }))?;
         let cost = if priced.cost_usd > 0.0 {
             format!(", ${:.4}", priced.cost_usd)
         } else {
@@ -323,15 +314,12 @@ impl RunCtx<'_> {
             _ => agent::read_denials(&log),
         };
         if !denials.is_empty() {
-            self.journal(
-                "permission_denials",
-                json!({
-                    "iteration": iteration,
-                    "denials": denials,
-                    "setting": "agent.allowed_tools",
-                    "suggest": agent::denial_setting(&denials),
-                }),
-            )?;
+            self.journal(Event::PermissionDenials(ev::PermissionDenials {
+                iteration,
+                denials: json!(denials),
+                setting: "agent.allowed_tools".into(),
+                suggest: agent::denial_setting(&denials),
+            }))?;
             self.say(format!(
                 "iteration {iteration}: Claude Code denied {} tool call{}: {}; to allow: {}",
                 denials.len(),
@@ -346,10 +334,7 @@ impl RunCtx<'_> {
             self.say(format!("iteration {iteration}: reverted {}", list_reverts(&reverts)));
         }
         if ended.log_recovered {
-            self.journal(
-                "cheat",
-                json!({ "iteration": iteration, "phase": "after_agent", "path": log_rel, "kind": "run_log_deleted" }),
-            )?;
+            self.cheat(iteration, "after_agent", &log_rel, "run_log_deleted")?;
             self.say(format!(
                 "iteration {iteration}: the agent deleted {log_rel}; kit wrote it again from its open copy"
             ));
@@ -380,20 +365,17 @@ impl RunCtx<'_> {
         let iteration_usd = tally.cost_usd - tally.cost_before;
         let at = run.ended.cost_capped.clone().unwrap_or_default();
         let s = &run.ended.streamed;
-        self.journal(
-            "cost_cap",
-            json!({
-                "iteration": iteration,
-                "by": by.name(),
-                "spent_usd": tally.cost_before,
-                "iteration_usd": iteration_usd,
-                "used": tally.cost_usd,
-                "limit": p.settings.max_cost_usd,
-                "api_calls": s.api_calls,
-                "at_stop": at,
-                "source": s.source,
-            }),
-        )?;
+        self.journal(Event::CostCap(ev::CostCap {
+            iteration,
+            by: by.name().into(),
+            spent_usd: tally.cost_before,
+            iteration_usd,
+            used: tally.cost_usd,
+            limit: p.settings.max_cost_usd,
+            api_calls: s.api_calls,
+            at_stop: json!(at),
+            source: s.source.into(),
+        }))?;
         let calls = |n: u64| format!("{n} API call{}", if n == 1 { "" } else { "s" });
         let how = match by {
             CostCapBy::Kit => format!(

@@ -46,34 +46,8 @@
 //! [`failure_fingerprint`]). Changing files alone is not progress: an agent that churns a
 //! comment every iteration while the same tests fail the same way trips the cap.
 //!
-//! Journal events this module writes (`longrun/journal.jsonl`, each also with `ts` and `event`):
-//!
-//! | event | fields |
-//! |---|---|
-//! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text), `stale` (the record named a live process holding no lock, see [`lock`]) |
-//! | `recovered` | `iteration`, `pgid`, `killed` (pids): a killed loop's agent group ended |
-//! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `grace_s` (SIGTERM to SIGKILL), `memory_max_bytes`, `subreaper` |
-//! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
-//! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` (the tree read by content differs from HEAD), `tree` (the run's start tree: read at its first baseline, carried by a continued run's), `start_of_run` (this is the run's first baseline) |
-//! | `green_start` | `lines` (function criteria passing at the run's first baseline), `allowed` (`--allow-green-start`), `all_pass` |
-//! | `iteration_start` | `iteration`, `prompt` (path) |
-//! | `agent_start` | `iteration`, `pid`, `pgid`, `starttime`, `boot_id`, `command`, `log` |
-//! | `agent_end` | `iteration`, `exit`, `signal`, `timed_out` (the iteration timeout ended it), `wall_cut` (the run's remaining wall time, shorter than the timeout, ended it; a `cap` `wall` follows), `interrupted`, `paused` (`kit pause --now` ended it), `cost_capped` (the cost cap ended it; a `cost_cap` follows), `memory_killed`, `enforcer`, `peak_rss_bytes`, `leftovers_killed`, `usage`, `cost_usd` (from the final `result`/`turn.completed`; without one, the API calls its stream showed, priced as they came: see [`agent::Meter`]), `api_calls` (seen on the stream), `duration_ms`, `errors` (Codex's `turn.failed`/`error` messages) |
-//! | `cost_cap` | `iteration`, `by` (`kit`: the loop ended the agent's process group when the run's spend plus the iteration's running cost reached the cap; `claude`: Claude Code stopped itself at the `--max-budget-usd` kit gave it), `spent_usd` (the run's, before the iteration), `iteration_usd`, `used` (the run's, after it), `limit`, `api_calls`, `at_stop` {`iteration_usd`, `api_calls`, `last_call_usd`} (what kit had read when it sent SIGTERM), `source` (`stream`/`rollout`/`turn`): a `cap` `cost` follows |
-//! | `permission_denials` | `iteration`, `denials` [{`tool_name`, `tool_input` (JSON text, clipped)}], `setting` (`agent.allowed_tools`), `suggest` (the exact line to add) — from Claude Code's `result` event |
-//! | `unpriced` | `iteration`, `models`, `reported_cost_usd` |
-//! | `criteria` | `iteration`, `results`, `passed`, `total`, `commit`, `dirty`, `verified`, `progress`, `no_progress` |
-//! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
-//! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
-//! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
-//! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
-//! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
-//! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
-//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`pause`]; null for a file made by hand) |
-//! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`notify`]) |
-//! | `confirm`, `flap`, `review` | see [`confirm`] |
-//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! Journal events this module writes (`longrun/journal.jsonl`): [`Event`] (see the table in
+//! [`crate::longrun::event`], the journal's documented schema).
 //!
 //! `denied` (exit 3): an iteration whose only effect was tool calls Claude Code denied (the tree
 //! as before it, nothing reverted): the next would meet the same denials, so the run stops naming
@@ -115,6 +89,7 @@ use crate::error::{Error, Result, EXIT_BAD_INPUT, EXIT_CAP, EXIT_OK, EXIT_PAUSED
 use crate::frozen::guard::{Guard, Revert};
 use crate::goal::Goal;
 use crate::longrun::config::Config;
+use crate::longrun::event::{self as ev, Event};
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 use crate::prices::PriceTable;
@@ -405,19 +380,16 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
     let run_iterations = ctx.spent().iterations + ctx.iterations_run;
     match result {
         Ok(o) => {
-            let _ = ctx.journal.append(
-                "loop_end",
-                json!({
-                    "outcome": o.name,
-                    "iterations": ctx.iterations_run,
-                    "iteration": ctx.last_iteration,
-                    "reason": o.reason,
-                    "exit": o.code,
-                    "run": run_id,
-                    "run_iterations": run_iterations,
-                    "wall_s": wall_s,
-                }),
-            );
+            let _ = ctx.journal.append(&Event::LoopEnd(ev::LoopEnd {
+                outcome: o.name.into(),
+                iterations: ctx.iterations_run,
+                iteration: ctx.last_iteration,
+                reason: o.reason.clone(),
+                exit: o.code,
+                run: Some(run_id),
+                run_iterations: Some(run_iterations),
+                wall_s: Some(wall_s),
+            }));
             ctx.say(format!("{}: {}", o.name, o.reason));
             if let Some(event) = notify::event_for(o.name) {
                 let env = [
@@ -433,19 +405,16 @@ pub fn run(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Result<u8> {
         Err(e) => {
             let code = e.exit_code();
             let outcome = if code == crate::error::EXIT_BAD_INPUT { "refused" } else { "error" };
-            let _ = ctx.journal.append(
-                "loop_end",
-                json!({
-                    "outcome": outcome,
-                    "iterations": ctx.iterations_run,
-                    "iteration": ctx.last_iteration,
-                    "reason": e.to_string(),
-                    "exit": code,
-                    "run": run_id,
-                    "run_iterations": run_iterations,
-                    "wall_s": wall_s,
-                }),
-            );
+            let _ = ctx.journal.append(&Event::LoopEnd(ev::LoopEnd {
+                outcome: outcome.into(),
+                iterations: ctx.iterations_run,
+                iteration: ctx.last_iteration,
+                reason: e.to_string(),
+                exit: code,
+                run: Some(run_id),
+                run_iterations: Some(run_iterations),
+                wall_s: Some(wall_s),
+            }));
             Err(e)
         }
     }
@@ -510,13 +479,11 @@ fn user_drift(project: &Project) -> Result<()> {
     if drifts.is_empty() {
         return Ok(());
     }
-    let list: Vec<String> =
-        drifts.iter().map(|d| format!("{} ({})", d.path, d.kind.describe())).collect();
     let first = &drifts[0].path;
     Err(Error::usage(format!(
         "the tree does not match the frozen manifest: {}; kit will not overwrite a change made \
          before the loop started",
-        list.join(", ")
+        crate::frozen::guard::list_drifts(drifts.iter().map(|d| (d.path.as_str(), d.kind)))
     ))
     .with_hint(format!(
         "kit freeze {first} to keep your change as the frozen version, or kit freeze --restore \
@@ -604,8 +571,19 @@ impl RunCtx<'_> {
         let _ = self.out.flush();
     }
 
-    fn journal(&self, event: &str, fields: Value) -> Result<()> {
-        self.journal.append(event, fields).map(|_| ())
+    fn journal(&self, event: Event) -> Result<()> {
+        self.journal.append(&event).map(|_| ())
+    }
+
+    /// Journal a `cheat`: what kit put back (`kind`) at `path` in `phase` of `iteration`.
+    fn cheat(&self, iteration: u64, phase: &str, path: &str, kind: &str) -> Result<()> {
+        self.journal(Event::Cheat(ev::Cheat {
+            iteration,
+            phase: phase.into(),
+            path: path.into(),
+            kind: kind.into(),
+            ..ev::Cheat::default()
+        }))
     }
 
     /// Journal the takeover of a dead holder's lock.
@@ -613,11 +591,17 @@ impl RunCtx<'_> {
         match previous {
             lock::Previous::Clean => {}
             lock::Previous::Dead(h) => {
-                self.journal("lock_takeover", json!({ "previous": h }))?;
+                self.journal(Event::LockTakeover(ev::LockTakeover {
+                    previous: json!(h),
+                    stale: false,
+                }))?;
                 self.say(format!("loop: took over the lock of a dead loop ({})", h.describe()));
             }
             lock::Previous::Stale(h) => {
-                self.journal("lock_takeover", json!({ "previous": h, "stale": true }))?;
+                self.journal(Event::LockTakeover(ev::LockTakeover {
+                    previous: json!(h),
+                    stale: true,
+                }))?;
                 self.say(format!(
                     "loop: the lock's holder record names a live process that holds no lock \
                      ({}): the record is stale (the flock was free); took the lock",
@@ -625,7 +609,10 @@ impl RunCtx<'_> {
                 ));
             }
             lock::Previous::Unreadable(raw) => {
-                self.journal("lock_takeover", json!({ "previous": { "raw": raw } }))?;
+                self.journal(Event::LockTakeover(ev::LockTakeover {
+                    previous: json!({ "raw": raw }),
+                    stale: false,
+                }))?;
                 self.say("loop: took over a lock whose holder record was unreadable");
             }
         }
@@ -646,10 +633,12 @@ impl RunCtx<'_> {
         } else {
             Vec::new()
         };
-        self.journal(
-            "recovered",
-            json!({ "iteration": u.iteration, "pgid": u.pgid, "killed": killed, "same_boot": same_boot }),
-        )?;
+        self.journal(Event::Recovered(ev::Recovered {
+            iteration: u.iteration,
+            pgid: u.pgid,
+            killed: killed.clone(),
+            same_boot,
+        }))?;
         self.say(format!(
             "loop: iteration {} of a killed loop was left unfinished; ended its process group {} ({} process{} left)",
             u.iteration,
@@ -710,7 +699,7 @@ impl RunCtx<'_> {
             .filter(|l| !git_before.contains(l))
             .collect();
         if !planted.is_empty() {
-            self.journal("git_config_changed", json!({ "added": planted }))?;
+            self.journal(Event::GitConfigChanged(ev::GitConfigChanged { added: planted.clone() }))?;
             self.say(format!(
                 "loop: git settings appeared during the run and outlive it: {}; kit's own git \
                  commands ignore them, yours will not: check .git/config and .git/hooks",
@@ -760,43 +749,45 @@ impl RunCtx<'_> {
         let layers = confirm::Layers::new(&cfg, &goal, &self.project)?;
         let guard = Guard::capture(&self.project)?;
         let (enforcer, why) = memcap::detect();
-        self.journal(
-            "memory_cap",
-            json!({ "enforcer": enforcer.name(), "reason": why, "max_bytes": settings.memory_max }),
-        )?;
+        self.journal(Event::MemoryCap(ev::MemoryCap {
+            enforcer: enforcer.name().into(),
+            reason: why.clone(),
+            max_bytes: settings.memory_max,
+        }))?;
         let spent = self.spent();
         let run_started = match &self.plan {
             durable::Plan::Continue(r) => r.started.clone(),
             _ => crate::clock::now_rfc3339(),
         };
-        self.journal(
-            "loop_start",
-            json!({
-                "run": self.run_id(),
-                "run_started": run_started,
-                "run_key": self.run_key,
-                "resumed": matches!(self.plan, durable::Plan::Continue(_)),
-                "spent": spent,
-                "pid": std::process::id(),
-                "host": self.lock.holder().host,
-                "command": self.lock.holder().command,
-                "agent": settings.agent,
-                "goal": goal.title,
-                "level": rating.level,
-                "first_iteration": self.last_iteration + 1,
-                "caps": {
-                    "iterations": settings.max_iterations,
-                    "wall_s": settings.max_wall.as_secs(),
-                    "cost_usd": settings.max_cost_usd,
-                    "no_progress": settings.max_no_progress,
-                },
-                "timeout_s": settings.timeout.as_secs_f64(),
-                "grace_s": settings.grace.as_secs_f64(),
-                "memory_max_bytes": settings.memory_max,
-                "cap_sources": settings.sources.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "subreaper": subreaper.as_ref().map_or_else(|e| e.clone(), |()| "on".into()),
-            }),
-        )?;
+        self.journal(Event::LoopStart(ev::LoopStart {
+            run: Some(self.run_id()),
+            run_started: Some(run_started.clone()),
+            run_key: Some(self.run_key.clone()),
+            resumed: matches!(self.plan, durable::Plan::Continue(_)),
+            spent: json!(spent),
+            pid: std::process::id(),
+            host: self.lock.holder().host.clone(),
+            command: self.lock.holder().command.clone(),
+            agent: settings.agent.clone(),
+            goal: goal.title.clone(),
+            level: rating.level,
+            first_iteration: self.last_iteration + 1,
+            caps: ev::Caps {
+                iterations: settings.max_iterations.into(),
+                wall_s: settings.max_wall.as_secs(),
+                cost_usd: settings.max_cost_usd,
+                no_progress: settings.max_no_progress.into(),
+            },
+            timeout_s: settings.timeout.as_secs_f64(),
+            grace_s: settings.grace.as_secs_f64(),
+            memory_max_bytes: settings.memory_max,
+            cap_sources: settings
+                .sources
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            subreaper: subreaper.as_ref().map_or_else(|e| e.clone(), |()| "on".into()),
+        }))?;
         self.say(format!(
             "loop: goal \"{}\" (level {}), agent `{}`, memory cap {} by {}",
             goal.title,
@@ -833,7 +824,10 @@ impl RunCtx<'_> {
         if git_head(&self.project.root, &self.excludes).1 {
             match checkpoint(&self.project.root, "kit loop", &self.excludes) {
                 Some(commit) => {
-                    self.journal("checkpoint", json!({ "ref": CHECKPOINT_REF, "commit": commit }))?;
+                    self.journal(Event::Checkpoint(ev::Checkpoint {
+                        reference: CHECKPOINT_REF.into(),
+                        commit: commit.clone(),
+                    }))?;
                     self.say(format!(
                         "loop: the tree has uncommitted changes; kept them as {} ({}): to get them back, git checkout {} -- .",
                         CHECKPOINT_REF,
@@ -855,7 +849,13 @@ impl RunCtx<'_> {
         }
         let env = crate::goal::env::CriteriaEnv::capture(&goal, &self.project.root);
         let n = env.neutralised();
-        self.journal("criteria_env", serde_json::to_value(n).unwrap_or(Value::Null))?;
+        self.journal(Event::CriteriaEnv(ev::CriteriaEnv {
+            removed: n.removed.clone(),
+            set: n.set.clone(),
+            path_dropped: n.path_dropped.clone(),
+            pinned: n.pinned.clone(),
+            not_found: n.not_found.clone(),
+        }))?;
         // Journaled only: what is dropped depends on the machine (a kit installed under /tmp).
         Ok(Prepared {
             goal,
@@ -894,13 +894,15 @@ impl RunCtx<'_> {
             return Ok(Some(o));
         }
         let (commit, dirty) = git_head(&self.project.root, &self.excludes);
-        self.journal(
-            "baseline",
-            json!({
-                "results": c.results, "passed": c.passed, "total": c.views.len(),
-                "commit": commit, "dirty": dirty, "tree": start_tree, "start_of_run": first,
-            }),
-        )?;
+        self.journal(Event::Baseline(ev::Baseline {
+            results: json!(c.results),
+            passed: c.passed as u64,
+            total: c.views.len() as u64,
+            commit,
+            dirty,
+            tree: start_tree.clone(),
+            start_of_run: first,
+        }))?;
         self.say(format!("baseline: {} of {} criteria pass", c.passed, c.views.len()));
         if let Some(e) = commands_not_found(&self.project, &c.views) {
             return Err(e);
@@ -916,10 +918,11 @@ impl RunCtx<'_> {
             c.views.iter().filter(|v| v.passed && v.kind == "function").map(|v| v.line).collect();
         if first && !green.is_empty() {
             let named = green.iter().map(|l| format!("goal.md:{l}")).collect::<Vec<_>>().join(", ");
-            self.journal(
-                "green_start",
-                json!({ "lines": green, "allowed": p.allow_green_start, "all_pass": c.all_pass() }),
-            )?;
+            self.journal(Event::GreenStart(ev::GreenStart {
+                lines: green.clone(),
+                allowed: p.allow_green_start,
+                all_pass: c.all_pass(),
+            }))?;
             if p.allow_green_start {
                 tally.green_allowed = green.iter().map(|&l| l as usize).collect();
                 self.say(format!(
@@ -1059,11 +1062,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.jsonl");
         let j = Journal::new(&path);
-        j.append("loop_start", json!({})).unwrap();
+        j.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
         let base = journal_len(&path);
         let forged = "{\"ts\":\"x\",\"event\":\"loop_end\",\"outcome\":\"done\"}";
         crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
-        let own = j.append_at("agent_start", json!({"iteration": 1})).unwrap().1;
+        let start = ev::AgentStart { iteration: 1, ..ev::AgentStart::default() };
+        let own = j.append_at(&Event::AgentStart(start)).unwrap().1;
         crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
         // `kit handoff save`, run by the agent, journals its save: kept like a hook event.
         crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"handoff_saved\"}").unwrap();

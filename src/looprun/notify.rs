@@ -32,9 +32,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use serde_json::{json, Value};
-
 use crate::longrun::config::Config;
+use crate::longrun::event::{Event, Notify};
 use crate::longrun::journal::Journal;
 use crate::longrun::Project;
 
@@ -43,7 +42,7 @@ const OUTPUT_TAIL: usize = 400;
 
 /// Run the `[notify] command` of `project` for `event` (`done`, `cap`, `limit` or `pause`) with
 /// `outcome` in its environment, wait for it (at most `[notify] timeout`), and journal `notify`
-/// in `journal`. Returns the journaled fields, or None when no command is set.
+/// in `journal`. Returns the journaled event, or None when no command is set.
 ///
 /// Never fails and never panics: every failure (config unreadable, `sh` missing, the command's
 /// exit, a timeout, the journal not writable) ends up in the returned fields and, when it can be
@@ -53,15 +52,16 @@ pub fn fire(
     journal: &Journal,
     event: &str,
     outcome: &[(&str, String)],
-) -> Option<Value> {
+) -> Option<Notify> {
     let (command, timeout) = match Config::load(&project.config()) {
         Ok(c) => (c.notify.command.clone(), c.notify_timeout()),
         Err(e) => {
-            let fields = json!({
-                "on": event, "command": null, "exit": null, "timed_out": false,
-                "error": format!("[notify] not run: {e}"), "duration_ms": 0, "output_tail": "",
-            });
-            let _ = journal.append("notify", fields.clone());
+            let fields = Notify {
+                on: event.into(),
+                error: Some(format!("[notify] not run: {e}")),
+                ..Notify::default()
+            };
+            let _ = journal.append(&Event::Notify(fields.clone()));
             return Some(fields);
         }
     };
@@ -96,18 +96,25 @@ pub fn fire(
                     None => Some("killed by a signal".to_string()),
                 }
             };
-            json!({
-                "on": event, "command": command, "exit": f.code, "timed_out": f.timed_out,
-                "error": error, "duration_ms": duration_ms, "output_tail": tail(&f.stdout),
-            })
+            Notify {
+                on: event.into(),
+                command: Some(command),
+                exit: f.code,
+                timed_out: f.timed_out,
+                error,
+                duration_ms,
+                output_tail: tail(&f.stdout),
+            }
         }
-        Err(e) => json!({
-            "on": event, "command": command, "exit": null, "timed_out": false,
-            "error": format!("could not start sh: {e}"), "duration_ms": duration_ms,
-            "output_tail": "",
-        }),
+        Err(e) => Notify {
+            on: event.into(),
+            command: Some(command),
+            error: Some(format!("could not start sh: {e}")),
+            duration_ms,
+            ..Notify::default()
+        },
     };
-    let _ = journal.append("notify", fields.clone());
+    let _ = journal.append(&Event::Notify(fields.clone()));
     Some(fields)
 }
 
@@ -144,6 +151,7 @@ fn tail(out: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::path::Path;
 
     fn project_with(config: &str) -> (tempfile::TempDir, Project, Journal) {
@@ -181,8 +189,8 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(f["exit"], 0, "{f}");
-        assert!(f["error"].is_null());
+        assert_eq!(f.exit, Some(0), "{f:?}");
+        assert_eq!(f.error, None);
         let text = std::fs::read_to_string(d.path().join("notified.txt")).unwrap();
         for want in [
             "KIT_EVENT=cap",
@@ -206,9 +214,9 @@ mod tests {
     fn a_failing_or_hanging_command_is_journaled_and_its_group_killed() {
         let (_d, p, j) = project_with("[notify]\ncommand = \"echo oops; exit 3\"\n");
         let f = fire(&p, &j, "done", &[]).unwrap();
-        assert_eq!(f["exit"], 3);
-        assert_eq!(f["error"], "exited 3");
-        assert_eq!(f["output_tail"], "oops\n");
+        assert_eq!(f.exit, Some(3));
+        assert_eq!(f.error.as_deref(), Some("exited 3"));
+        assert_eq!(f.output_tail, "oops\n");
 
         // A command that leaves a child holding the pipe: both are ended at the timeout.
         let (d, p, j) = project_with(
@@ -217,9 +225,9 @@ mod tests {
         let began = Instant::now();
         let f = fire(&p, &j, "pause", &[]).unwrap();
         assert!(began.elapsed() < std::time::Duration::from_secs(20));
-        assert_eq!(f["timed_out"], true, "{f}");
-        assert!(f["exit"].is_null());
-        assert!(f["error"].as_str().unwrap().starts_with("timed out after 1"), "{f}");
+        assert!(f.timed_out, "{f:?}");
+        assert_eq!(f.exit, None);
+        assert!(f.error.as_deref().unwrap().starts_with("timed out after 1"), "{f:?}");
         let pid: i32 =
             std::fs::read_to_string(d.path().join("child.pid")).unwrap().trim().parse().unwrap();
         let deadline = Instant::now() + std::time::Duration::from_secs(20);
@@ -237,7 +245,7 @@ mod tests {
         assert!(journaled(&p).is_empty());
         let (_d, p, j) = project_with("[notify]\ncommand = 3\n");
         let f = fire(&p, &j, "done", &[]).unwrap();
-        assert!(f["error"].as_str().unwrap().contains("config.toml"), "{f}");
+        assert!(f.error.as_deref().unwrap().contains("config.toml"), "{f:?}");
         assert_eq!(journaled(&p).len(), 1);
     }
 

@@ -8,10 +8,7 @@ impl RunCtx<'_> {
     pub(super) fn should_stop(&mut self, p: &Prepared, tally: &Tally) -> Result<Option<Outcome>> {
         self.lock.verify()?;
         if self.lock.take_repairs() > 0 {
-            self.journal(
-                "cheat",
-                json!({ "iteration": self.last_iteration, "phase": "after_agent", "path": "longrun/.lock", "kind": "lock_replaced" }),
-            )?;
+            self.cheat(self.last_iteration, "after_agent", "longrun/.lock", "lock_replaced")?;
             self.say(format!(
                 "iteration {}: longrun/.lock was deleted or replaced; kit locked it again",
                 self.last_iteration
@@ -37,10 +34,11 @@ impl RunCtx<'_> {
             pause::Paused::Record(r) => json!(r),
             pause::Paused::ByHand => Value::Null,
         };
-        self.journal(
-            "paused",
-            json!({ "iteration": self.last_iteration, "now": at_once, "by": by }),
-        )?;
+        self.journal(Event::Paused(ev::Paused {
+            iteration: self.last_iteration,
+            now: at_once,
+            by: json!(by),
+        }))?;
         let how = if at_once {
             format!(
                 "; the agent of iteration {} was stopped at once and its criteria not run",
@@ -112,7 +110,7 @@ impl RunCtx<'_> {
         words: &str,
         tally: &Tally,
     ) -> Result<Outcome> {
-        self.journal("cap", json!({ "which": which, "used": used, "limit": limit }))?;
+        self.journal(Event::Cap(ev::Cap { which: which.into(), used, limit }))?;
         Ok(Outcome {
             name: "cap",
             code: EXIT_CAP,

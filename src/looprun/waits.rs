@@ -53,18 +53,15 @@ impl RunCtx<'_> {
             AgentSpec::FakeCodex(_) => "fake-codex",
             AgentSpec::Shell(_) => "command",
         };
-        self.journal(
-            "limit_wait",
-            json!({
-                "iteration": iteration,
-                "agent": agent,
-                "kind": limit.kind.name(),
-                "until": limit.until.map(crate::clock::format_ts),
-                "wait_s": wait.as_secs(),
-                "backoff": backoff,
-                "message": limit.message,
-            }),
-        )?;
+        self.journal(Event::LimitWait(ev::LimitWait {
+            iteration,
+            agent: agent.into(),
+            kind: limit.kind.name().into(),
+            until: limit.until.map(crate::clock::format_ts),
+            wait_s: wait.as_secs(),
+            backoff,
+            message: limit.message.clone(),
+        }))?;
         let what = match limit.kind {
             limits::Kind::Usage => "usage limit",
             limits::Kind::Rate => "rate limit",
@@ -111,10 +108,11 @@ impl RunCtx<'_> {
             self.waited += slept;
         }
         let cut = cut.or(beyond.then_some("wall"));
-        self.journal(
-            "limit_resume",
-            json!({ "iteration": iteration, "waited_s": slept.as_secs(), "cut_short": cut }),
-        )?;
+        self.journal(Event::LimitResume(ev::LimitResume {
+            iteration,
+            waited_s: slept.as_secs(),
+            cut_short: cut.map(str::to_string),
+        }))?;
         // Not an iteration: the next one has the same number.
         self.iterations_run = self.iterations_run.saturating_sub(1);
         self.last_iteration = iteration - 1;

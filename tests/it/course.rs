@@ -609,6 +609,28 @@ fn from_another_folder_kit_names_the_lab_last_used_and_a_lab_found_above() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("note: no lab in this folder; your lab is "), "{err}");
     assert!(!elsewhere.join("kit-lab").exists(), "{err}");
+    // A command that lays out makes a lab here, and its note says so (QA, issue 21: it said
+    // "no lab in this folder; your lab is …" while it made ./kit-lab).
+    let o = learner(&elsewhere, &lab)
+        .env_remove("KIT_LAB")
+        .args(["exercise", "start", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let made = elsewhere.join("kit-lab");
+    assert!(made.join("02-who-writes-what").is_dir(), "{err}");
+    let want =
+        format!("note: no lab in this folder, so this command makes one: {}; ", made.display());
+    assert!(err.starts_with(&want), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the lab you used before is {}",
+            lab.canonicalize().unwrap().display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("your lab is"), "{err}");
     // Below the lab (not in a sandbox): the lab found above is named.
     let below = lab.join("notes");
     std::fs::create_dir_all(&below).unwrap();
@@ -682,6 +704,42 @@ fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
     let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     let at = out.find(empty).unwrap_or_else(|| panic!("{out}"));
     assert!(out[at..].lines().nth(1) == Some("(empty file)"), "{out}");
+}
+
+#[test]
+fn a_lesson_is_called_done_only_when_every_exercise_of_it_passed() {
+    // QA, issue 21: the last exercise of a lesson passed while an earlier one of it was never
+    // passed printed `lesson N done; next: kit lesson N+1`.
+    let (d, lab, ex1) = started(1);
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let two = kit::course::exercise::load_all().unwrap().into_iter().find(|e| e.meta.id == 2);
+    let two = two.unwrap();
+    assert_eq!(two.meta.lesson, 1);
+    let sandbox2 = lab.join(&two.slug);
+    for (rel, bytes) in &two.solution {
+        let p = sandbox2.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let o = kit_in(&sandbox2, &lab, &["exercise", "check", "2"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!t.contains("lesson 1 done"), "{t}");
+    assert!(
+        t.contains(
+            "next: kit exercise task 1 (started, not passed yet), then kit exercise check 1"
+        ),
+        "{t}"
+    );
+    let o = kit_in(&ex1, &lab, &["init"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = kit_in(&ex1, &lab, &["exercise", "check", "1"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    if lesson_1_exercises() == 2 {
+        assert!(t.contains("lesson 1 done; next: kit lesson 2"), "{t}");
+    }
 }
 
 #[test]

@@ -585,11 +585,13 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
     let root = d.path();
     let journal_path = root.join("longrun/journal.jsonl");
     let journal = kit::longrun::journal::Journal::new(&journal_path);
-    journal.append("loop_started", serde_json::json!({"iteration": 0})).unwrap();
-    journal.append("cheat", serde_json::json!({"path": "tests/test_x.py"})).unwrap();
+    use kit::longrun::event::{self as ev, Event};
+    journal.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
+    let cheat = ev::Cheat { path: "tests/test_x.py".into(), ..ev::Cheat::default() };
+    journal.append(&Event::Cheat(cheat)).unwrap();
     let mut guard = Guard::capture(&Project::at(root)).unwrap();
 
-    journal.append("criteria", serde_json::json!({"passed": 0})).unwrap();
+    journal.append(&Event::Criteria(ev::Criteria::default())).unwrap();
     assert_eq!(guard.check(), vec![], "kit's own appends are not drift");
     guard.seal_journal().unwrap();
     let sealed = fs::read_to_string(&journal_path).unwrap();
@@ -606,4 +608,35 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
     assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Deleted)]);
     guard.restore().unwrap();
     assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);
+}
+
+#[test]
+fn a_hand_written_manifest_missing_the_folders_files_is_refused_and_nothing_is_removed() {
+    // QA: frozen.toml edited to list the folder with no [files]: `kit freeze --restore` removed
+    // every test as "new", with no stored copy to put back.
+    let d = frozen_repo();
+    let root = d.path();
+    let manifest = fs::read_to_string(root.join("longrun/frozen.toml")).unwrap();
+    let base = manifest.lines().find(|l| l.starts_with("base_commit")).unwrap().to_string();
+    fs::write(
+        root.join("longrun/frozen.toml"),
+        format!("format_version = 1\n{base}\ndirs = [\"tests\"]\n\n[files]\n"),
+    )
+    .unwrap();
+    let before = snapshot(root);
+    for args in [&["freeze", "--restore"][..], &["freeze", "--check"]] {
+        let (code, text) = run_kit(root, args);
+        assert_eq!(code, 2, "{args:?}: {text}");
+        assert!(
+            text.contains("longrun/frozen.toml does not list tests/")
+                && text.contains("next: kit freeze tests records"),
+            "{args:?}: {text}"
+        );
+    }
+    let after = snapshot(root);
+    assert_eq!(before, after, "nothing may be removed");
+    // The fix it names works.
+    assert_eq!(run_kit(root, &["freeze", "tests"]).0, 0);
+    let (code, text) = run_kit(root, &["freeze", "--check"]);
+    assert_eq!(code, 0, "{text}");
 }

@@ -78,10 +78,24 @@ fn last_line(o: &Output) -> String {
 }
 
 /// Every journal line, asserting none is torn.
+/// The journal's lines. Each must read as one of kit's typed events and write back as the
+/// same bytes (`kit::longrun::event`): whatever a loop journals, in any of these tests.
 fn journal(root: &Path) -> Vec<Value> {
     read(root, "longrun/journal.jsonl")
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("torn journal line {l:?}: {e}")))
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("torn journal line {l:?}: {e}"));
+            let entry = kit::longrun::event::Entry::from_value(v.clone());
+            assert!(
+                !matches!(entry.event, kit::longrun::event::Event::Unknown(_)),
+                "not a known event: {l}"
+            );
+            assert!(entry.absent.is_empty() && entry.extra.is_empty(), "{l}: {entry:?}");
+            let again = serde_json::to_string(&entry.to_value()).unwrap();
+            assert_eq!(again, l, "a journal line does not write back as kit wrote it");
+            v
+        })
         .collect()
 }
 

@@ -59,6 +59,14 @@ impl Lint<'_> {
     }
 
     pub(super) fn target(&mut self, line: usize, kind: Kind, t: &Target) {
+        let (Target::File(p)
+        | Target::Dir(p, _)
+        | Target::Script(p)
+        | Target::Config { path: p, .. }) = t;
+        if p == ".." || p.starts_with("../") {
+            // Outside the repository: nothing kit can freeze.
+            return;
+        }
         match t {
             Target::File(p) => {
                 if self.frozen.covers(p) {

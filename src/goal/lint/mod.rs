@@ -160,6 +160,13 @@ impl Lint<'_> {
             found.extend(build_files(words, &here));
             targets.extend(found.into_iter().map(|t| t.under(&cwd)));
         }
+        // A script fed to an interpreter on its standard input (`python3 - < tools/bench.py`):
+        // the redirection is not among the words above (read from the criterion's own folder).
+        for list in shell::script(&c.command) {
+            for simple in list.pipelines.iter().flat_map(|p| &p.commands) {
+                targets.extend(runner::stdin_script(simple, self.root));
+            }
+        }
         // One check per path: what a runner found (with its file patterns) comes first.
         let mut seen = BTreeSet::new();
         for t in targets {

@@ -527,16 +527,16 @@ fn unittest_target(name: &str, root: &Path) -> Target {
 pub(super) fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
     let mut out = Vec::new();
     for w in words {
-        if w.starts_with('-') || w.contains("://") || w.contains('$') {
+        if w.starts_with('-') || w.contains("://") {
             continue;
         }
         let w = w.trim_start_matches(['<', '>']);
         let w = w.split("::").next().unwrap_or(w);
-        if w.starts_with('/') || w.split('/').any(|c| c == "..") || !w.contains(['/', '.']) {
+        if !w.contains(['/', '.']) {
             continue;
         }
-        let p = normalise(w);
-        if p == "." || !looks_like_test(&p) {
+        let Some(p) = repo_path(w, root) else { continue };
+        if !looks_like_test(&p) {
             continue;
         }
         let full = root.join(&p);
@@ -559,7 +559,7 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
     // `. ./env.sh`, `source env.sh`: the file runs in the criterion's own shell.
     if matches!(base, "." | "source") {
         let s = args.first()?;
-        return repo_path(s).map(Target::Script);
+        return repo_path(s, root).map(Target::Script);
     }
     // `python3 -m tools.check`: the module's file runs as the program.
     if base.starts_with("python") {
@@ -598,25 +598,51 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
     } else {
         return None;
     };
-    if script.starts_with('/')
-        || script.starts_with('~')
-        || script.contains('$')
-        || script.split('/').any(|c| c == "..")
-    {
-        return None;
-    }
-    let p = normalise(script);
-    (p != ".").then_some(Target::Script(p))
+    repo_path(script, root).map(Target::Script)
 }
 
-/// A word as a repo-relative path, when it can be one (not absolute, no `..`, no variable).
-fn repo_path(w: &str) -> Option<String> {
-    if w.starts_with('/')
-        || w.starts_with('~')
-        || w.contains('$')
-        || w.split('/').any(|c| c == "..")
-    {
+/// The script an interpreter reads from its standard input (`python3 - < tools/bench.py`,
+/// `sh < check.sh`): the last `<` redirection of a simple command whose program is an
+/// interpreter, placed as [`repo_path`] does. The redirection is not among the command's words.
+pub(super) fn stdin_script(simple: &shell::Simple, here: &Path) -> Option<Target> {
+    let (prog, _) = shell::program(&simple.words)?;
+    let base = prog.rsplit('/').next().unwrap_or(prog);
+    let interpreter = base.starts_with("python")
+        || matches!(base, "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "php");
+    if !interpreter {
         return None;
+    }
+    let file =
+        simple.redirects.iter().rev().find(|r| r.op == "<" && r.fd.is_none_or(|fd| fd == 0))?;
+    repo_path(&file.target, here).map(Target::Script)
+}
+
+/// A word of a command as a path relative to the folder `here` the command runs in, however it
+/// is written: `$PWD/`, `${PWD}/` and `$(pwd)/` stand for `here`, an absolute path inside `here`
+/// is made relative, `..` is resolved (`tools/../tools/x.py` is `tools/x.py`; a result starting
+/// with `../` leaves `here`, and [`Target::under`] places it). None for what cannot be placed: another
+/// variable, `~`, an absolute path outside `here`, `here` itself.
+pub(super) fn repo_path(w: &str, here: &Path) -> Option<String> {
+    let mut w = w;
+    for prefix in ["$PWD/", "${PWD}/", "$(pwd)/", "`pwd`/"] {
+        if let Some(rest) = w.strip_prefix(prefix) {
+            w = rest;
+            break;
+        }
+    }
+    if w.starts_with('~') || w.contains(['$', '`']) {
+        return None;
+    }
+    let rel;
+    if w.starts_with('/') {
+        let abs = Path::new(w);
+        let real = std::fs::canonicalize(here).ok();
+        rel = [Some(here.to_path_buf()), real]
+            .into_iter()
+            .flatten()
+            .filter(|h| h.is_absolute())
+            .find_map(|h| abs.strip_prefix(&h).ok().map(|r| r.to_string_lossy().into_owned()))?;
+        w = &rel;
     }
     let p = normalise(w);
     (p != ".").then_some(p)
@@ -645,7 +671,7 @@ pub(super) fn script_inputs(words: &[String], root: &Path) -> Vec<Target> {
         if a.starts_with('-') || a.contains(['<', '>', '=']) || a.contains("://") {
             continue;
         }
-        let Some(p) = repo_path(a) else { continue };
+        let Some(p) = repo_path(a, root) else { continue };
         if root.join(&p).is_file() {
             out.push(Target::File(p));
         } else if !a.contains('/')
@@ -792,9 +818,19 @@ pub(super) fn glob_match(pattern: &str, name: &str) -> bool {
     pi == p.len()
 }
 
-/// `./tests/` → `tests`; `a//b` → `a/b`.
+/// `./tests/` → `tests`; `a//b` → `a/b`; `tools/../tools/x.py` → `tools/x.py` (`..` resolved
+/// by name; a path that leaves the folder keeps its leading `..`: `../x`).
 pub(super) fn normalise(p: &str) -> String {
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let mut parts: Vec<&str> = Vec::new();
+    for s in p.split('/') {
+        match s {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|l| *l != "..") => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
     if parts.is_empty() {
         ".".to_string()
     } else {
