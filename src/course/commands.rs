@@ -562,6 +562,12 @@ pub fn solution(cwd: &Path, n: Option<u32>, show_anyway: bool, out: &mut dyn Wri
             writeln!(out).map_err(w)?;
         }
     }
+    if !ex.meta.solution_steps.is_empty() {
+        writeln!(out, "--- then, in the exercise's folder:").map_err(w)?;
+        for cmd in &ex.meta.solution_steps {
+            writeln!(out, "$ {cmd}").map_err(w)?;
+        }
+    }
     Ok(EXIT_OK)
 }
 

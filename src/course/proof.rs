@@ -24,7 +24,8 @@
 //! ```toml
 //! about = "the limit criterion first, then function and regression"  # one line
 //! class = "planted module"   # cheats: which class of shortcut (see CLASSES)
-//! solution = true            # lay solution/ before files/ (default false)
+//! solution = true            # lay solution/, run exercise.toml's solution_steps, then
+//!                            # files/ (default false)
 //! before = ["kit freeze tests tools", "git add -A && git commit -qm work"]
 //! fails_at = "fake:lie"      # cheats: a substring of the `$ ` step the check must fail at,
 //!                            # or "refused": the check refuses the folder (exit 2)
@@ -65,7 +66,8 @@ pub struct ProofToml {
     /// Cheats: the class of shortcut, one of [`CLASSES`].
     #[serde(default)]
     pub class: Option<String>,
-    /// Lay the exercise's `solution/` before `files/`.
+    /// Lay the exercise's `solution/` and run its `solution_steps` (`exercise.toml`) before
+    /// `files/`.
     #[serde(default)]
     pub solution: bool,
     /// Commands run in the exercise's folder, in order, after the files are laid (`/bin/sh -c`,
@@ -216,11 +218,15 @@ pub fn run(ex: &Exercise, proof: &Proof, bins: &Binaries) -> Result<Outcome> {
         return Ok(fail(0, "kit exercise start", format!("`{start}` failed ({code:?}):\n{out}")));
     }
     let folder = lab.join(&ex.slug);
+    let mut log = String::new();
     if proof.meta.solution {
         crate::embedded::write_files(&folder, &ex.solution)?;
+        for cmd in &ex.meta.solution_steps {
+            let (code, out) = shell(cmd, &folder, &env)?;
+            log.push_str(&format!("$ {cmd}   (a solution step)\n{out}(exit {code:?})\n"));
+        }
     }
     crate::embedded::write_files(&folder, &proof.files)?;
-    let mut log = String::new();
     for cmd in &proof.meta.before {
         let (code, out) = shell(cmd, &folder, &env)?;
         log.push_str(&format!("$ {cmd}\n{out}(exit {code:?})\n"));
