@@ -179,9 +179,11 @@ fn print_task(
         writeln!(out, "edit: {}", m.edit.join(", ")).map_err(w)?;
     }
     writeln!(out, "check it: kit exercise check {}", m.id).map_err(w)?;
-    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") {
+    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") || m.task.contains("kit loop") {
         // Its sessions (recorded ones, or the fake agent's) live in the sandbox's .home, where
-        // the check's `kit measure` reads them; the learner's shell must look there too.
+        // the check's `kit measure` reads them; the learner's shell must look there too. A task
+        // that runs `kit loop` in any sandbox needs it as well: the fake agents write their
+        // transcripts under CLAUDE_CONFIG_DIR, and without it they land among the learner's own.
         let home = folder.join(".home");
         writeln!(
             out,

@@ -734,6 +734,10 @@ fn an_exercise_with_sessions_prints_the_exports_that_make_kit_measure_read_them(
     // An exercise without sessions says nothing of the kind.
     let o = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
     assert!(!text(&o).contains("its sessions are in"), "{}", text(&o));
+    // A git sandbox whose task runs `kit loop` (exercise 4) says it: the fake agents write their
+    // transcripts under CLAUDE_CONFIG_DIR, which must be the lab's, not the learner's own.
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "4"]);
+    assert!(text(&o).contains("its sessions are in"), "{}", text(&o));
 }
 
 #[test]
