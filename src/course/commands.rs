@@ -451,8 +451,10 @@ pub fn hint(cwd: &Path, n: Option<u32>, level: Option<usize>, out: &mut dyn Writ
     Ok(EXIT_OK)
 }
 
-/// `kit exercise reset N [--yes]`: remove the sandbox and lay it out again. Without `--yes` it
-/// asks on a terminal and refuses (exit 2) without one.
+/// `kit exercise reset N [--yes]`: empty the sandbox and lay it out again. Without `--yes` it
+/// asks on a terminal, saying what is deleted, and refuses (exit 2) without one. A pass stays on
+/// record (`earned`): the exercise is started again, `kit exercise list` shows `started, passed
+/// before`, the solution stays unlocked, and the prompt and the output say so.
 pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     use std::io::IsTerminal;
     let course = Course::load()?;
@@ -473,23 +475,30 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
             )));
         }
     }
+    let kept = progress.exercises.get(&ex.slug).and_then(|e| e.earned.clone().or(e.passed.clone()));
+    let kept_note = kept.as_ref().map(|p| {
+        format!("your pass of {} stays on record: kit exercise list shows \"started, passed before\" and the solution stays unlocked", p.time)
+    });
     if folder.exists() && !yes {
+        let what = format!(
+            "reset exercise {n}: delete everything in {} (your files and its git history) and lay out its start again",
+            folder.display()
+        );
         if !(std::io::stdin().is_terminal() && crate::term::stderr_is_term()) {
-            return Err(Error::usage(format!(
-                "reset removes {} and everything you did there",
-                folder.display()
-            ))
-            .with_hint(format!("kit exercise reset {n} --yes")));
+            let mut e = Error::usage(format!("{what}? Without a terminal to ask on, say so with --yes"));
+            e = e.with_hint(match &kept_note {
+                Some(k) => format!("kit exercise reset {n} --yes ({k})"),
+                None => format!("kit exercise reset {n} --yes"),
+            });
+            return Err(e);
         }
         let term = console::Term::stderr();
-        term.write_str(&format!(
-            "remove {} and start exercise {n} again? [y/N] ",
-            folder.display()
-        ))
-        .map_err(|e| Error::io("stderr", e))?;
+        let note = kept_note.as_ref().map(|k| format!("\n({k})")).unwrap_or_default();
+        term.write_str(&format!("{what}?{note}\ndelete and start again? [y/N] "))
+            .map_err(|e| Error::io("stderr", e))?;
         let answer = term.read_line().map_err(|e| Error::io("stdin", e))?;
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            writeln!(out, "kept {}", folder.display()).map_err(w)?;
+            writeln!(out, "kept {}: nothing deleted", folder.display()).map_err(w)?;
             return Ok(EXIT_OK);
         }
     }
@@ -500,6 +509,9 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
     }
     lay_out(ex, &lab, &folder)?;
     print_task(ex, &folder, true, theme, out)?;
+    if let Some(k) = &kept_note {
+        writeln!(out, "reset: exercise {n} is laid out afresh, and {k}").map_err(w)?;
+    }
     Ok(EXIT_OK)
 }
 

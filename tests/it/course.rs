@@ -403,7 +403,12 @@ fn reset_after_a_pass_is_started_again_and_keeps_the_solution_unlocked() {
     let o = kit_in(d.path(), &lab, &["exercise", "reset", "1", "--yes"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(!sandbox.join("longrun").exists());
-    assert!(list_row(&lab, 1).ends_with("started"), "{}", list_row(&lab, 1));
+    assert!(
+        text(&o).contains("reset: exercise 1 is laid out afresh, and your pass of"),
+        "the pass kept on record is said: {}",
+        text(&o)
+    );
+    assert!(list_row(&lab, 1).ends_with("started, passed before"), "{}", list_row(&lab, 1));
     let lessons = text(&kit_in(d.path(), &lab, &["lesson"]));
     assert!(lessons.contains("next: kit exercise check 1 (started)"), "{lessons}");
     let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
