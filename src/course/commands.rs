@@ -485,7 +485,8 @@ pub fn reset(cwd: &Path, n: u32, yes: bool, theme: &Theme, out: &mut dyn Write) 
             folder.display()
         );
         if !(std::io::stdin().is_terminal() && crate::term::stderr_is_term()) {
-            let mut e = Error::usage(format!("{what}? Without a terminal to ask on, say so with --yes"));
+            let mut e =
+                Error::usage(format!("{what}? Without a terminal to ask on, say so with --yes"));
             e = e.with_hint(match &kept_note {
                 Some(k) => format!("kit exercise reset {n} --yes ({k})"),
                 None => format!("kit exercise reset {n} --yes"),

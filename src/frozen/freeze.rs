@@ -256,11 +256,8 @@ fn freeze(
         if nd == 1 { "frozen folder" } else { "frozen folders" },
     )
     .at(Path::new("stdout"))?;
-    let next = if all_named_in_constraints(project, &m) {
-        NEXT_WHEN_NAMED
-    } else {
-        NEXT_AFTER_FREEZE
-    };
+    let next =
+        if all_named_in_constraints(project, &m) { NEXT_WHEN_NAMED } else { NEXT_AFTER_FREEZE };
     writeln!(out, "{}", theme.dim(next)).at(Path::new("stdout"))?;
     Ok(EXIT_OK)
 }
@@ -286,9 +283,8 @@ fn constraint_words(items: &[String]) -> BTreeSet<String> {
     for item in items {
         for raw in item.split(|c: char| !(c.is_alphanumeric() || "._-/".contains(c))) {
             let word = raw.trim_start_matches("./").trim_end_matches(['.', '/']);
-            let path_like = raw.contains('/')
-                || word.contains('.')
-                || item.contains(&format!("`{word}`"));
+            let path_like =
+                raw.contains('/') || word.contains('.') || item.contains(&format!("`{word}`"));
             if !word.is_empty() && path_like {
                 out.insert(word.to_string());
             }
