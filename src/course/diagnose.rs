@@ -7,13 +7,13 @@
 //! - a program the step runs was not found (exit 127, `sh: 1: NAME: not found`): the machine;
 //! - the step did not finish (the runner's "killed by a signal or the timeout"): a hang, or a
 //!   busy machine;
-//! - the step pins files by sha256 (`HASH  PATH` lines, as `sha256sum` prints them) and the lines
-//!   that differ name files that are not the task's (`edit`): the lab's own tests or benchmark
-//!   were changed, and the check judges the goal against the lab's, so the fix is to put them
-//!   back, not to rewrite the goal;
-//! - kit itself refused to run the step (a `kit: error:` line among the lines that differ) for a
-//!   reason that is not goal.md (a malformed config.toml, a cap turned off): its message is the
-//!   problem;
+//! - after the work (a step before it is told as below), the step pins files by sha256 (`HASH
+//!   PATH` lines, as `sha256sum` prints them) and the lines that differ name files that are not
+//!   the task's (`edit`): the lab's own tests or benchmark were changed, and the check judges the
+//!   goal against the lab's, so the fix is to put them back, not to rewrite the goal;
+//! - after the work, kit itself refused to run the step (a `kit: error:` line among the lines
+//!   that differ) for a reason that is not goal.md (a malformed config.toml, a cap turned off):
+//!   its message is the problem;
 //! - the step comes before the one `start_fails_at` names and no `[[step_hints]]` entry names it:
 //!   it passes on the exercise as laid out (`kit verify` proves the start fails exactly at
 //!   `start_fails_at`), so it checks what the exercise gave the learner, not the work; the files
@@ -79,6 +79,10 @@ pub fn cause(ex: &Exercise, folder: &Path, f: &Failure) -> Cause {
     if got.as_deref() == Some("127") {
         return Cause::Missing { program: String::new() };
     }
+    if before_the_work(ex, f) {
+        let (changed, start) = changed_since_start(ex, folder);
+        return Cause::Untouched { line: f.line, changed, start };
+    }
     let rows = changed_rows(&f.detail);
     let files = pinned_files(&rows);
     if !files.is_empty() && files.iter().any(|p| !is_task_file(ex, p)) {
@@ -86,10 +90,6 @@ pub fn cause(ex: &Exercise, folder: &Path, f: &Failure) -> Cause {
     }
     if let Some(message) = kit_refusal(&rows) {
         return Cause::Refused { message };
-    }
-    if before_the_work(ex, f) {
-        let (changed, start) = changed_since_start(ex, folder);
-        return Cause::Untouched { line: f.line, changed, start };
     }
     Cause::Work
 }

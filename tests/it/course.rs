@@ -673,6 +673,20 @@ fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_
 }
 
 #[test]
+fn a_solution_with_steps_shows_them_after_its_files() {
+    // Exercise 20's solution is files and commands (exercise.toml's solution_steps): a freeze and
+    // a commit that files alone cannot hold.
+    let (d, lab, _sandbox) = started(20);
+    let o = kit_in(d.path(), &lab, &["exercise", "solution", "20", "--show-anyway"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let steps = out.find("--- then, in the exercise's folder:").unwrap_or_else(|| panic!("{out}"));
+    assert!(out.find("--- solution/longrun/goal.md").is_some_and(|f| f < steps), "{out}");
+    assert!(out[steps..].contains("\n$ kit freeze tests tools\n"), "{out}");
+    assert!(!out.contains("--- solution/longrun/frozen.toml"), "kit freeze writes it: {out}");
+}
+
+#[test]
 fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
     let (d, lab, _sandbox) = started(4);
     let o = kit_in(d.path(), &lab, &["exercise", "solution", "4", "--show-anyway"]);
