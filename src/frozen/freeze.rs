@@ -44,13 +44,22 @@ pub enum FreezeAction {
     Restore,
 }
 
-/// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status.
+/// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status. `constraints` holds the
+/// items of goal.md's `## Constraints` (None: no goal.md, or one that does not parse), read by
+/// the caller (the frozen layer does not read goals): a freeze asks to name the frozen paths
+/// there only when they do not name them already.
 ///
 /// Errors: [`Error::Usage`] for a path that is missing, a link, outside the repository or inside
 /// `longrun/`/`.git`, or when `longrun/` does not exist; [`Error::Input`] for a malformed
 /// `frozen.toml`; [`Error::Io`] naming the file that could not be read or written;
 /// [`Error::Locked`] (exit 4) when freezing or restoring while a loop runs.
-pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn run(
+    cwd: &Path,
+    action: &FreezeAction,
+    constraints: Option<&[String]>,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     if !matches!(action, FreezeAction::Check) {
         if let Some(holder) = crate::longrun::lock::running_loop(&project) {
@@ -75,7 +84,7 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
         }
     }
     match action {
-        FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, theme, out),
+        FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, constraints, theme, out),
         FreezeAction::Check => check(&project, theme, out),
         FreezeAction::Restore => restore(&project, theme, out),
     }
@@ -136,6 +145,7 @@ fn freeze(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
+    constraints: Option<&[String]>,
     theme: &Theme,
     out: &mut dyn Write,
 ) -> Result<u8> {
@@ -256,22 +266,18 @@ fn freeze(
         if nd == 1 { "frozen folder" } else { "frozen folders" },
     )
     .at(Path::new("stdout"))?;
-    let next =
-        if all_named_in_constraints(project, &m) { NEXT_WHEN_NAMED } else { NEXT_AFTER_FREEZE };
+    let named = constraints.is_some_and(|c| all_named_in_constraints(c, &m));
+    let next = if named { NEXT_WHEN_NAMED } else { NEXT_AFTER_FREEZE };
     writeln!(out, "{}", theme.dim(next)).at(Path::new("stdout"))?;
     Ok(EXIT_OK)
 }
 
-/// Whether goal.md's `## Constraints` already names every path `m` freezes, so that `kit freeze`
-/// need not ask for it. A path is named when an item of Constraints holds it, or a folder above
-/// it, as a word of its own (`tests`, `tests/`, `` `tests/` ``, `tests/test_x.py.` at the end of
-/// a sentence; see [`constraint_words`]). A goal.md that is missing or does
-/// not parse names nothing.
-fn all_named_in_constraints(project: &Project, m: &Manifest) -> bool {
-    let Ok(goal) = crate::goal::load(project) else {
-        return false;
-    };
-    let words = constraint_words(&goal.constraints);
+/// Whether the Constraints items `constraints` already name every path `m` freezes, so that
+/// `kit freeze` need not ask for it. A path is named when an item holds it, or a folder above it,
+/// as a word of its own (`tests/`, `` `tests` ``, `tests/test_x.py.` at the end of a sentence;
+/// see [`constraint_words`]).
+fn all_named_in_constraints(constraints: &[String], m: &Manifest) -> bool {
+    let words = constraint_words(constraints);
     named_by(&words, m.dirs.iter().chain(m.files.keys()))
 }
 
