@@ -244,7 +244,7 @@ pub enum ExerciseCommand {
         #[arg(long, value_name = "K")]
         level: Option<usize>,
     },
-    /// Remove exercise N's sandbox and lay it out again.
+    /// Delete exercise N's sandbox and lay it out again (a pass of it stays on record).
     Reset {
         /// The exercise's number.
         #[arg(value_name = "N")]

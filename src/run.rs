@@ -93,7 +93,12 @@ pub fn execute(
             } else {
                 FreezeAction::Freeze(paths)
             };
-            crate::frozen::freeze::run(&ctx.cwd, &action, &ctx.theme, out)
+            // goal.md's Constraints, read here: the frozen layer does not read goals.
+            let constraints = crate::longrun::Project::discover_initialised(&ctx.cwd)
+                .ok()
+                .and_then(|p| goal::load(&p).ok())
+                .map(|g| g.constraints);
+            crate::frozen::freeze::run(&ctx.cwd, &action, constraints.as_deref(), &ctx.theme, out)
         }
         Command::Loop(args) => {
             let (ensure_alive, detached) = (args.ensure_alive, args.detached);

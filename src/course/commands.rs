@@ -199,9 +199,11 @@ fn print_task(
         writeln!(out, "edit: {}", m.edit.join(", ")).map_err(w)?;
     }
     writeln!(out, "check it: kit exercise check {}", m.id).map_err(w)?;
-    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") {
+    if matches!(m.sandbox.as_str(), "transcripts" | "rehearsal") || m.task.contains("kit loop") {
         // Its sessions (recorded ones, or the fake agent's) live in the sandbox's .home, where
-        // the check's `kit measure` reads them; the learner's shell must look there too.
+        // the check's `kit measure` reads them; the learner's shell must look there too. A task
+        // that runs `kit loop` in any sandbox needs it as well: the fake agents write their
+        // transcripts under CLAUDE_CONFIG_DIR, and without it they land among the learner's own.
         let home = folder.join(".home");
         writeln!(
             out,
@@ -484,8 +486,10 @@ pub fn hint(
     Ok(EXIT_OK)
 }
 
-/// `kit exercise reset N [--yes]`: remove the sandbox and lay it out again. Without `--yes` it
-/// asks on a terminal and refuses (exit 2) without one.
+/// `kit exercise reset N [--yes]`: empty the sandbox and lay it out again. Without `--yes` it
+/// asks on a terminal, saying what is deleted, and refuses (exit 2) without one. A pass stays on
+/// record (`earned`): the exercise is started again, `kit exercise list` shows `started, passed
+/// before`, the solution stays unlocked, and the prompt and the output say so.
 pub fn reset(
     cwd: &Path,
     n: u32,
@@ -513,17 +517,27 @@ pub fn reset(
             )));
         }
     }
+    let kept = progress.exercises.get(&ex.slug).and_then(|e| e.earned.clone().or(e.passed.clone()));
+    let kept_note = kept.as_ref().map(|p| {
+        format!("your pass of {} stays on record: kit exercise list shows \"started, passed before\" and the solution stays unlocked", p.time)
+    });
     if folder.exists() && !yes {
+        let what = format!(
+            "reset exercise {n}: delete everything in {} (your files and its git history) and lay out its start again",
+            folder.display()
+        );
         if !(std::io::stdin().is_terminal() && crate::term::stderr_is_term()) {
-            return Err(Error::usage(format!(
-                "reset removes {} and everything you did there",
-                folder.display()
-            ))
-            .with_hint(format!("kit exercise reset {n} --yes")));
+            let mut e =
+                Error::usage(format!("{what}? Without a terminal to ask on, say so with --yes"));
+            e = e.with_hint(match &kept_note {
+                Some(k) => format!("kit exercise reset {n} --yes ({k})"),
+                None => format!("kit exercise reset {n} --yes"),
+            });
+            return Err(e);
         }
-        let question = format!("remove {} and start exercise {n} again?", folder.display());
-        if !crate::term::ask_yes(&question)? {
-            writeln!(out, "kept {}", folder.display()).map_err(w)?;
+        let note = kept_note.as_ref().map(|k| format!("\n({k})")).unwrap_or_default();
+        if !crate::term::ask_yes(&format!("{what}?{note}\ndelete and start again?"))? {
+            writeln!(out, "kept {}: nothing deleted", folder.display()).map_err(w)?;
             return Ok(EXIT_OK);
         }
     }
@@ -534,6 +548,9 @@ pub fn reset(
     }
     lay_out(ex, &lab, &folder, err)?;
     print_task(ex, &folder, true, theme, out)?;
+    if let Some(k) = &kept_note {
+        writeln!(out, "reset: exercise {n} is laid out afresh, and {k}").map_err(w)?;
+    }
     Ok(EXIT_OK)
 }
 
@@ -602,6 +619,12 @@ pub fn solution(
         write!(out, "{text}").map_err(w)?;
         if !text.ends_with('\n') {
             writeln!(out).map_err(w)?;
+        }
+    }
+    if !ex.meta.solution_steps.is_empty() {
+        writeln!(out, "--- then, in the exercise's folder:").map_err(w)?;
+        for cmd in &ex.meta.solution_steps {
+            writeln!(out, "$ {cmd}").map_err(w)?;
         }
     }
     Ok(EXIT_OK)

@@ -7,6 +7,13 @@
 //! - a program the step runs was not found (exit 127, `sh: 1: NAME: not found`): the machine;
 //! - the step did not finish (the runner's "killed by a signal or the timeout"): a hang, or a
 //!   busy machine;
+//! - after the work (a step before it is told as below), the step pins files by sha256 (`HASH
+//!   PATH` lines, as `sha256sum` prints them) and the lines that differ name files that are not
+//!   the task's (`edit`): the lab's own tests or benchmark were changed, and the check judges the
+//!   goal against the lab's, so the fix is to put them back, not to rewrite the goal;
+//! - after the work, kit itself refused to run the step (a `kit: error:` line among the lines
+//!   that differ) for a reason that is not goal.md (a malformed config.toml, a cap turned off):
+//!   its message is the problem;
 //! - the step comes before the one `start_fails_at` names and no `[[step_hints]]` entry names it:
 //!   it passes on the exercise as laid out (`kit verify` proves the start fails exactly at
 //!   `start_fails_at`), so it checks what the exercise gave the learner, not the work; the files
@@ -28,6 +35,18 @@ pub enum Cause {
     Missing {
         /// Its name, as the shell reported it.
         program: String,
+    },
+    /// Files the step pins by sha256 that are not the task's differ from the lab's own.
+    LabFiles {
+        /// The differing files (sandbox-relative), sorted.
+        files: Vec<String>,
+        /// The start commit (abbreviated), when the sandbox is a git repository that has it.
+        start: Option<String>,
+    },
+    /// kit refused to run the step, for a reason that is not goal.md.
+    Refused {
+        /// kit's error line, from `kit: error:` on.
+        message: String,
     },
     /// A step that passes on the exercise as laid out, which the task's work does not reach.
     Untouched {
@@ -64,6 +83,14 @@ pub fn cause(ex: &Exercise, folder: &Path, f: &Failure) -> Cause {
         let (changed, start) = changed_since_start(ex, folder);
         return Cause::Untouched { line: f.line, changed, start };
     }
+    let rows = changed_rows(&f.detail);
+    let files = pinned_files(&rows);
+    if !files.is_empty() && files.iter().any(|p| !is_task_file(ex, p)) {
+        return Cause::LabFiles { files, start: start_commit(folder) };
+    }
+    if let Some(message) = kit_refusal(&rows) {
+        return Cause::Refused { message };
+    }
     Cause::Work
 }
 
@@ -75,6 +102,47 @@ fn not_found(detail: &str) -> Option<String> {
     )
     .ok()?;
     re.captures(detail).map(|c| c[1].to_string())
+}
+
+/// The rows of a failure's diff that differ: `('-', text)` expected and missing, `('+', text)`
+/// printed and not expected. The diff is [`crate::matcher`]'s numbered one: after its
+/// `expected actual` line, each row is `{expected:>8} {actual:>6} {sign} {text}`.
+fn changed_rows(detail: &str) -> Vec<(char, &str)> {
+    let Some((_, diff)) = detail.split_once("expected actual\n") else { return vec![] };
+    diff.lines()
+        .filter_map(|l| {
+            let sign = *l.as_bytes().get(16)?;
+            let numbers = l.get(..16)?;
+            let numbered = numbers.bytes().all(|b| b == b' ' || b == b'-' || b.is_ascii_digit());
+            (numbered && (sign == b'-' || sign == b'+') && l.get(17..18) == Some(" "))
+                .then(|| (sign as char, &l[18..]))
+        })
+        .collect()
+}
+
+/// The files named by the differing rows that are `sha256sum` lines (`<64 hex>  PATH`), sorted.
+fn pinned_files(rows: &[(char, &str)]) -> Vec<String> {
+    let mut files: Vec<String> = rows
+        .iter()
+        .filter_map(|(_, text)| {
+            let (hash, path) = text.split_once("  ")?;
+            (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) && !path.is_empty())
+                .then(|| path.trim().to_string())
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// kit's own error line among the printed rows (`kit: error: …`), unless it is about goal.md
+/// (then the goal is the work, and the ladder speaks to it).
+fn kit_refusal(rows: &[(char, &str)]) -> Option<String> {
+    rows.iter().filter(|(sign, _)| *sign == '+').find_map(|(_, text)| {
+        let at = text.find("kit: error: ")?;
+        let message = text[at..].trim().to_string();
+        (!message.contains("goal.md")).then_some(message)
+    })
 }
 
 /// Whether `f`'s step comes before the step `start_fails_at` names and no step hint names it.
@@ -100,12 +168,7 @@ fn changed_since_start(ex: &Exercise, folder: &Path) -> (Vec<String>, Option<Str
         a.extend_from_slice(args);
         crate::git::lines_in(folder, &a)
     };
-    let start = folder
-        .join(".git")
-        .is_dir()
-        .then(|| git(&["log", "--format=%h %s"]))
-        .flatten()
-        .and_then(|log| log.iter().find_map(|l| l.strip_suffix(" start").map(str::to_string)));
+    let start = start_commit(folder);
     let mut changed: Vec<String> = match &start {
         Some(c) => {
             let mut v =
@@ -126,6 +189,17 @@ fn changed_since_start(ex: &Exercise, folder: &Path) -> (Vec<String>, Option<Str
     (changed, start)
 }
 
+/// The commit `kit exercise start` made in `folder` (abbreviated), when it is a git repository
+/// that has it.
+fn start_commit(folder: &Path) -> Option<String> {
+    folder
+        .join(".git")
+        .is_dir()
+        .then(|| crate::git::lines_in(folder, &["--no-optional-locks", "log", "--format=%h %s"]))
+        .flatten()
+        .and_then(|log| log.iter().find_map(|l| l.strip_suffix(" start").map(str::to_string)))
+}
+
 /// Whether `rel` is among the files `ex`'s task edits (`edit`; a folder holds what is below it).
 fn is_task_file(ex: &Exercise, rel: &str) -> bool {
     ex.meta.edit.iter().any(|e| {
@@ -141,6 +215,8 @@ impl Cause {
             Cause::Work => "work",
             Cause::Stopped => "stopped",
             Cause::Missing { .. } => "missing-program",
+            Cause::LabFiles { .. } => "lab-files-changed",
+            Cause::Refused { .. } => "kit-refused",
             Cause::Untouched { .. } => "outside-the-task",
         }
     }
@@ -164,6 +240,20 @@ impl Cause {
                     "{what}. That is this machine, not your work: install it (kit doctor checks what kit needs) and check again; if a script of yours calls it, check the name."
                 ))
             }
+            Cause::LabFiles { files, start } => {
+                let shown = files.join(" ");
+                let undo = match start {
+                    Some(c) => format!("git checkout {c} -- {shown}"),
+                    None => format!("kit exercise reset {n} (move your work aside first)"),
+                };
+                Some(format!(
+                    "not your goal: the check pins the lab's own files, and {} not what kit exercise start {n} gave you. Your goal is judged against the lab's tests and benchmark, never a changed copy.\nput them back: {undo} (a file you added there: remove it), then check again (if you froze the changed copy, kit freeze it again first).",
+                    if files.len() == 1 { format!("{shown} is") } else { format!("{shown} are") }
+                ))
+            }
+            Cause::Refused { message } => Some(format!(
+                "kit refused to run this step: {message}\nthat is the problem to fix first (the message names the file and the next command); the hints are about the goal and come after."
+            )),
             Cause::Untouched { line, changed, start } => {
                 let edits = if ex.meta.edit.is_empty() {
                     String::new()
@@ -272,5 +362,68 @@ mod tests {
             "exit status: expected 0, got killed by a signal or the timeout\n",
         );
         assert_eq!(cause(&fifteen, d.path(), &f), Cause::Stopped);
+    }
+
+    #[test]
+    fn a_lab_file_the_check_pins_by_sha256_is_named_and_the_goal_is_not_blamed() {
+        let d = tempfile::tempdir().unwrap();
+        let twenty = ex(20);
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let expected = format!("{a}  tests/__init__.py\n{a}  tests/test_durations.py\n");
+        let actual = format!("{a}  tests/__init__.py\n{b}  tests/test_durations.py\n");
+        let detail = crate::matcher::diff_numbered(&expected, &actual, 7);
+        let f = failure(&twenty, "sha256sum", &detail);
+        let c = cause(&twenty, d.path(), &f);
+        assert_eq!(
+            c,
+            Cause::LabFiles { files: vec!["tests/test_durations.py".into()], start: None }
+        );
+        let t = c.text(&twenty).unwrap();
+        assert!(t.starts_with("not your goal: the check pins the lab's own files"), "{t}");
+        assert!(t.contains("tests/test_durations.py is not what kit exercise start 20"), "{t}");
+        // A file added under a pinned folder is named too.
+        let added = format!("{expected}{b}  tests/test_extra.py\n");
+        let f = failure(&twenty, "sha256sum", &crate::matcher::diff_numbered(&expected, &added, 7));
+        assert!(matches!(cause(&twenty, d.path(), &f),
+            Cause::LabFiles { files, .. } if files == vec!["tests/test_extra.py".to_string()]));
+        // A pinned file that is the task's own (goal.md here) is the work: the ladder speaks.
+        let four = ex(4);
+        let detail = crate::matcher::diff_numbered(
+            &format!("{a}  longrun/goal.md\n"),
+            &format!("{b}  longrun/goal.md\n"),
+            7,
+        );
+        let f = failure(&four, "slow.toml", &detail);
+        assert_eq!(cause(&four, d.path(), &f), Cause::Work);
+    }
+
+    #[test]
+    fn kit_refusing_a_step_for_another_file_than_the_goal_is_said_as_such() {
+        let d = tempfile::tempdir().unwrap();
+        let four = ex(4);
+        let expected = "loop: took longrun/.lock (pid [N])\n...\n";
+        let actual = "kit: error: longrun/config.toml:28: max_iterations must be at least 1\n  next: fix it, then kit loop\n";
+        let detail = format!(
+            "exit status: expected 3, got 2\n{}",
+            crate::matcher::diff_numbered(expected, actual, 40)
+        );
+        let f = failure(&four, "slow.toml", &detail);
+        let c = cause(&four, d.path(), &f);
+        assert_eq!(
+            c,
+            Cause::Refused {
+                message: "kit: error: longrun/config.toml:28: max_iterations must be at least 1"
+                    .into()
+            }
+        );
+        assert!(c
+            .text(&four)
+            .unwrap()
+            .starts_with("kit refused to run this step: kit: error: longrun/config.toml:28"));
+        // About goal.md, the refusal is the work's: the ladder speaks.
+        let actual = "kit: error: longrun/goal.md rates level 2, below the required level 3\n";
+        let detail = crate::matcher::diff_numbered(expected, actual, 40);
+        let f = failure(&four, "slow.toml", &detail);
+        assert_eq!(cause(&four, d.path(), &f), Cause::Work);
     }
 }

@@ -53,6 +53,12 @@ pub struct ExerciseToml {
     /// fail there, not at any step (a golden broken for another reason must not count).
     #[serde(default)]
     pub start_fails_at: Option<String>,
+    /// Commands run in the folder after `solution/` is laid (golden environment, in order), for
+    /// what files cannot hold: a commit, a freeze, a loop run whose work the check reads (e.g.
+    /// `["kit freeze tests tools", "git add -A && git commit -qm longrun"]`). `kit exercise
+    /// solution` shows them after the files; a proof with `solution = true` runs them too.
+    #[serde(default)]
+    pub solution_steps: Vec<String>,
 }
 
 /// `[[step_hints]]`: when the failing step's command contains `step`, show hint `level`.
@@ -208,9 +214,10 @@ pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
 /// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
 /// init` where the kind has none, `start/`, `setup` commands, commit `start`, the sandbox's
 /// marker ([`crate::sandbox`], stamped under `marker_key`) and, when `with_solution`,
-/// `solution/` laid over it without a commit.
+/// `solution/` laid over it without a commit, then its `solution_steps` run.
 ///
-/// Errors: a setup command failing ([`Error::Input`] naming `exercise.toml`), git or I/O errors.
+/// Errors: a setup command or a solution step failing ([`Error::Input`] naming `exercise.toml`),
+/// git or I/O errors.
 pub fn build_sandbox(
     ex: &Exercise,
     dir: &Path,
@@ -252,8 +259,31 @@ pub fn build_sandbox(
     crate::sandbox::write(dir, ex.meta.id, &ex.slug, marker_key)?;
     if with_solution {
         crate::embedded::write_files(dir, &ex.solution)?;
+        for cmd in &ex.meta.solution_steps {
+            let out = sh(cmd, dir, env)?;
+            if !out.status.success() {
+                return Err(Error::input(
+                    format!("exercises/{}/exercise.toml", ex.slug),
+                    Some(line_of_key_in(ex, "solution_steps")),
+                    format!(
+                        "solution step `{cmd}` failed ({}):\n{}{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// The line of `key` in `ex`'s `exercise.toml` (1 when it is not there).
+fn line_of_key_in(ex: &Exercise, key: &str) -> usize {
+    crate::embedded::EXERCISES
+        .get_file(format!("{}/exercise.toml", ex.slug))
+        .and_then(|f| f.contents_utf8())
+        .map_or(1, |text| line_of_key(text, key))
 }
 
 /// The course key of the golden environment `env` (its `XDG_STATE_HOME`, inside the sandbox),

@@ -479,11 +479,13 @@ impl Progress {
     }
 
     /// [`Progress::status`], `passed, changed since` when `changed` (the files the exercise edits
-    /// differ from those that passed), with ` (solution seen)` when the solution was shown before
-    /// a pass.
+    /// differ from those that passed), `started, passed before` when a reset laid out again an
+    /// exercise that had passed (the pass stays on record as `earned`), with ` (solution seen)`
+    /// when the solution was shown before a pass.
     pub fn status_line(&self, slug: &str, changed: bool) -> String {
         let s = match self.status(slug) {
             "passed" if changed => "passed, changed since",
+            "started" if self.earned(slug) => "started, passed before",
             s => s,
         };
         if self.solution_seen(slug) {

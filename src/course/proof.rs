@@ -24,7 +24,8 @@
 //! ```toml
 //! about = "the limit criterion first, then function and regression"  # one line
 //! class = "planted module"   # cheats: which class of shortcut (see CLASSES)
-//! solution = true            # lay solution/ before files/ (default false)
+//! solution = true            # lay solution/, run exercise.toml's solution_steps, then
+//!                            # files/ (default false)
 //! before = ["kit freeze tests tools", "git add -A && git commit -qm work"]
 //! fails_at = "fake:lie"      # cheats: a substring of the `$ ` step the check must fail at,
 //!                            # or "refused": the check refuses the folder (exit 2)
@@ -57,7 +58,8 @@ pub struct ProofToml {
     /// Cheats: the class of shortcut, one of [`CLASSES`].
     #[serde(default)]
     pub class: Option<String>,
-    /// Lay the exercise's `solution/` before `files/`.
+    /// Lay the exercise's `solution/` and run its `solution_steps` (`exercise.toml`) before
+    /// `files/`.
     #[serde(default)]
     pub solution: bool,
     /// Commands run in the exercise's folder, in order, after the files are laid (`/bin/sh -c`,

@@ -64,11 +64,15 @@ pub fn run(ex: &Exercise, proof: &Proof, bins: &Binaries) -> Result<Outcome> {
         return Ok(fail(0, "kit exercise start", format!("`{start}` failed ({code:?}):\n{out}")));
     }
     let folder = lab.join(&ex.slug);
+    let mut log = String::new();
     if proof.meta.solution {
         crate::embedded::write_files(&folder, &ex.solution)?;
+        for cmd in &ex.meta.solution_steps {
+            let (code, out) = shell(cmd, &folder, &env)?;
+            log.push_str(&format!("$ {cmd}   (a solution step)\n{out}(exit {code:?})\n"));
+        }
     }
     crate::embedded::write_files(&folder, &proof.files)?;
-    let mut log = String::new();
     for cmd in &proof.meta.before {
         let (code, out) = shell(cmd, &folder, &env)?;
         log.push_str(&format!("$ {cmd}\n{out}(exit {code:?})\n"));

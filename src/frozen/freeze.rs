@@ -41,13 +41,22 @@ pub enum FreezeAction {
     Restore,
 }
 
-/// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status.
+/// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status. `constraints` holds the
+/// items of goal.md's `## Constraints` (None: no goal.md, or one that does not parse), read by
+/// the caller (the frozen layer does not read goals): a freeze asks to name the frozen paths
+/// there only when they do not name them already.
 ///
 /// Errors: [`Error::Usage`] for a path that is missing, a link, outside the repository or inside
 /// `longrun/`/`.git`, or when `longrun/` does not exist; [`Error::Input`] for a malformed
 /// `frozen.toml`; [`Error::Io`] naming the file that could not be read or written;
 /// [`Error::Locked`] (exit 4) when freezing or restoring while a loop runs.
-pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn run(
+    cwd: &Path,
+    action: &FreezeAction,
+    constraints: Option<&[String]>,
+    theme: &Theme,
+    out: &mut dyn Write,
+) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     if !matches!(action, FreezeAction::Check) {
         if let Some(holder) = crate::longrun::lock::running_loop(&project) {
@@ -72,7 +81,7 @@ pub fn run(cwd: &Path, action: &FreezeAction, theme: &Theme, out: &mut dyn Write
         }
     }
     match action {
-        FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, theme, out),
+        FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, constraints, theme, out),
         FreezeAction::Check => check(&project, theme, out),
         FreezeAction::Restore => restore(&project, theme, out),
     }
@@ -134,6 +143,7 @@ fn freeze(
     project: &Project,
     cwd: &Path,
     paths: &[PathBuf],
+    constraints: Option<&[String]>,
     theme: &Theme,
     out: &mut dyn Write,
 ) -> Result<u8> {
@@ -254,8 +264,54 @@ fn freeze(
         if nd == 1 { "frozen folder" } else { "frozen folders" },
     )
     .at(Path::new("stdout"))?;
-    writeln!(out, "{}", theme.dim(NEXT_AFTER_FREEZE)).at(Path::new("stdout"))?;
+    let named = constraints.is_some_and(|c| all_named_in_constraints(c, &m));
+    let next = if named { NEXT_WHEN_NAMED } else { NEXT_AFTER_FREEZE };
+    writeln!(out, "{}", theme.dim(next)).at(Path::new("stdout"))?;
     Ok(EXIT_OK)
+}
+
+/// Whether the Constraints items `constraints` already name every path `m` freezes, so that
+/// `kit freeze` need not ask for it. A path is named when an item holds it, or a folder above it,
+/// as a word of its own (`tests/`, `` `tests` ``, `tests/test_x.py.` at the end of a sentence;
+/// see [`constraint_words`]).
+fn all_named_in_constraints(constraints: &[String], m: &Manifest) -> bool {
+    let words = constraint_words(constraints);
+    named_by(&words, m.dirs.iter().chain(m.files.keys()))
+}
+
+/// The words of Constraints items that name a path: runs of letters, digits and `._-/` written as
+/// a path (with a `/`, a `.` inside, or between backticks), without a leading `./` or a trailing
+/// `.` or `/`. "the tests decide" names no path; "tests/" and "`tests`" do.
+fn constraint_words(items: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for item in items {
+        for raw in item.split(|c: char| !(c.is_alphanumeric() || "._-/".contains(c))) {
+            let word = raw.trim_start_matches("./").trim_end_matches(['.', '/']);
+            let path_like =
+                raw.contains('/') || word.contains('.') || item.contains(&format!("`{word}`"));
+            if !word.is_empty() && path_like {
+                out.insert(word.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Whether every path of `paths` (repo-relative, `/`-separated) is in `words`, itself or a folder
+/// above it.
+fn named_by<'a>(words: &BTreeSet<String>, mut paths: impl Iterator<Item = &'a String>) -> bool {
+    paths.all(|p| {
+        let mut at = p.as_str();
+        loop {
+            if words.contains(at) {
+                return true;
+            }
+            match at.rsplit_once('/') {
+                Some((up, _)) => at = up,
+                None => return false,
+            }
+        }
+    })
 }
 
 fn check(project: &Project, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
@@ -398,5 +454,34 @@ fn head_commit(root: &Path) -> String {
 const NEXT_AFTER_FREEZE: &str =
     "next: name the frozen paths under Constraints in longrun/goal.md, then kit goal check";
 
+const NEXT_WHEN_NAMED: &str =
+    "next: kit goal check (the Constraints of longrun/goal.md name the frozen paths)";
+
 const NEXT_AFTER_DRIFT: &str = "next: kit freeze --restore puts them back from the stored copies\n\
      (to accept a deliberate change instead, kit freeze PATH again)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frozen_path_is_named_by_itself_or_a_folder_above_it_as_a_word_of_its_own() {
+        let cases: &[(&str, &[&str], bool)] = &[
+            ("tests/ and tools/ are frozen; do not edit them.", &["tests", "tools"], true),
+            ("`tests/` and `tools/` are frozen", &["tests/test_durations.py", "tools"], true),
+            ("do not edit tests/test_durations.py.", &["tests/test_durations.py"], true),
+            ("do not edit ./tests", &["tests/__init__.py"], true),
+            ("the tests decide; tools/ is frozen", &["tests", "tools"], false),
+            ("`tests` and `tools` are frozen", &["tests", "tools"], true),
+            ("the tests decide; tools/ is frozen", &["tests/x.py"], false),
+            ("tests/unit is frozen", &["tests"], false),
+            ("Standard library only.", &["tests"], false),
+            ("my_tests/ are frozen", &["tests"], false),
+        ];
+        for (item, paths, named) in cases {
+            let words = constraint_words(&[item.to_string()]);
+            let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+            assert_eq!(named_by(&words, paths.iter()), *named, "{item:?} naming {paths:?}");
+        }
+    }
+}

@@ -403,7 +403,12 @@ fn reset_after_a_pass_is_started_again_and_keeps_the_solution_unlocked() {
     let o = kit_in(d.path(), &lab, &["exercise", "reset", "1", "--yes"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(!sandbox.join("longrun").exists());
-    assert!(list_row(&lab, 1).ends_with("started"), "{}", list_row(&lab, 1));
+    assert!(
+        text(&o).contains("reset: exercise 1 is laid out afresh, and your pass of"),
+        "the pass kept on record is said: {}",
+        text(&o)
+    );
+    assert!(list_row(&lab, 1).ends_with("started, passed before"), "{}", list_row(&lab, 1));
     let lessons = text(&kit_in(d.path(), &lab, &["lesson"]));
     assert!(lessons.contains("next: kit exercise check 1 (started)"), "{lessons}");
     let sol = kit_in(d.path(), &lab, &["exercise", "solution", "1"]);
@@ -690,6 +695,20 @@ fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_
 }
 
 #[test]
+fn a_solution_with_steps_shows_them_after_its_files() {
+    // Exercise 20's solution is files and commands (exercise.toml's solution_steps): a freeze and
+    // a commit that files alone cannot hold.
+    let (d, lab, _sandbox) = started(20);
+    let o = kit_in(d.path(), &lab, &["exercise", "solution", "20", "--show-anyway"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let steps = out.find("--- then, in the exercise's folder:").unwrap_or_else(|| panic!("{out}"));
+    assert!(out.find("--- solution/longrun/goal.md").is_some_and(|f| f < steps), "{out}");
+    assert!(out[steps..].contains("\n$ kit freeze tests tools\n"), "{out}");
+    assert!(!out.contains("--- solution/longrun/frozen.toml"), "kit freeze writes it: {out}");
+}
+
+#[test]
 fn a_solution_shown_anyway_warns_and_names_an_empty_file() {
     let (d, lab, _sandbox) = started(4);
     let o = kit_in(d.path(), &lab, &["exercise", "solution", "4", "--show-anyway"]);
@@ -792,6 +811,10 @@ fn an_exercise_with_sessions_prints_the_exports_that_make_kit_measure_read_them(
     // An exercise without sessions says nothing of the kind.
     let o = kit_in(d.path(), &lab, &["exercise", "start", "1"]);
     assert!(!text(&o).contains("its sessions are in"), "{}", text(&o));
+    // A git sandbox whose task runs `kit loop` (exercise 4) says it: the fake agents write their
+    // transcripts under CLAUDE_CONFIG_DIR, which must be the lab's, not the learner's own.
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "4"]);
+    assert!(text(&o).contains("its sessions are in"), "{}", text(&o));
 }
 
 #[test]
