@@ -242,18 +242,18 @@ impl<'a> Line<'a> {
 }
 
 /// `toolUseResult` of a Write or Edit (§3.4): `{type: "create"|"update", filePath, content,
-/// originalFile}`.
+/// originalFile}`. Fields stay raw: other tools put other shapes under the same names.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub(crate) struct ToolUseResult<'a> {
     /// `create` or `update`.
     #[serde(rename = "type", borrow)]
-    pub ty: Option<Cow<'a, str>>,
+    pub ty: Option<Raw<'a>>,
     /// The file's new content.
     #[serde(borrow)]
-    pub content: Option<Cow<'a, str>>,
+    pub content: Option<Raw<'a>>,
     /// The file's content before (an update).
     #[serde(rename = "originalFile", borrow)]
-    pub original_file: Option<Cow<'a, str>>,
+    pub original_file: Option<Raw<'a>>,
 }
 
 /// One entry of a `result` line's `permission_denials` (§7).
@@ -261,10 +261,10 @@ pub(crate) struct ToolUseResult<'a> {
 pub(crate) struct PermissionDenial<'a> {
     /// The tool refused, e.g. `Bash`.
     #[serde(borrow)]
-    pub tool_name: Option<Cow<'a, str>>,
+    pub tool_name: Option<Raw<'a>>,
     /// The refused call's `tool_use` id.
     #[serde(borrow)]
-    pub tool_use_id: Option<Cow<'a, str>>,
+    pub tool_use_id: Option<Raw<'a>>,
     /// The refused call's input (the tool's own shape).
     #[serde(borrow)]
     pub tool_input: Option<Raw<'a>>,
@@ -276,10 +276,10 @@ pub(crate) struct PermissionDenial<'a> {
 pub(crate) struct Attachment<'a> {
     /// e.g. `hook_blocking_error`.
     #[serde(rename = "type", borrow)]
-    pub ty: Option<Cow<'a, str>>,
+    pub ty: Option<Raw<'a>>,
     /// The hook event, e.g. `Stop`.
     #[serde(rename = "hookEvent", borrow)]
-    pub hook_event: Option<Cow<'a, str>>,
+    pub hook_event: Option<Raw<'a>>,
 }
 
 /// `message.content`, decoded (§3.1–§3.2).
@@ -329,11 +329,6 @@ impl<'a> Block<'a> {
     /// The block's `type`, or "".
     pub(crate) fn kind(&self) -> &str {
         self.ty.as_deref().unwrap_or("")
-    }
-
-    /// A string field's text (None when absent or not a string).
-    pub(crate) fn str(field: Option<Raw<'a>>) -> Option<Cow<'a, str>> {
-        field.and_then(|r| r.as_str())
     }
 
     /// Whether a tool_result says `is_error: true`.
@@ -651,8 +646,8 @@ mod tests {
         let Content::Blocks(b) = l.message.unwrap().content() else { panic!() };
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].kind(), b[0].is_error()), ("tool_result", true));
-        assert_eq!(Block::str(b[0].tool_use_id).as_deref(), Some("t1"));
-        assert_eq!(Block::str(b[1].text).as_deref(), Some("a\nb"));
+        assert_eq!(super::super::text(b[0].tool_use_id).as_deref(), Some("t1"));
+        assert_eq!(super::super::text(b[1].text).as_deref(), Some("a\nb"));
     }
 }
 

@@ -39,11 +39,6 @@ impl<'a> Raw<'a> {
         self.0
     }
 
-    /// Whether the value is JSON `null`.
-    pub(crate) fn is_null(&self) -> bool {
-        self.0 == b"null"
-    }
-
     /// Decode the value as `T`. Errors: the value is not a `T` (serde's message).
     pub(crate) fn decode<T: Deserialize<'a>>(&self) -> serde_json::Result<T> {
         serde_json::from_slice(self.0)
@@ -72,4 +67,9 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
         let r = <&'de serde_json::value::RawValue>::deserialize(d)?;
         Ok(Raw(r.get().as_bytes()))
     }
+}
+
+/// A raw field's text: None when absent or not a string (escapes decoded).
+pub(crate) fn text(field: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
+    field.and_then(|r| r.as_str())
 }
