@@ -291,7 +291,8 @@ impl Pass {
             }
             "attachment" => {
                 if let Some(a) = line.attachment() {
-                    let stop = matches!(text(a.hook_event).as_deref(), Some("Stop" | "SubagentStop"));
+                    let stop =
+                        matches!(text(a.hook_event).as_deref(), Some("Stop" | "SubagentStop"));
                     if text(a.ty).as_deref() == Some("hook_blocking_error") && stop {
                         self.open_block(no, ts);
                     }
@@ -444,7 +445,9 @@ impl Pass {
             codex::Payload::ResponseItem(p) => self.codex_item(no, ts, p),
             codex::Payload::Event(e) => match e.ty.as_deref() {
                 Some("item_completed") => {
-                    if let Some(item) = e.item.as_ref().filter(|i| i.ty.as_deref() == Some("CommandExecution")) {
+                    if let Some(item) =
+                        e.item.as_ref().filter(|i| i.ty.as_deref() == Some("CommandExecution"))
+                    {
                         self.codex_command_item(no, ts, item);
                     }
                 }

@@ -15,8 +15,8 @@
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod dedup;
-pub(crate) mod line;
 pub(crate) mod discover;
+pub(crate) mod line;
 pub(crate) mod lines;
 pub(crate) mod point;
 pub(crate) mod skim;

@@ -626,7 +626,10 @@ mod tests {
         let plain = line("", "claude-opus-4-6");
         let c = Line::parse(plain.as_bytes()).unwrap();
         let call = c.call().unwrap();
-        assert_eq!((call.id, call.request_id, call.model), (Some("msg_1"), Some("req_1"), "claude-opus-4-6"));
+        assert_eq!(
+            (call.id, call.request_id, call.model),
+            (Some("msg_1"), Some("req_1"), "claude-opus-4-6")
+        );
         assert_eq!(call.usage.summed_input(), 15);
         assert!(!call.sidechain);
         let side = line(r#","isSidechain":true"#, "m");

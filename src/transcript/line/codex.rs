@@ -415,7 +415,9 @@ mod tests {
             matches!(l.payload, Payload::TurnContext(TurnContext { model: Some(ref m), .. }) if m == "gpt-5.3-codex")
         );
         let l = Envelope::parse(br#"{"payload":{"model":"m"},"type":"turn_context"}"#).unwrap();
-        assert!(matches!(l.payload, Payload::TurnContext(TurnContext { model: Some(ref m), .. }) if m == "m"));
+        assert!(
+            matches!(l.payload, Payload::TurnContext(TurnContext { model: Some(ref m), .. }) if m == "m")
+        );
         let l = Envelope::parse(br#"{"type":"brand_new","payload":{}}"#).unwrap();
         assert!(matches!(l.payload, Payload::Unknown));
     }
