@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::term::Theme;
@@ -409,18 +408,8 @@ fn push_str<'a>(out: &mut Vec<(Role, Cow<'a, str>)>, role: Role, v: Option<Raw<'
 
 /// Every string inside `v` (tool input objects, result block lists: the tool's own shape).
 fn push_all<'a>(out: &mut Vec<(Role, Cow<'a, str>)>, role: Role, v: Option<Raw<'a>>) {
-    fn walk(out: &mut Vec<(Role, Cow<'_, str>)>, role: Role, v: Value) {
-        match v {
-            Value::String(s) => out.push((role, Cow::Owned(s))),
-            Value::Array(a) => a.into_iter().for_each(|x| walk(out, role, x)),
-            Value::Object(o) => o.into_iter().for_each(|(_, x)| walk(out, role, x)),
-            _ => {}
-        }
-    }
-    match v {
-        Some(r) if r.bytes().first() == Some(&b'"') => push_str(out, role, Some(r)),
-        Some(r) => walk(out, role, r.value()),
-        None => {}
+    if let Some(r) = v {
+        out.extend(r.strings().into_iter().map(|t| (role, t)));
     }
 }
 

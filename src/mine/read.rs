@@ -2,7 +2,9 @@
 //! made of, each with the file and 1-based line where it was logged. The transcript engine
 //! ([`crate::transcript`]) reads tokens, compactions and resumes; this pass reads what the engine
 //! skips — tool calls with their inputs and tool results with their errors — the way
-//! [`crate::recall`] walks every message.
+//! [`crate::recall`] walks every message. Lines are read with the one line model
+//! ([`crate::transcript::line`]), which also decides what an API call is; tool inputs and
+//! outputs, whose shape is each tool's own, are walked as free-form JSON.
 //!
 //! Shapes, from the format references:
 //! - Claude Code (`formats/claude-code.md` §3.1, §3.4, §5.5, §7): `tool_use` blocks

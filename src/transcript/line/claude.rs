@@ -326,6 +326,30 @@ pub(crate) struct Block<'a> {
 }
 
 impl<'a> Block<'a> {
+    /// Read one element of a content list: skimmed, or by serde when the skimmer cannot (an
+    /// escaped key or type). None when it is not a block (not an object, a `type` that is not
+    /// a string).
+    pub(crate) fn read(r: Raw<'a>) -> Option<Block<'a>> {
+        let mut b = Block::default();
+        let mut ok = true;
+        let skimmed = skim::fields(r.bytes(), |k, v| match k {
+            b"type" => b.ty = text(v, &mut ok),
+            b"text" => b.text = raw(v),
+            b"thinking" => b.thinking = raw(v),
+            b"id" => b.id = raw(v),
+            b"name" => b.name = raw(v),
+            b"input" => b.input = raw(v),
+            b"tool_use_id" => b.tool_use_id = raw(v),
+            b"content" => b.content = raw(v),
+            b"is_error" => b.is_error = raw(v),
+            k => ok &= memchr::memchr(b'\\', k).is_none(),
+        });
+        match (skimmed, ok) {
+            (Some(()), true) => Some(b),
+            _ => r.decode().ok(),
+        }
+    }
+
     /// The block's `type`, or "".
     pub(crate) fn kind(&self) -> &str {
         self.ty.as_deref().unwrap_or("")
@@ -345,8 +369,7 @@ impl<'a> Message<'a> {
         match raw.bytes().first() {
             Some(b'"') => raw.as_str().map_or(Content::None, Content::Text),
             Some(b'[') => {
-                let items: Vec<Raw<'a>> = raw.decode().unwrap_or_default();
-                Content::Blocks(items.iter().filter_map(|r| r.decode().ok()).collect())
+                Content::Blocks(raw.elements().into_iter().filter_map(Block::read).collect())
             }
             _ => Content::None,
         }

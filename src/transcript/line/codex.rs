@@ -179,7 +179,7 @@ impl<'a> ResponseItem<'a> {
             #[serde(borrow)]
             text: Option<Raw<'a>>,
         }
-        let items: Vec<Raw<'a>> = field.and_then(|r| r.decode().ok()).unwrap_or_default();
+        let items = field.map(|r| r.elements()).unwrap_or_default();
         items
             .iter()
             .filter_map(|r| r.decode::<Part<'a>>().ok())
