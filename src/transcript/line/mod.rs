@@ -4,8 +4,7 @@
 //! ([`super::claude`], [`super::codex`]), the hook's backwards tail read ([`super::tail`]),
 //! `kit recall` ([`crate::recall`]) and `kit mine` ([`crate::mine::read`]). So a field is named,
 //! and a figure derived (the cache-write split, what counts as an API call), in one place; the
-//! test `readers_agree` (in this module) feeds one shared fixture to all four and demands the
-//! same figures.
+//! tests in `mine::agree` feed one shared fixture to all four and demand the same figures.
 //!
 //! The types borrow from the line's bytes. What only some readers need — message content, tool
 //! inputs and results — is kept as [`Raw`] JSON and decoded on demand, so the engine and the
@@ -13,9 +12,6 @@
 
 pub(crate) mod claude;
 pub(crate) mod codex;
-
-#[cfg(test)]
-mod agree;
 
 use std::borrow::Cow;
 

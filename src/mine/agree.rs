@@ -8,13 +8,17 @@
 //! engine all of them; the tail the call in force at each moment (Claude Code only: the hook
 //! reads no Codex rollout); mine the calls and compactions it places facts on; recall, which
 //! counts no tokens, the lines it reads as said by the assistant.
+//!
+//! It lives in `mine` because that is where kit's layering (`src/lib.rs`) lets one module see
+//! all four readers: `transcript` (layer 3) may not import `recall` or `mine` (layer 6), and
+//! `mine` may import `recall`, its neighbour in layer 6, without a circle.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 
-use crate::mine::read::{self as mine, What};
+use super::read::{self as mine, What};
 use crate::prices::Usage;
 use crate::recall::{self, RecallOptions, Role};
 use crate::transcript::discover::{self, Job};
