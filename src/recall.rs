@@ -14,6 +14,7 @@
 //! are UTF-8 **byte** offsets into `snippet` (end exclusive), not character offsets: they
 //! differ as soon as the snippet holds a non-ASCII character (`…`, accents, CJK).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,11 +22,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
+use crate::transcript::line::{claude, codex, Raw};
 use crate::transcript::lines::{self, Parsed};
 use crate::transcript::{format_ts_ms, parse_ts_ms, Damage, ReadLimits, Source};
 
@@ -251,38 +252,45 @@ fn search_file(
     let mut first = true;
     let wanted = |raw: &[u8]| m.may_match(raw) || (source == Source::Codex && is_meta_line(raw));
     lines::for_each_record_where(path, limits, &mut damage, wanted, |no, bytes| {
-        let v: Value = serde_json::from_slice(bytes)?;
-        if source == Source::Codex && v["type"] == "session_meta" {
-            if first {
-                first = false;
-                if let Some(id) = v["payload"]["id"].as_str() {
-                    session_id = id.to_string();
-                }
-                if let Some(cwd) = v["payload"]["cwd"].as_str() {
-                    project = Arc::from(cwd);
-                }
+        let mut texts: Vec<(Role, Cow<'_, str>)> = vec![];
+        let (ts, cwd) = match source {
+            Source::Claude => {
+                let line = claude::Line::parse(bytes)?;
+                claude_texts(&line, &mut texts);
+                (line.timestamp.as_deref().and_then(parse_ts_ms), line.cwd)
             }
-            return Ok(Parsed::Known);
-        }
-        let ts = v["timestamp"].as_str().and_then(parse_ts_ms);
+            Source::Codex => {
+                let line = codex::Envelope::parse(bytes)?;
+                if let codex::Payload::SessionMeta(m) = &line.payload {
+                    if first {
+                        first = false;
+                        if let Some(id) = &m.id {
+                            session_id = id.to_string();
+                        }
+                        if let Some(cwd) = &m.cwd {
+                            project = Arc::from(&**cwd);
+                        }
+                    }
+                    return Ok(Parsed::Known);
+                }
+                codex_texts(&line.payload, &mut texts);
+                (line.timestamp.as_deref().and_then(parse_ts_ms), None)
+            }
+        };
         if opts.since_ms.is_some_and(|s| ts.is_none_or(|t| t < s)) {
             return Ok(Parsed::Known);
         }
-        let proj: Arc<str> = match v["cwd"].as_str() {
-            Some(c) if source == Source::Claude => Arc::from(c),
-            _ => project.clone(),
+        let proj: Arc<str> = match cwd {
+            Some(c) => Arc::from(&*c),
+            None => project.clone(),
         };
         if let Some(p) = &opts.project {
             if !proj.contains(p.as_str()) && !folder.contains(p.as_str()) {
                 return Ok(Parsed::Known);
             }
         }
-        let mut texts: Vec<(Role, &str)> = vec![];
-        match source {
-            Source::Claude => claude_texts(&v, &mut texts),
-            Source::Codex => codex_texts(&v, &mut texts),
-        }
         for (role, text) in texts {
+            let text = &*text;
             if opts.role.is_some_and(|r| r != role) {
                 continue;
             }
@@ -330,90 +338,78 @@ fn is_meta_line(raw: &[u8]) -> bool {
     memchr::memmem::find(raw, b"\"session_meta\"").is_some()
 }
 
-/// Texts of a Claude Code line with their roles (claude-code.md §3).
-fn claude_texts<'a>(v: &'a Value, out: &mut Vec<(Role, &'a str)>) {
-    let role = match v["type"].as_str() {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
+/// Texts of a Claude Code line with their roles (claude-code.md §3), read with the one line
+/// model ([`claude::Line`], [`claude::Content`]).
+fn claude_texts<'a>(line: &claude::Line<'a>, out: &mut Vec<(Role, Cow<'a, str>)>) {
+    let role = match line.kind() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
         _ => return,
     };
-    match &v["message"]["content"] {
-        Value::String(s) => out.push((role, s)),
-        Value::Array(blocks) => {
+    let Some(m) = &line.message else { return };
+    match m.content() {
+        claude::Content::Text(s) => out.push((role, s)),
+        claude::Content::Blocks(blocks) => {
             for b in blocks {
-                match b["type"].as_str() {
-                    Some("text") => push_str(out, role, &b["text"]),
-                    Some("thinking") => push_str(out, Role::Assistant, &b["thinking"]),
-                    Some("tool_use") => {
-                        push_str(out, Role::Tool, &b["name"]);
-                        push_all(out, Role::Tool, &b["input"]);
+                match b.kind() {
+                    "text" => push_str(out, role, b.text),
+                    "thinking" => push_str(out, Role::Assistant, b.thinking),
+                    "tool_use" => {
+                        push_str(out, Role::Tool, b.name);
+                        push_all(out, Role::Tool, b.input);
                     }
-                    Some("tool_result") => push_all(out, Role::Tool, &b["content"]),
+                    "tool_result" => push_all(out, Role::Tool, b.content),
                     _ => {}
                 }
             }
         }
-        _ => {}
+        claude::Content::None => {}
     }
 }
 
-/// Texts of a Codex rollout line with their roles (codex.md §4).
-fn codex_texts<'a>(v: &'a Value, out: &mut Vec<(Role, &'a str)>) {
-    if v["type"] != "response_item" {
-        return;
-    }
-    let p = &v["payload"];
-    match p["type"].as_str() {
-        Some("message") => {
-            let role = match p["role"].as_str() {
+/// Texts of a Codex rollout line with their roles (codex.md §4), read with the one line model
+/// ([`codex::Payload`]).
+fn codex_texts<'a>(p: &codex::Payload<'a>, out: &mut Vec<(Role, Cow<'a, str>)>) {
+    let codex::Payload::ResponseItem(p) = p else { return };
+    match p.kind() {
+        "message" => {
+            let role = match p.role.as_deref() {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
                 _ => return,
             };
-            if let Some(items) = p["content"].as_array() {
-                for i in items {
-                    push_str(out, role, &i["text"]);
-                }
+            out.extend(codex::ResponseItem::texts(p.content).into_iter().map(|t| (role, t)));
+        }
+        "reasoning" => {
+            for field in [p.summary, p.content] {
+                let texts = codex::ResponseItem::texts(field);
+                out.extend(texts.into_iter().map(|t| (Role::Assistant, t)));
             }
         }
-        Some("reasoning") => {
-            for key in ["summary", "content"] {
-                if let Some(items) = p[key].as_array() {
-                    for i in items {
-                        push_str(out, Role::Assistant, &i["text"]);
-                    }
-                }
-            }
+        "function_call" => {
+            push_str(out, Role::Tool, p.name);
+            push_str(out, Role::Tool, p.arguments);
         }
-        Some("function_call") => {
-            push_str(out, Role::Tool, &p["name"]);
-            push_str(out, Role::Tool, &p["arguments"]);
+        "custom_tool_call" => {
+            push_str(out, Role::Tool, p.name);
+            push_str(out, Role::Tool, p.input);
         }
-        Some("custom_tool_call") => {
-            push_str(out, Role::Tool, &p["name"]);
-            push_str(out, Role::Tool, &p["input"]);
-        }
-        Some("function_call_output" | "custom_tool_call_output") => {
-            push_all(out, Role::Tool, &p["output"])
-        }
-        Some("local_shell_call") => push_all(out, Role::Tool, &p["action"]),
+        "function_call_output" | "custom_tool_call_output" => push_all(out, Role::Tool, p.output),
+        "local_shell_call" => push_all(out, Role::Tool, p.action),
         _ => {}
     }
 }
 
-fn push_str<'a>(out: &mut Vec<(Role, &'a str)>, role: Role, v: &'a Value) {
-    if let Some(s) = v.as_str() {
+fn push_str<'a>(out: &mut Vec<(Role, Cow<'a, str>)>, role: Role, v: Option<Raw<'a>>) {
+    if let Some(s) = v.and_then(|r| r.as_str()) {
         out.push((role, s));
     }
 }
 
-/// Every string inside `v` (tool input objects, result block lists).
-fn push_all<'a>(out: &mut Vec<(Role, &'a str)>, role: Role, v: &'a Value) {
-    match v {
-        Value::String(s) => out.push((role, s)),
-        Value::Array(a) => a.iter().for_each(|x| push_all(out, role, x)),
-        Value::Object(o) => o.values().for_each(|x| push_all(out, role, x)),
-        _ => {}
+/// Every string inside `v` (tool input objects, result block lists: the tool's own shape).
+fn push_all<'a>(out: &mut Vec<(Role, Cow<'a, str>)>, role: Role, v: Option<Raw<'a>>) {
+    if let Some(r) = v {
+        out.extend(r.strings().into_iter().map(|t| (role, t)));
     }
 }
 
@@ -553,19 +549,21 @@ mod tests {
 
     #[test]
     fn texts_come_with_their_roles() {
-        let v: Value = serde_json::from_str(
-            r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"},{"type":"tool_use","input":{"command":"ls"}},{"type":"thinking","thinking":"t"}]}}"#,
+        let line = claude::Line::parse(
+            br#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"},{"type":"tool_use","input":{"command":"ls"}},{"type":"thinking","thinking":"t"}]}}"#,
         )
         .unwrap();
         let mut out = vec![];
-        claude_texts(&v, &mut out);
-        assert_eq!(out, [(Role::Assistant, "a"), (Role::Tool, "ls"), (Role::Assistant, "t")]);
-        let v: Value = serde_json::from_str(
-            r#"{"type":"response_item","payload":{"type":"function_call_output","output":"ok"}}"#,
+        claude_texts(&line, &mut out);
+        let got: Vec<(Role, &str)> = out.iter().map(|(r, t)| (*r, &**t)).collect();
+        assert_eq!(got, [(Role::Assistant, "a"), (Role::Tool, "ls"), (Role::Assistant, "t")]);
+        let line = codex::Envelope::parse(
+            br#"{"type":"response_item","payload":{"type":"function_call_output","output":"ok"}}"#,
         )
         .unwrap();
         let mut out = vec![];
-        codex_texts(&v, &mut out);
-        assert_eq!(out, [(Role::Tool, "ok")]);
+        codex_texts(&line.payload, &mut out);
+        let got: Vec<(Role, &str)> = out.iter().map(|(r, t)| (*r, &**t)).collect();
+        assert_eq!(got, [(Role::Tool, "ok")]);
     }
 }

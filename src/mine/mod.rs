@@ -22,6 +22,8 @@
 //! line ending in the marker `<!-- kit mine: ID -->` — after printing the diff, atomically.
 //! A second run finds the markers and adds nothing twice.
 
+#[cfg(test)]
+mod agree;
 pub(crate) mod apply;
 pub(crate) mod patterns;
 pub(crate) mod read;

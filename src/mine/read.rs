@@ -2,7 +2,9 @@
 //! made of, each with the file and 1-based line where it was logged. The transcript engine
 //! ([`crate::transcript`]) reads tokens, compactions and resumes; this pass reads what the engine
 //! skips — tool calls with their inputs and tool results with their errors — the way
-//! [`crate::recall`] walks every message.
+//! [`crate::recall`] walks every message. Lines are read with the one line model
+//! ([`crate::transcript::line`]), which also decides what an API call is; tool inputs and
+//! outputs, whose shape is each tool's own, are walked as free-form JSON.
 //!
 //! Shapes, from the format references:
 //! - Claude Code (`formats/claude-code.md` §3.1, §3.4, §5.5, §7): `tool_use` blocks
@@ -22,11 +24,14 @@
 //!   `custom_tool_call` `apply_patch` with `*** Update File:` / `*** Delete File:` lines;
 //!   `compacted`; `event_msg/token_count` (one per API call, where the engine's resumes are).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::transcript::line::claude::{self, Block, Content};
+use crate::transcript::line::{codex, text, Raw};
 use crate::transcript::lines::{self, Parsed};
 use crate::transcript::{parse_ts_ms, Damage, ReadLimits, Source};
 
@@ -110,11 +115,17 @@ pub(crate) fn read_file(path: &Path, source: Source, damage: &mut Damage) -> Vec
             }
             Triage::Parse => {}
         }
-        let v: Value = serde_json::from_slice(bytes)?;
-        let ts = v["timestamp"].as_str().and_then(parse_ts_ms);
         match source {
-            Source::Claude => st.claude(no, ts, &v),
-            Source::Codex => st.codex(no, ts, &v),
+            Source::Claude => {
+                let line = claude::Line::parse(bytes)?;
+                let ts = line.timestamp.as_deref().and_then(parse_ts_ms);
+                st.claude(no, ts, &line);
+            }
+            Source::Codex => {
+                let line = codex::Envelope::parse(bytes)?;
+                let ts = line.timestamp.as_deref().and_then(parse_ts_ms);
+                st.codex(no, ts, &line.payload);
+            }
         }
         Ok(Parsed::Known)
     });
@@ -211,8 +222,10 @@ struct Pass {
     /// A Stop hook block not yet closed: (line, ts, whether a tool call followed, whether the
     /// agent answered at all).
     block: Option<(usize, Option<i64>, bool, bool)>,
-    /// Message ids of API calls already placed.
+    /// Dedup keys of API calls already placed.
     calls: std::collections::HashSet<String>,
+    /// Codex's cumulative usage, to tell API calls from echoes.
+    cumulative: codex::Cumulative,
     /// Codex call ids whose result was read (from either of the two shapes).
     resolved: std::collections::HashSet<String>,
     /// The working directory of the latest line (Claude's `cwd`), to show paths in it relative.
@@ -230,25 +243,28 @@ impl Pass {
         }
     }
 
-    fn claude(&mut self, no: usize, ts: Option<i64>, v: &Value) {
-        if let Some(cwd) = v["cwd"].as_str() {
+    fn claude(&mut self, no: usize, ts: Option<i64>, line: &claude::Line<'_>) {
+        if let Some(cwd) = line.cwd.as_deref() {
             if cwd != self.cwd {
                 self.cwd = cwd.to_string();
             }
         }
-        match v["type"].as_str() {
-            Some("assistant") => {
-                let m = &v["message"];
-                if let Some(id) = m["id"].as_str() {
-                    if self.calls.insert(id.to_string()) && m["usage"].is_object() {
+        match line.kind() {
+            "assistant" => {
+                // The engine's calls: the line model's main-chain calls, one per dedup key
+                // (`message.id` + `requestId`, DESIGN §8).
+                if let Some(c) = line.call().filter(|c| !c.sidechain) {
+                    let key = c.id.map(|id| format!("{id}\u{0}{}", c.request_id.unwrap_or("")));
+                    if key.is_none_or(|k| self.calls.insert(k)) {
                         self.push(no, ts, What::Call);
                     }
                 }
                 if let Some(b) = &mut self.block {
                     b.3 = true;
                 }
-                for b in m["content"].as_array().into_iter().flatten() {
-                    if b["type"] == "tool_use" {
+                let content = line.message.as_ref().map_or(Content::None, |m| m.content());
+                if let Content::Blocks(blocks) = content {
+                    for b in blocks.iter().filter(|b| b.kind() == "tool_use") {
                         if let Some(b) = &mut self.block {
                             b.2 = true;
                         }
@@ -256,29 +272,32 @@ impl Pass {
                     }
                 }
             }
-            Some("user") => self.claude_user(no, ts, v),
-            Some("system") if v["subtype"] == "compact_boundary" && v["isSidechain"] != true => {
+            "user" => self.claude_user(no, ts, line),
+            "system" if line.is_compact_boundary() && line.is_sidechain != Some(true) => {
                 self.push(no, ts, What::Compaction);
             }
-            Some("result") => {
-                for d in v["permission_denials"].as_array().into_iter().flatten() {
-                    let tool = d["tool_name"].as_str().unwrap_or("a tool").to_string();
-                    let id = d["tool_use_id"].as_str().unwrap_or_default().to_string();
+            "result" => {
+                for d in line.permission_denials() {
+                    let tool = text(d.tool_name).unwrap_or(Cow::Borrowed("a tool")).into_owned();
+                    let id = text(d.tool_use_id).unwrap_or_default().into_owned();
                     if id.is_empty() || self.denied.insert(id) {
-                        let detail = d["tool_input"]["command"]
+                        let input = d.tool_input.map(|r| r.value()).unwrap_or_default();
+                        let detail = input["command"]
                             .as_str()
-                            .or(d["tool_input"]["file_path"].as_str())
+                            .or(input["file_path"].as_str())
                             .map(|s| format!("{tool} {s}"))
                             .unwrap_or_else(|| format!("{tool} denied"));
                         self.push(no, ts, What::Denied { tool, detail: first_line(&detail) });
                     }
                 }
             }
-            Some("attachment") => {
-                let a = &v["attachment"];
-                let stop = matches!(a["hookEvent"].as_str(), Some("Stop" | "SubagentStop"));
-                if a["type"] == "hook_blocking_error" && stop {
-                    self.open_block(no, ts);
+            "attachment" => {
+                if let Some(a) = line.attachment() {
+                    let stop =
+                        matches!(text(a.hook_event).as_deref(), Some("Stop" | "SubagentStop"));
+                    if text(a.ty).as_deref() == Some("hook_blocking_error") && stop {
+                        self.open_block(no, ts);
+                    }
                 }
             }
             _ => {}
@@ -295,10 +314,12 @@ impl Pass {
         self.block = Some((no, ts, false, false));
     }
 
-    fn claude_tool_use(&mut self, no: usize, ts: Option<i64>, b: &Value) {
-        let name = b["name"].as_str().unwrap_or_default();
-        let input = &b["input"];
-        let id = b["id"].as_str().unwrap_or_default().to_string();
+    fn claude_tool_use(&mut self, no: usize, ts: Option<i64>, b: &Block<'_>) {
+        let name = text(b.name).unwrap_or_default();
+        let name = &*name;
+        // A tool's input is the tool's own shape: read as free-form JSON.
+        let input = &b.input.map(|r| r.value()).unwrap_or_default();
+        let id = text(b.id).unwrap_or_default().into_owned();
         let file = input["file_path"].as_str().or(input["notebook_path"].as_str());
         let rel = file.map(|f| relative(f, &self.cwd));
         let file = rel.as_deref();
@@ -346,53 +367,59 @@ impl Pass {
         }
     }
 
-    fn claude_user(&mut self, no: usize, ts: Option<i64>, v: &Value) {
-        let content = &v["message"]["content"];
-        let mut texts: Vec<&str> = vec![];
+    fn claude_user(&mut self, no: usize, ts: Option<i64>, line: &claude::Line<'_>) {
+        let content = line.message.as_ref().map_or(Content::None, |m| m.content());
+        let mut texts: Vec<Cow<'_, str>> = vec![];
         let mut prompt = false;
         match content {
-            Value::String(s) => {
+            Content::Text(s) => {
                 texts.push(s);
                 prompt = true;
             }
-            Value::Array(blocks) => {
-                for b in blocks {
-                    match b["type"].as_str() {
-                        Some("text") => {
-                            if let Some(t) = b["text"].as_str() {
+            Content::Blocks(blocks) => {
+                for b in &blocks {
+                    match b.kind() {
+                        "text" => {
+                            if let Some(t) = text(b.text) {
                                 texts.push(t);
                                 prompt = true;
                             }
                         }
-                        Some("tool_result") => self.claude_result(no, ts, v, b),
+                        "tool_result" => self.claude_result(no, ts, line, b),
                         _ => {}
                     }
                 }
             }
-            _ => {}
+            Content::None => {}
         }
         if texts.iter().any(|t| t.trim_start().starts_with("Stop hook feedback")) {
             self.open_block(no, ts);
             return;
         }
         let typed = prompt
-            && v["isMeta"] != true
-            && v["isCompactSummary"] != true
+            && line.is_meta != Some(true)
+            && line.is_compact_summary != Some(true)
             && !texts.iter().any(|t| t.trim_start().starts_with('<'));
-        if typed && v["isSidechain"] != true {
+        if typed && line.is_sidechain != Some(true) {
             self.close_block();
         }
     }
 
-    fn claude_result(&mut self, no: usize, ts: Option<i64>, line: &Value, b: &Value) {
-        let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+    fn claude_result(
+        &mut self,
+        no: usize,
+        ts: Option<i64>,
+        line: &claude::Line<'_>,
+        b: &Block<'_>,
+    ) {
+        let id = text(b.tool_use_id).unwrap_or_default().into_owned();
         let Some((tool, arg)) = self.pending.remove(&id) else { return };
         if tool == "Write" {
-            let r = &line["toolUseResult"];
-            if !arg.is_empty() && r["type"] == "update" {
+            let r = line.tool_use_result().unwrap_or_default();
+            if !arg.is_empty() && text(r.ty).as_deref() == Some("update") {
                 // Without the original, an overwrite of a test counts: it cannot be shown safe.
-                let why = match r["originalFile"].as_str() {
-                    Some(orig) => weakens(orig, str_of(&r["content"])),
+                let why = match text(r.original_file) {
+                    Some(orig) => weakens(&orig, &text(r.content).unwrap_or_default()),
                     None => Some(String::new()),
                 };
                 if let Some(why) = why {
@@ -402,10 +429,10 @@ impl Pass {
             }
             return;
         }
-        if b["is_error"] != true {
+        if !b.is_error() {
             return;
         }
-        let text = flatten(&b["content"]);
+        let text = flatten(&b.content.map(|r| r.value()).unwrap_or_default());
         if is_denial(&text) {
             if self.denied.insert(id) {
                 self.push(no, ts, What::Denied { tool, detail: error_line(&text) });
@@ -415,57 +442,69 @@ impl Pass {
         }
     }
 
-    fn codex(&mut self, no: usize, ts: Option<i64>, v: &Value) {
-        let p = &v["payload"];
-        match (v["type"].as_str(), p["type"].as_str()) {
-            (Some("response_item"), Some("function_call")) => {
-                let name = p["name"].as_str().unwrap_or_default();
-                let id = p["call_id"].as_str().unwrap_or_default().to_string();
-                let args: Value = p["arguments"]
-                    .as_str()
-                    .and_then(|a| serde_json::from_str(a).ok())
+    fn codex(&mut self, no: usize, ts: Option<i64>, payload: &codex::Payload<'_>) {
+        match payload {
+            codex::Payload::ResponseItem(p) => self.codex_item(no, ts, p),
+            codex::Payload::Event(e) => match e.ty.as_deref() {
+                Some("item_completed") => {
+                    if let Some(item) =
+                        e.item.as_ref().filter(|i| i.ty.as_deref() == Some("CommandExecution"))
+                    {
+                        self.codex_command_item(no, ts, item);
+                    }
+                }
+                // The engine's calls: the records the line model's rule counts.
+                Some("token_count") => {
+                    let total = e.info.and_then(|i| i.total_token_usage);
+                    if total.is_some_and(|t| self.cumulative.next(t).is_some()) {
+                        self.push(no, ts, What::Call);
+                    }
+                }
+                _ => {}
+            },
+            codex::Payload::Compacted => self.push(no, ts, What::Compaction),
+            _ => {}
+        }
+    }
+
+    fn codex_item(&mut self, no: usize, ts: Option<i64>, p: &codex::ResponseItem<'_>) {
+        let call_id = text(p.call_id).unwrap_or_default().into_owned();
+        match p.kind() {
+            "function_call" => {
+                let name = text(p.name).unwrap_or_default().into_owned();
+                let args: Value = text(p.arguments)
+                    .and_then(|a| serde_json::from_str(&a).ok())
                     .unwrap_or(Value::Null);
                 let cmd = codex_command(&args);
                 if let Some(c) = &cmd {
                     self.shell(no, ts, c);
                 }
-                self.pending.insert(id, (name.to_string(), cmd.unwrap_or_default()));
+                self.pending.insert(call_id, (name, cmd.unwrap_or_default()));
             }
-            (Some("response_item"), Some("local_shell_call")) => {
-                let id = p["call_id"].as_str().unwrap_or_default().to_string();
-                let cmd = codex_command(&p["action"]).unwrap_or_default();
+            "local_shell_call" => {
+                let action = p.action.map(|r| r.value()).unwrap_or_default();
+                let cmd = codex_command(&action).unwrap_or_default();
                 self.shell(no, ts, &cmd);
-                self.pending.insert(id, ("local_shell".into(), cmd));
+                self.pending.insert(call_id, ("local_shell".into(), cmd));
             }
-            (Some("response_item"), Some("custom_tool_call")) => {
-                let id = p["call_id"].as_str().unwrap_or_default().to_string();
-                let name = p["name"].as_str().unwrap_or("custom tool").to_string();
-                self.pending.insert(id, (name, String::new()));
-                let input = p["input"].as_str().unwrap_or_default();
-                for (file, how) in patch_test_edits(input) {
+            "custom_tool_call" => {
+                let name = text(p.name).unwrap_or(Cow::Borrowed("custom tool")).into_owned();
+                self.pending.insert(call_id, (name, String::new()));
+                let input = text(p.input).unwrap_or_default();
+                for (file, how) in patch_test_edits(&input) {
                     self.push(no, ts, What::TestEdit { file, how });
                 }
             }
-            (Some("response_item"), Some("function_call_output" | "custom_tool_call_output")) => {
-                let id = p["call_id"].as_str().unwrap_or_default();
-                let Some((tool, cmd)) = self.pending.remove(id) else { return };
-                self.resolved.insert(id.to_string());
-                let text = flatten(&p["output"]);
+            "function_call_output" | "custom_tool_call_output" => {
+                let Some((tool, cmd)) = self.pending.remove(&call_id) else { return };
+                let text = flatten(&p.output.map(|r| r.value()).unwrap_or_default());
+                self.resolved.insert(call_id);
                 let (exit, body) = codex_exit(&text);
                 if is_denial(&body) {
                     self.push(no, ts, What::Denied { tool, detail: error_line(&body) });
                 } else if exit.is_some_and(|e| e != 0) && !cmd.is_empty() {
                     self.push(no, ts, What::Failed(Failure { command: cmd, error: body }));
                 }
-            }
-            (Some("event_msg"), Some("item_completed"))
-                if p["item"]["type"] == "CommandExecution" =>
-            {
-                self.codex_command_item(no, ts, &p["item"]);
-            }
-            (Some("compacted"), _) => self.push(no, ts, What::Compaction),
-            (Some("event_msg"), Some("token_count")) if p["info"].is_object() => {
-                self.push(no, ts, What::Call)
             }
             _ => {}
         }
@@ -487,29 +526,34 @@ impl Pass {
     /// §6 and the rollouts public parsers test on). Its `id` is the tool call's `call_id` when
     /// both are logged: a call already answered by its `function_call_output` is not counted
     /// twice, and an answered item makes a later output of the same call ignored.
-    fn codex_command_item(&mut self, no: usize, ts: Option<i64>, item: &Value) {
-        let id = item["id"].as_str().unwrap_or_default().to_string();
+    fn codex_command_item(&mut self, no: usize, ts: Option<i64>, item: &codex::Item<'_>) {
+        let id = text(item.id).unwrap_or_default().into_owned();
         if !id.is_empty() && !self.resolved.insert(id.clone()) {
             return;
         }
         let called = self.pending.remove(&id);
-        let cmd = codex_command(item).or(called.as_ref().map(|c| c.1.clone())).unwrap_or_default();
+        let value = |r: Option<Raw<'_>>| r.map(|r| r.value()).unwrap_or_default();
+        let cmd = command_of(&value(item.cmd), &value(item.command))
+            .or(called.as_ref().map(|c| c.1.clone()))
+            .unwrap_or_default();
         if called.is_none() {
             self.shell(no, ts, &cmd);
         }
-        let output = ["aggregated_output", "stderr", "formatted_output", "stdout"]
-            .iter()
-            .filter_map(|k| item[*k].as_str())
+        let output = [item.aggregated_output, item.stderr, item.formatted_output, item.stdout]
+            .into_iter()
+            .filter_map(text)
             .find(|t| !t.trim().is_empty())
             .unwrap_or_default()
-            .to_string();
-        let status = item["status"].as_str().unwrap_or_default();
+            .into_owned();
+        let status = text(item.status).unwrap_or_default();
         let tool = called.map(|c| c.0).unwrap_or_else(|| "exec_command".into());
         if status == "declined" || is_denial(&output) {
             let detail =
                 if output.is_empty() { format!("{tool} declined") } else { error_line(&output) };
             self.push(no, ts, What::Denied { tool, detail });
-        } else if item["exit_code"].as_i64().is_some_and(|e| e != 0) && !cmd.is_empty() {
+        } else if item.exit_code.and_then(|r| r.decode::<i64>().ok()).is_some_and(|e| e != 0)
+            && !cmd.is_empty()
+        {
             self.push(no, ts, What::Failed(Failure { command: cmd, error: output }));
         }
     }
@@ -518,7 +562,12 @@ impl Pass {
 /// The command line of a Codex tool call's arguments: `cmd` or `command`, a string or an argv
 /// (`["bash", "-lc", "…"]` gives the script).
 fn codex_command(args: &Value) -> Option<String> {
-    let c = if args["cmd"].is_null() { &args["command"] } else { &args["cmd"] };
+    command_of(&args["cmd"], &args["command"])
+}
+
+/// [`codex_command`] of a `cmd` and a `command` field (`cmd` first).
+fn command_of(cmd: &Value, command: &Value) -> Option<String> {
+    let c = if cmd.is_null() { command } else { cmd };
     match c {
         Value::String(s) => Some(s.clone()),
         Value::Array(a) => {

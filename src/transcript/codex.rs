@@ -2,37 +2,30 @@
 //! the format reference `formats/codex.md`.
 //!
 //! Token accounting (§5.1, §10.2): `event_msg/token_count` records carry the thread's
-//! *cumulative* `total_token_usage`; 0.104-era builds echo each record after the next
-//! `turn_context`, and post-compaction records carry a context *estimate* with the cumulative
-//! unchanged. So a record counts only when the cumulative changed, and what it bills is the
-//! difference from the previous cumulative: the session's totals then equal the file's last
-//! cumulative exactly. A cumulative that goes down (`fill_to_context_window`) re-baselines
-//! without billing. Cached input is part of OpenAI's input (and cache writes, newer builds,
-//! too); reasoning is part of output. The model is the latest `turn_context.model`.
+//! *cumulative* `total_token_usage`; which record is an API call and what it bills is the
+//! line model's rule ([`super::line::codex::Cumulative`]: only a changed cumulative, billing
+//! the difference), so the session's totals equal the file's last cumulative exactly. Cached
+//! input is part of OpenAI's input (and cache writes, newer builds, too); reasoning is part of
+//! output. The model is the latest `turn_context.model`.
 //!
 //! User turns: an `event_msg/user_message` (0.1xx builds) or, from 0.171, an
 //! `event_msg/item_completed` whose `item.type` is `UserMessage` (0.171 writes no
 //! `user_message` any more; `formats/real-clis.md` §6). A build that logs one prompt both ways
 //! within a turn counts it once (see [`Prompt`]).
 //!
-//! The envelope is `{timestamp, type, payload}`; the payload is parsed according to `type` in
-//! one pass, and the large ones (`response_item`) are skipped by serde without allocation.
+//! Lines are read with the one Codex line model, [`super::line::codex`]: the payload is parsed
+//! according to `type` in one pass, and the large parts of `response_item`s stay raw.
 
-use std::borrow::Cow;
-use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
-
+use super::line::codex::{Cumulative, Envelope, Info, Payload};
 use super::lines::{self, Parsed};
 use super::{
     codex_compaction_point, parse_ts_ms, ApiCall, Builder, Compaction, EngineOptions,
     SessionSummary, Source, Stream,
 };
 use crate::error::Result;
-use crate::prices::Usage;
 
 /// A rollout read whole: its summary and its API calls in order.
 #[derive(Debug)]
@@ -49,7 +42,7 @@ pub(crate) fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> 
     let mut st = State::default();
     let mut damage = std::mem::take(&mut b.damage);
     lines::for_each_record(path, b.limits(), &mut damage, |_, bytes| {
-        let line: Envelope<'_> = serde_json::from_slice(bytes)?;
+        let line = Envelope::parse(bytes)?;
         Ok(st.apply(line, &mut b))
     })?;
     b.damage = damage;
@@ -80,7 +73,7 @@ struct State {
     stream: Stream,
     seen_meta: bool,
     model: Option<Arc<str>>,
-    prev: Counters,
+    cumulative: Cumulative,
     last_context: u64,
     /// A compaction waits for the next real record's context as its "after".
     open_compaction: bool,
@@ -155,7 +148,7 @@ impl State {
             },
             Payload::Compacted => self.compaction(ts, b),
             Payload::ResponseItem(r) => {
-                if matches!(r.ty.as_deref(), Some("compaction" | "context_compaction")) {
+                if r.is_compaction() {
                     self.compaction(ts, b);
                 }
             }
@@ -198,25 +191,8 @@ impl State {
         }
         self.fresh_context = false;
         let Some(total) = info.total_token_usage else { return };
-        if total == self.prev {
-            return; // an echo, or a context estimate
-        }
-        if total.decreased_from(&self.prev) {
-            self.prev = total; // overwritten cumulative: re-baseline, bill nothing
-            return;
-        }
-        let d = total.minus(&self.prev);
-        self.prev = total;
-        let input = d.input_tokens.max(0) as u64;
-        let cached = (d.cached_input_tokens.max(0) as u64).min(input);
-        let writes = (d.cache_write_input_tokens.max(0) as u64).min(input - cached);
-        let usage = Usage {
-            input: input - cached - writes,
-            cache_write_5m: writes,
-            cache_write_1h: 0,
-            cache_read: cached,
-            output: d.output_tokens.max(0) as u64,
-        };
+        let Some(d) = self.cumulative.next(total) else { return };
+        let usage = d.to_usage();
         let context = match info.last_token_usage {
             Some(l) if !l.is_estimate() => l.total().max(0) as u64,
             _ => super::context_from_usage(&usage) + usage.output,
@@ -237,236 +213,6 @@ impl State {
             sidechain: false,
         });
     }
-}
-
-/// `TokenUsage` (codex.md §5.1); newer builds add `cache_write_input_tokens`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-struct Counters {
-    input_tokens: i64,
-    cached_input_tokens: i64,
-    cache_write_input_tokens: i64,
-    output_tokens: i64,
-    reasoning_output_tokens: i64,
-    total_tokens: i64,
-}
-
-impl Counters {
-    fn fields(&self) -> [i64; 5] {
-        [
-            self.input_tokens,
-            self.cached_input_tokens,
-            self.cache_write_input_tokens,
-            self.output_tokens,
-            self.reasoning_output_tokens,
-        ]
-    }
-
-    fn decreased_from(&self, prev: &Counters) -> bool {
-        self.fields().iter().zip(prev.fields()).any(|(a, b)| *a < b)
-    }
-
-    fn minus(&self, o: &Counters) -> Counters {
-        Counters {
-            input_tokens: self.input_tokens - o.input_tokens,
-            cached_input_tokens: self.cached_input_tokens - o.cached_input_tokens,
-            cache_write_input_tokens: self.cache_write_input_tokens - o.cache_write_input_tokens,
-            output_tokens: self.output_tokens - o.output_tokens,
-            reasoning_output_tokens: self.reasoning_output_tokens - o.reasoning_output_tokens,
-            total_tokens: self.total_tokens - o.total_tokens,
-        }
-    }
-
-    /// A context-size estimate: all categories 0, only `total_tokens` set.
-    fn is_estimate(&self) -> bool {
-        self.input_tokens == 0 && self.output_tokens == 0 && self.total_tokens > 0
-    }
-
-    fn total(&self) -> i64 {
-        if self.total_tokens > 0 {
-            self.total_tokens
-        } else {
-            self.input_tokens + self.output_tokens
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct Info {
-    total_token_usage: Option<Counters>,
-    last_token_usage: Option<Counters>,
-    model_context_window: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct SessionMeta<'a> {
-    #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    cwd: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct TurnContext<'a> {
-    #[serde(borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    cwd: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct EventMsg<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-    info: Option<Info>,
-    /// `item_completed`'s item (0.171): only its `type` is read.
-    #[serde(borrow)]
-    item: Option<ItemHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ItemHead<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct ResponseItem<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
-}
-
-enum Payload<'a> {
-    SessionMeta(SessionMeta<'a>),
-    TurnContext(TurnContext<'a>),
-    Event(EventMsg<'a>),
-    ResponseItem(ResponseItem<'a>),
-    Compacted,
-    /// A known type kit does not need.
-    Other,
-    Unknown,
-}
-
-struct Envelope<'a> {
-    timestamp: Option<Cow<'a, str>>,
-    payload: Payload<'a>,
-}
-
-/// Line types of the rollout envelope (codex.md §2, §8).
-const KNOWN_TYPES: &[&str] = &[
-    "session_meta",
-    "response_item",
-    "event_msg",
-    "turn_context",
-    "compacted",
-    "token_usage_record",
-    "world_state",
-    "inter_agent_communication",
-    "inter_agent_communication_metadata",
-    "retained_context",
-    "security_risk_score",
-    "realtime_item",
-];
-
-impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Envelope<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a rollout line {timestamp, type, payload}")
-            }
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<Self::Value, A::Error> {
-                let mut timestamp: Option<Cow<'a, str>> = None;
-                let mut ty: Option<Cow<'a, str>> = None;
-                let mut payload: Option<Payload<'a>> = None;
-                // A payload met before `type` (never seen in real files) is kept as a Value.
-                let mut early: Option<serde_json::Value> = None;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match &*key {
-                        "timestamp" => timestamp = map.next_value()?,
-                        "type" => ty = map.next_value()?,
-                        "payload" => match ty.as_deref() {
-                            Some(t) => payload = Some(read_payload(t, &mut map)?),
-                            None => early = Some(map.next_value()?),
-                        },
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                let Some(t) = ty else {
-                    return Ok(Envelope { timestamp, payload: Payload::Unknown });
-                };
-                let payload = match (payload, early) {
-                    (Some(p), _) => p,
-                    (None, Some(v)) => payload_from_value(&t, v).map_err(de::Error::custom)?,
-                    (None, None) if KNOWN_TYPES.contains(&&*t) => Payload::Other,
-                    (None, None) => Payload::Unknown,
-                };
-                Ok(Envelope { timestamp, payload })
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-fn read_payload<'de: 'a, 'a, A: MapAccess<'de>>(
-    ty: &str,
-    map: &mut A,
-) -> std::result::Result<Payload<'a>, A::Error> {
-    Ok(match ty {
-        "session_meta" => Payload::SessionMeta(map.next_value()?),
-        "turn_context" => Payload::TurnContext(map.next_value()?),
-        "event_msg" => Payload::Event(map.next_value()?),
-        "response_item" => Payload::ResponseItem(map.next_value()?),
-        "compacted" => {
-            map.next_value::<IgnoredAny>()?;
-            Payload::Compacted
-        }
-        t => {
-            map.next_value::<IgnoredAny>()?;
-            if KNOWN_TYPES.contains(&t) {
-                Payload::Other
-            } else {
-                Payload::Unknown
-            }
-        }
-    })
-}
-
-fn payload_from_value(ty: &str, v: serde_json::Value) -> serde_json::Result<Payload<'static>> {
-    let text = v.to_string();
-    Ok(match ty {
-        "session_meta" => {
-            let m: SessionMeta<'_> = serde_json::from_str(&text)?;
-            Payload::SessionMeta(SessionMeta {
-                id: m.id.map(|c| Cow::Owned(c.into_owned())),
-                cwd: m.cwd.map(|c| Cow::Owned(c.into_owned())),
-            })
-        }
-        "turn_context" => {
-            let m: TurnContext<'_> = serde_json::from_str(&text)?;
-            Payload::TurnContext(TurnContext {
-                model: m.model.map(|c| Cow::Owned(c.into_owned())),
-                cwd: m.cwd.map(|c| Cow::Owned(c.into_owned())),
-            })
-        }
-        "event_msg" => {
-            let m: EventMsg<'_> = serde_json::from_str(&text)?;
-            Payload::Event(EventMsg {
-                ty: m.ty.map(|c| Cow::Owned(c.into_owned())),
-                info: m.info,
-                item: m.item.map(|i| ItemHead { ty: i.ty.map(|c| Cow::Owned(c.into_owned())) }),
-            })
-        }
-        "compacted" => Payload::Compacted,
-        t if KNOWN_TYPES.contains(&t) => Payload::Other,
-        _ => Payload::Unknown,
-    })
 }
 
 #[cfg(test)]
@@ -508,21 +254,5 @@ mod tests {
             let s = read(&p, opts).unwrap().summary;
             assert_eq!(s.turns, *want, "{name}");
         }
-    }
-
-    #[test]
-    fn envelope_reads_payload_by_type_in_one_pass() {
-        let l: Envelope<'_> = serde_json::from_str(
-            r#"{"timestamp":"2026-02-23T11:54:52.353Z","type":"turn_context","payload":{"model":"gpt-5.3-codex","cwd":"/w"}}"#,
-        )
-        .unwrap();
-        assert!(
-            matches!(l.payload, Payload::TurnContext(TurnContext { model: Some(ref m), .. }) if m == "gpt-5.3-codex")
-        );
-        let l: Envelope<'_> =
-            serde_json::from_str(r#"{"payload":{"model":"m"},"type":"turn_context"}"#).unwrap();
-        assert!(matches!(l.payload, Payload::TurnContext(_)));
-        let l: Envelope<'_> = serde_json::from_str(r#"{"type":"brand_new","payload":{}}"#).unwrap();
-        assert!(matches!(l.payload, Payload::Unknown));
     }
 }

@@ -17,9 +17,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use jiff::Timestamp;
-use serde::Deserialize;
 
 use crate::error::{IoContext, Result};
+use crate::transcript::line::claude::Line;
 
 /// Block size of one backwards read, bytes.
 pub(crate) const BLOCK: usize = 64 * 1024;
@@ -33,12 +33,17 @@ pub(crate) struct ApiCall {
     pub model: String,
     /// Uncached input tokens.
     pub input: u64,
-    /// Cache-write tokens at the 5-minute TTL (all writes when the line has no split).
+    /// Cache-write tokens at the 5-minute TTL, and at the 1-hour TTL: the line's
+    /// `cache_creation_input_tokens` split by the line model's one rule
+    /// ([`crate::transcript::line::claude::LoggedUsage::cache_writes`]).
     pub cache_write_5m: u64,
     /// Cache-write tokens at the 1-hour TTL.
     pub cache_write_1h: u64,
     /// Cache-read tokens.
     pub cache_read: u64,
+    /// Output tokens as the line logs them (a placeholder on all but, sometimes, the last
+    /// line of a response: claude-code.md §3.3).
+    pub output: u64,
     /// The line's `timestamp`, when it parses.
     pub timestamp: Option<Timestamp>,
 }
@@ -145,19 +150,23 @@ pub(crate) fn open_regular(path: &Path) -> Result<File> {
 
 /// Look at one complete line; true when it is the last API call (the search is over). With
 /// `at`, a line logged after `at` (or without a timestamp) is passed over.
+///
+/// Speed: most lines are passed over by a substring test, before any parsing; a line that
+/// passes is read with the one line model ([`Line::parse`], which skims), and what counts as
+/// a boundary or a main-chain call is the model's rule ([`Line::is_compact_boundary`],
+/// [`Line::call`]).
 fn look_at(line: &[u8], at: Option<Timestamp>, tail: &mut Tail) -> bool {
     let after_at = |ts: Option<Timestamp>| at.is_some_and(|at| ts.is_none_or(|t| t > at));
     let finder = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+    let stamp = |l: &Line<'_>| l.timestamp.as_deref().and_then(|t| t.parse().ok());
     if finder(b"compact_boundary") {
         // Only a real `system` line with subtype compact_boundary counts: the words also occur
         // in prose and tool inputs (`grep compact_boundary`) of assistant lines.
-        if let Ok(l) = serde_json::from_slice::<Line>(line) {
-            if l.kind.as_deref() == Some("system")
-                && l.subtype.as_deref() == Some("compact_boundary")
-            {
-                let ts = l.timestamp.as_deref().and_then(|t| t.parse().ok());
+        if let Ok(l) = Line::parse(line) {
+            if l.is_compact_boundary() {
+                let ts = stamp(&l);
                 if tail.compaction_after.is_none() && !after_at(ts) {
-                    let m = l.compact_metadata.unwrap_or_default();
+                    let m = l.compact.unwrap_or_default();
                     tail.compaction_after = Some(Compaction {
                         trigger: m.trigger.unwrap_or_default(),
                         pre_tokens: m.pre_tokens,
@@ -172,85 +181,23 @@ fn look_at(line: &[u8], at: Option<Timestamp>, tail: &mut Tail) -> bool {
     if !(finder(b"\"assistant\"") && finder(b"\"usage\"")) {
         return false;
     }
-    let Ok(l) = serde_json::from_slice::<Line>(line) else { return false };
-    if l.kind.as_deref() != Some("assistant")
-        || l.is_sidechain == Some(true)
-        || l.is_api_error_message == Some(true)
-    {
-        return false;
-    }
-    let timestamp = l.timestamp.as_deref().and_then(|t| t.parse().ok());
+    let Ok(l) = Line::parse(line) else { return false };
+    let Some(call) = l.call().filter(|c| !c.sidechain) else { return false };
+    let timestamp = stamp(&l);
     if after_at(timestamp) {
         return false;
     }
-    let Some(msg) = l.message else { return false };
-    let Some(u) = msg.usage else { return false };
-    let model = msg.model.unwrap_or_default();
-    if model == "<synthetic>" {
-        return false;
-    }
-    let written = u.cache_creation_input_tokens.unwrap_or(0);
-    let (w5, w1) = match u.cache_creation {
-        Some(c) => {
-            (c.ephemeral_5m_input_tokens.unwrap_or(0), c.ephemeral_1h_input_tokens.unwrap_or(0))
-        }
-        None => (written, 0),
-    };
-    // Keep the total exact even if a line's split disagrees with its sum.
-    let w5 = w5 + written.saturating_sub(w5 + w1);
+    let u = call.usage;
     tail.last_call = Some(ApiCall {
-        model,
-        input: u.input_tokens.unwrap_or(0),
-        cache_write_5m: w5,
-        cache_write_1h: w1,
-        cache_read: u.cache_read_input_tokens.unwrap_or(0),
+        model: call.model.to_string(),
+        input: u.input,
+        cache_write_5m: u.cache_write_5m,
+        cache_write_1h: u.cache_write_1h,
+        cache_read: u.cache_read,
+        output: u.output,
         timestamp,
     });
     true
-}
-
-#[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    subtype: Option<String>,
-    #[serde(rename = "isSidechain")]
-    is_sidechain: Option<bool>,
-    #[serde(rename = "isApiErrorMessage")]
-    is_api_error_message: Option<bool>,
-    timestamp: Option<String>,
-    message: Option<Message>,
-    #[serde(rename = "compactMetadata")]
-    compact_metadata: Option<CompactMetadata>,
-}
-
-#[derive(Deserialize)]
-struct Message {
-    model: Option<String>,
-    usage: Option<UsageLine>,
-}
-
-#[derive(Deserialize)]
-struct UsageLine {
-    input_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-    cache_creation: Option<CacheCreation>,
-}
-
-#[derive(Deserialize)]
-struct CacheCreation {
-    ephemeral_5m_input_tokens: Option<u64>,
-    ephemeral_1h_input_tokens: Option<u64>,
-}
-
-#[derive(Default, Deserialize)]
-struct CompactMetadata {
-    trigger: Option<String>,
-    #[serde(rename = "preTokens")]
-    pre_tokens: Option<u64>,
-    #[serde(rename = "postTokens")]
-    post_tokens: Option<u64>,
 }
 
 #[cfg(test)]
