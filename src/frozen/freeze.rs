@@ -59,7 +59,7 @@ pub fn run(
 ) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     if !matches!(action, FreezeAction::Check) {
-        if let Some(holder) = crate::longrun::lock::running_loop(&project) {
+        if let Some(holder) = crate::longrun::running_loop(&project) {
             return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
         }
     }

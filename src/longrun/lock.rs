@@ -395,20 +395,6 @@ fn holder_text(file: &mut File) -> String {
     }
 }
 
-/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
-/// (see [`live_holder`]; never takes the lock), or else the journal's last run not ended
-/// when its process is still alive here (the lock file may have been deleted under it a moment
-/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
-/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
-pub fn running_loop(project: &super::Project) -> Option<Holder> {
-    live_holder(&project.lock()).or_else(|| {
-        super::history::History::read(&project.journal())
-            .ok()?
-            .open_run
-            .filter(Holder::is_alive_here)
-    })
-}
-
 /// This machine's host name.
 pub fn host_name() -> String {
     nix::unistd::gethostname()

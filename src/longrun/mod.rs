@@ -13,7 +13,7 @@
 //!
 //! Beside the folder itself: how its runtime files read back, for every command that asks who
 //! owns the project now — the journal as the loop's checkpoint ([`history`]) and the loop's
-//! flock on `longrun/.lock` ([`lock`], [`lock::running_loop`]). The loop writes both; `kit
+//! flock on `longrun/.lock` ([`lock`], [`running_loop`]). The loop writes both; `kit
 //! freeze` and `kit status` only read them, so they live here, below the loop.
 
 pub mod config;
@@ -165,6 +165,20 @@ pub fn read_user_text(path: &Path, shown: &Path) -> Result<Option<String>> {
         let line = e.as_bytes()[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
         Error::input(shown, Some(line), "not valid UTF-8 text")
             .with_hint(format!("save {} as UTF-8, then run the command again", shown.display()))
+    })
+}
+
+/// The loop that owns `project` now, if one runs: the live flock holder of `longrun/.lock`
+/// (see [`lock::live_holder`]; never takes the lock), or else the journal's last run not ended
+/// when its process is still alive here (the lock file may have been deleted under it a moment
+/// ago; its keeper puts it back within 100 ms). Commands that change what a loop protects
+/// (`kit freeze PATH…`, `kit freeze --restore`) refuse while it runs.
+pub fn running_loop(project: &Project) -> Option<lock::Holder> {
+    lock::live_holder(&project.lock()).or_else(|| {
+        history::History::read(&project.journal())
+            .ok()?
+            .open_run
+            .filter(lock::Holder::is_alive_here)
     })
 }
 

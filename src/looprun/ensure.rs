@@ -54,7 +54,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
     let queue = project.runs().join("ensure.lock");
     let _turn = take_turn(&queue)?;
     let o = Path::new("stdout");
-    if let Some(h) = crate::longrun::lock::running_loop(&project) {
+    if let Some(h) = crate::longrun::running_loop(&project) {
         writeln!(out, "ensure-alive: a loop is alive ({}); nothing to start", h.describe())
             .at(o)?;
         return Ok(EXIT_OK);
@@ -96,7 +96,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
             let code = status.code().map_or(1, |c| c.clamp(0, 255) as u8);
             let last = last_line(&log);
             if code == EXIT_LOCKED {
-                if let Some(h) = crate::longrun::lock::running_loop(&project) {
+                if let Some(h) = crate::longrun::running_loop(&project) {
                     writeln!(
                         out,
                         "ensure-alive: a loop is alive ({}); nothing to start",

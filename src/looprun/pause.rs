@@ -131,7 +131,7 @@ pub fn pause(cwd: &Path, opts: &PauseOptions, out: &mut dyn Write) -> Result<u8>
     crate::atomic::write_atomic(&project.pause(), line.as_bytes())?;
     let o = Path::new("stdout");
     let again = if before.is_some() { " (it was paused already; record replaced)" } else { "" };
-    match crate::longrun::lock::running_loop(&project) {
+    match crate::longrun::running_loop(&project) {
         Some(h) if opts.now => writeln!(
             out,
             "paused{again}: the loop (pid {}) stops its agent now (SIGTERM, then SIGKILL after the \
@@ -174,7 +174,7 @@ pub fn resume(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
         Err(_) if path.is_dir() => std::fs::remove_dir_all(&path).at(&path)?,
         Err(e) => return Err(crate::Error::io(&path, e)),
     }
-    let next = match crate::longrun::lock::running_loop(&project) {
+    let next = match crate::longrun::running_loop(&project) {
         Some(h) => format!("the loop (pid {}) goes on if it has not stopped yet", h.pid),
         None => "next: kit loop goes on with the run (or the schedule's kit loop \
                  --ensure-alive starts it)"
