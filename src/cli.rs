@@ -454,8 +454,8 @@ pub struct CacheArgs {
     /// Model id, e.g. claude-opus-4-6.
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// Context size in tokens.
-    #[arg(long, value_name = "TOKENS")]
+    /// Context size in tokens: 150000, 150k, 1M.
+    #[arg(long, value_name = "TOKENS", value_parser = token_count)]
     pub context: Option<u64>,
     /// Idle time, e.g. 2h.
     #[arg(long, value_name = "DUR", value_parser = idle)]
@@ -463,8 +463,8 @@ pub struct CacheArgs {
     /// Cache TTL: 5m or 1h.
     #[arg(long, value_name = "5m|1h", value_parser = crate::cache::Ttl::parse)]
     pub ttl: Option<crate::cache::Ttl>,
-    /// Size of a handoff to start clean from, in tokens.
-    #[arg(long, value_name = "TOKENS")]
+    /// Size of a handoff to start clean from, in tokens: 3000, 3k.
+    #[arg(long, value_name = "TOKENS", value_parser = token_count)]
     pub handoff: Option<u64>,
     /// Read model, context and idle time from this transcript.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["model", "context"])]
@@ -537,6 +537,12 @@ fn every(text: &str) -> Result<Duration> {
 /// `kit cache --idle`.
 fn idle(text: &str) -> Result<Duration> {
     crate::duration::parse_duration(text).map_err(Error::usage)
+}
+
+/// `kit cache --context` and `--handoff`: a token count (`150000`, `150k`, `1M`).
+fn token_count(text: &str) -> Result<u64> {
+    crate::units::parse_tokens(text)
+        .map_err(|e| Error::usage(e).with_hint("e.g. kit cache --context 150k --idle 2h"))
 }
 
 /// `kit cache --at`: an RFC 3339 time.

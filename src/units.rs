@@ -64,6 +64,31 @@ pub(crate) fn tokens(n: u64) -> String {
     }
 }
 
+/// A token count as a person writes it, and as [`tokens`] prints it: `150000`, `150_000`,
+/// `150k`, `233.3k`, `1M`, `1.5M` (k = 1,000, M = 1,000,000; either case). Errors: a text that
+/// is none of these, or a count that does not fit in 64 bits, as a sentence saying so.
+pub(crate) fn parse_tokens(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let (number, scale) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'm' | 'M')) => (&t[..i], 1e6),
+        _ => (t.as_str(), 1.0),
+    };
+    let bad = || format!("`{text}` is not a token count (e.g. 150000, 150k, 1M)");
+    if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    if scale == 1.0 {
+        return number.parse::<u64>().map_err(|_| bad());
+    }
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    let n = (n * scale).round();
+    if !n.is_finite() || n > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(n as u64)
+}
+
 /// Dollars: `$0.04`, `$12.30`, `$0.0012` for sub-cent amounts.
 pub(crate) fn usd(x: f64) -> String {
     if x != 0.0 && x.abs() < 0.01 {
@@ -178,5 +203,27 @@ mod tests {
         assert_eq!(pad("日本", 6, false), "日本  ");
         assert_eq!(pad("ab", 4, true), "  ab");
         assert_eq!(pad("abcdef", 4, true), "abcdef");
+    }
+
+    #[test]
+    fn token_counts_read_as_people_and_kit_write_them() {
+        for (text, want) in [
+            ("150000", Some(150_000)),
+            ("150_000", Some(150_000)),
+            ("150k", Some(150_000)),
+            ("150K", Some(150_000)),
+            ("233.3k", Some(233_300)),
+            ("1M", Some(1_000_000)),
+            ("1.5m", Some(1_500_000)),
+            (" 42 ", Some(42)),
+            ("", None),
+            ("k", None),
+            ("-5", None),
+            ("1.5", None),
+            ("12kk", None),
+            ("1e6", None),
+        ] {
+            assert_eq!(parse_tokens(text).ok(), want, "{text:?}");
+        }
     }
 }
