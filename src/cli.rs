@@ -70,6 +70,19 @@ pub enum Command {
     },
     /// Remove longrun/PAUSE so that kit loop goes on with the run.
     Resume,
+    /// Tell the loop's agent something: it reaches the next iteration's prompt, once.
+    ///
+    /// Appends a dated entry to longrun/inbox.md (a line added there by hand counts too). At the
+    /// start of each iteration the loop puts every message not yet delivered in the prompt and
+    /// journals it (`told`: who, when, what); kit status says how many wait.
+    Tell {
+        /// The message (several words are joined by spaces).
+        #[arg(required = true, value_name = "TEXT")]
+        text: Vec<String>,
+        /// Who tells it (default: your login name).
+        #[arg(long, value_name = "NAME")]
+        from: Option<String>,
+    },
     /// A timer that keeps a loop alive here: kit loop --ensure-alive from systemd or cron.
     #[command(subcommand)]
     Schedule(ScheduleCommand),

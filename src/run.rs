@@ -124,6 +124,11 @@ pub fn execute(
             out,
         ),
         Command::Resume => crate::looprun::pause::resume(&ctx.cwd, out),
+        Command::Tell { text, from } => crate::looprun::inbox::tell(
+            &ctx.cwd,
+            &crate::looprun::inbox::TellOptions { text: text.join(" "), from },
+            out,
+        ),
         Command::Schedule(cmd) => schedule(ctx, cmd, out),
         Command::Doctor => crate::doctor::run(&ctx.cwd, &ctx.theme, out),
         Command::Rehearse(a) => {

@@ -24,7 +24,10 @@
 //! skipped_lines, since: {from (mark/run), at, run, iterations, iteration_range, reverts,
 //! limit_waits, limit_waited_s, flaps, reviews: {pass, fail, ask}, loops_ended, events, marked}
 //! | null (see [`since`]), decisions: [{kind (flap/review/cap/paused), line, text}] (see
-//! [`pending`]), notify: the last `notify` event | null}`.
+//! [`pending`]), notify: the last `notify` event | null, inbox_waiting: messages of
+//! longrun/inbox.md no iteration got yet (absent when none; see `looprun::inbox`), agent:
+//! {current, from, why, reason, iteration} when the run went on with a fallback agent (absent
+//! otherwise; see `looprun::fallback`)}`.
 //!
 //! For a person coming back: `since …:` says what happened after they last looked (the mark
 //! is moved only by a status on a terminal, `--mark`, or the end of `--watch`; see [`since`]),
@@ -181,6 +184,9 @@ pub(crate) struct Status {
     pub decisions: Vec<pending::Decision>,
     /// The last `notify` event (the `[notify]` command's last run), if any.
     pub notify: Option<Value>,
+    /// Messages of `longrun/inbox.md` that no iteration got yet (`kit tell`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub inbox_waiting: usize,
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
@@ -354,6 +360,13 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
     let decisions = pending::of(run_events, live, paused_words);
     let notify = h.last("notify").cloned();
+    let inbox_waiting = match crate::looprun::inbox::read(&project) {
+        Ok(messages) => crate::looprun::inbox::pending(&messages, &h.events).len(),
+        Err(e) => {
+            problems.push(json!({ "file": crate::looprun::inbox::FILE, "error": e.to_string() }));
+            0
+        }
+    };
     let run_status = last.map(|r| RunStatus {
         id: r.id,
         started: r.started.clone(),
@@ -390,6 +403,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         since,
         decisions,
         notify,
+        inbox_waiting,
         seen: since::Mark::now(&h),
     })
 }
@@ -467,6 +481,10 @@ fn wall_before(run: &RunView, h: &History) -> f64 {
         .find(|e| event_name(e) == "loop_start")
         .and_then(|e| e["spent"]["wall_s"].as_f64())
         .unwrap_or(0.0)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a plain `kit loop` would do now, from the journal and the caps it would run with.
@@ -755,6 +773,21 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
     }
     if let Some(w) = &s.limit_wait {
         writeln!(out, "{} {w}", theme.warn("limit:"))?;
+    }
+    match s.inbox_waiting {
+        0 => {}
+        1 => writeln!(
+            out,
+            "{} 1 message waits for the next iteration ({})",
+            theme.bold("inbox:"),
+            crate::looprun::inbox::FILE
+        )?,
+        n => writeln!(
+            out,
+            "{} {n} messages wait for the next iteration ({})",
+            theme.bold("inbox:"),
+            crate::looprun::inbox::FILE
+        )?,
     }
     if s.iteration == 0 && s.criteria.is_none() {
         writeln!(out, "{} none yet", theme.bold("iteration:"))?;

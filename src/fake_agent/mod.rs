@@ -156,8 +156,8 @@ fn run(args: &Args) -> Result<u8> {
         }
     }
     let steps = scenario.steps_for(invocation).unwrap_or(&[]);
-    let ending =
-        steps::Runner::new(&mut session, &cwd, invocation).run(steps, &scenario.otherwise)?;
+    let ending = steps::Runner::new(&mut session, &cwd, invocation, &prompt)
+        .run(steps, &scenario.otherwise)?;
     match ending.how {
         steps::How::Result => session.finish(&ending.text, ending.code)?,
         steps::How::Limit(minutes) => session.limit_hit(minutes)?,

@@ -130,6 +130,10 @@ pub(super) enum Step {
     },
     /// Ignore SIGTERM from now on, so only SIGKILL ends this process.
     IgnoreSigterm {},
+    /// Write the prompt this invocation received (`-p` or stdin), byte for byte, to `path`
+    /// (its folder created): a test's window on what the agent was given. Not recorded as a
+    /// tool call.
+    SavePrompt { path: String },
     /// `calls` API calls (each a `Read` of `path`) whose context grows until the last one holds
     /// `to_pct` % of `compaction_point` tokens (default 0: the point of the scenario's model by
     /// [`crate::transcript::point::resolve`], the rule the hook uses — 167,000 for

@@ -48,11 +48,13 @@ pub(super) struct Runner<'a> {
     hook_reply: String,
     /// The last tool call: (tool_use id, tool name, tool input), for `PostToolUse`.
     last_tool: Option<(String, String, Value)>,
+    /// The prompt this invocation received (`save_prompt`).
+    prompt: String,
 }
 
 impl<'a> Runner<'a> {
-    /// A runner for `session` in `cwd`, invocation `invocation`.
-    pub(super) fn new(session: &'a mut Session, cwd: &Path, invocation: u64) -> Self {
+    /// A runner for `session` in `cwd`, invocation `invocation`, given `prompt`.
+    pub(super) fn new(session: &'a mut Session, cwd: &Path, invocation: u64, prompt: &str) -> Self {
         Runner {
             session,
             cwd: cwd.to_path_buf(),
@@ -61,6 +63,7 @@ impl<'a> Runner<'a> {
             held: Vec::new(),
             hook_reply: String::new(),
             last_tool: None,
+            prompt: prompt.to_string(),
         }
     }
 
@@ -164,6 +167,13 @@ impl<'a> Runner<'a> {
             }
             Step::Spawn { command, detach } => self.spawn(&self.fill(command), *detach),
             Step::IgnoreSigterm {} => ignore_sigterm(),
+            Step::SavePrompt { path } => {
+                let file = self.cwd.join(self.fill(path));
+                if let Some(dir) = file.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                }
+                std::fs::write(&file, &self.prompt).map_err(|e| Error::io(&file, e))
+            }
             Step::GrowContext { to_pct, calls, compaction_point, path } => {
                 self.grow(*to_pct, *calls, *compaction_point, &self.fill(path))
             }

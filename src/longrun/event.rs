@@ -45,6 +45,8 @@
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
+//! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::looprun::inbox`]) |
+//! | `agent_switch` | `iteration` (the one the next agent runs), `from`, `to` (agent specs), `why` (`limit`: a usage or rate limit whose wait passes `[agent] fallback_after_wait`; `no_progress`: `[agent] fallback_after_no_progress` iterations in a row without progress), `reason` (in words), `until` (the limit's reset, RFC 3339, or null), `retry` (the iteration is retried under its number: it counted as none), `position` (the new agent's place in `[agent] fallback`, 1-based): the run goes on with the next agent of `[agent] fallback` ([`crate::looprun::fallback`]); the no-progress count starts again |
 //! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`crate::looprun::limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
 //! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
@@ -166,6 +168,10 @@ pub enum Event {
     FrozenCommit(FrozenCommit),
     /// Git config entries and hooks that appeared during the run.
     GitConfigChanged(GitConfigChanged),
+    /// Messages of `longrun/inbox.md` put in an iteration's prompt.
+    Told(Told),
+    /// The run goes on with the next agent of `[agent] fallback`.
+    AgentSwitch(AgentSwitch),
     /// The agent stopped on a usage or rate limit; the loop waits.
     LimitWait(LimitWait),
     /// The wait of a `limit_wait` ended.
@@ -208,7 +214,7 @@ impl Default for Event {
 
 impl Event {
     /// The name of every known event, as journaled.
-    pub const NAMES: [&'static str; 31] = [
+    pub const NAMES: [&'static str; 33] = [
         "lock_takeover",
         "recovered",
         "memory_cap",
@@ -226,6 +232,8 @@ impl Event {
         "checkpoint",
         "frozen_commit",
         "git_config_changed",
+        "told",
+        "agent_switch",
         "limit_wait",
         "limit_resume",
         "cap",
@@ -281,6 +289,8 @@ impl Event {
             Event::Unpriced(e) => e.iteration,
             Event::Criteria(e) => e.iteration,
             Event::FrozenCommit(e) => e.iteration,
+            Event::Told(e) => e.iteration,
+            Event::AgentSwitch(e) => e.iteration,
             Event::LimitWait(e) => e.iteration,
             Event::LimitResume(e) => e.iteration,
             Event::Paused(e) => e.iteration,
@@ -315,6 +325,8 @@ fn known_name(e: &Event) -> &'static str {
         Event::Checkpoint(_) => "checkpoint",
         Event::FrozenCommit(_) => "frozen_commit",
         Event::GitConfigChanged(_) => "git_config_changed",
+        Event::Told(_) => "told",
+        Event::AgentSwitch(_) => "agent_switch",
         Event::LimitWait(_) => "limit_wait",
         Event::LimitResume(_) => "limit_resume",
         Event::Cap(_) => "cap",
@@ -666,6 +678,54 @@ pub struct FrozenCommit {
 pub struct GitConfigChanged {
     /// Entries and hooks that appeared.
     pub added: Vec<String>,
+}
+
+/// `told`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Told {
+    /// The iteration whose prompt holds them.
+    pub iteration: u64,
+    /// The messages, in the inbox's order.
+    pub messages: Vec<ToldMessage>,
+}
+
+/// One message of a `told`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToldMessage {
+    /// Who told it; None for a line added by hand.
+    pub from: Option<String>,
+    /// When it was told, RFC 3339; None for a line added by hand.
+    pub at: Option<String>,
+    /// The text.
+    pub text: String,
+    /// sha256 (hex) of sender, time and text (`looprun::inbox::Message::sha256`).
+    pub sha256: String,
+    /// Its first line in `longrun/inbox.md`, 1-based.
+    pub line: u64,
+}
+
+/// `agent_switch`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentSwitch {
+    /// The iteration the next agent runs.
+    pub iteration: u64,
+    /// The agent that stops (its spec).
+    pub from: String,
+    /// The agent that takes over.
+    pub to: String,
+    /// `limit` or `no_progress`.
+    pub why: String,
+    /// Why, in words.
+    pub reason: String,
+    /// The limit's reset, RFC 3339 (null when none or not a limit).
+    pub until: Option<String>,
+    /// The iteration is retried under its number.
+    pub retry: bool,
+    /// The new agent's place in `[agent] fallback`, 1-based.
+    pub position: u64,
 }
 
 /// `limit_wait`.

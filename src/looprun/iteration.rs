@@ -134,6 +134,9 @@ impl RunCtx<'_> {
         let nnn = format!("{iteration:03}");
         let prompt_file = self.project.runs().join(format!("{nnn}.prompt.md"));
         let log = self.project.runs().join(format!("{nnn}.log"));
+        let (messages, new_messages) = self.inbox_for(iteration)?;
+        let items: Vec<String> = messages.iter().map(inbox::Message::prompt_item).collect();
+        let takeover = tally.takeover.take();
         let text = prompt::render(&prompt::PromptInput {
             iteration,
             root: &self.project.root,
@@ -143,6 +146,8 @@ impl RunCtx<'_> {
             failures: &tally.failures,
             reverts: &tally.reverts,
             denials: &tally.denials,
+            messages: &items,
+            takeover: takeover.as_deref(),
         });
         // The last agent may have removed `longrun/.runs/` (`git clean -fdx`, `rm -rf longrun`).
         crate::atomic::create_dir_all(&self.project.runs())?;
@@ -151,6 +156,18 @@ impl RunCtx<'_> {
             iteration,
             prompt: rel(&self.project, &prompt_file),
         }))?;
+        if !new_messages.is_empty() {
+            self.journal(Event::Told(ev::Told {
+                iteration,
+                messages: new_messages.iter().map(inbox::Message::to_told).collect(),
+            }))?;
+            let n = new_messages.len();
+            self.say(format!(
+                "iteration {iteration}: the prompt carries {n} message{} from {}",
+                if n == 1 { "" } else { "s" },
+                inbox::FILE
+            ));
+        }
         let s = &p.settings;
         let remaining = s.max_wall.saturating_sub(p.wall_used());
         let timeout = s.timeout.min(remaining).max(Duration::from_secs(1));
@@ -350,6 +367,28 @@ impl RunCtx<'_> {
             None
         };
         Ok(AgentRun { reverts, ended, wall_cut, log: log_rel, denials, tree_unchanged, cost_cap })
+    }
+
+    /// The inbox's messages for `iteration`'s prompt, and those of them that are new (to be
+    /// journaled as `told`): the messages an earlier attempt of this iteration number was given
+    /// (a limit waited out, an agent switch), then those no `told` delivered yet (see
+    /// [`inbox`]). An inbox that cannot be read delivers nothing this time, and says why.
+    fn inbox_for(&mut self, iteration: u64) -> Result<(Vec<inbox::Message>, Vec<inbox::Message>)> {
+        let messages = match inbox::read(&self.project) {
+            Ok(m) => m,
+            Err(e) => {
+                self.say(format!("iteration {iteration}: no message delivered: {e}"));
+                return Ok((Vec::new(), Vec::new()));
+            }
+        };
+        if messages.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let events = crate::longrun::journal::read(&self.project.journal())?.events;
+        let new = inbox::pending(&messages, &events);
+        let mut all = inbox::for_iteration(&events, iteration);
+        all.extend(new.iter().cloned());
+        Ok((all, new))
     }
 
     /// The cost cap ended iteration `iteration`: journal `cost_cap` with the figures, say them,

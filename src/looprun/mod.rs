@@ -63,6 +63,7 @@ mod checks;
 pub mod confirm;
 pub mod durable;
 pub mod ensure;
+pub mod inbox;
 mod iteration;
 pub mod limits;
 pub mod memcap;
@@ -278,6 +279,8 @@ struct Tally {
     green_allowed: Vec<usize>,
     /// Done at the run's first baseline (allowed): the start tree is the tree, no probe.
     skip_probe: bool,
+    /// For the next prompt: the agent takes over from another, who and why (see [`fallback`]).
+    takeover: Option<String>,
 }
 
 /// One run of the criteria.

@@ -4,7 +4,10 @@
 //! Placeholders, each replaced once: `{{iteration}}`, `{{root}}`, `{{goal}}` (goal.md),
 //! `{{progress}}` (progress.md), `{{handoff}}` (handoff.md), `{{failures}}` (the criteria that
 //! failed in the last check, with what was missing and the tail of their output), `{{reverts}}`
-//! (the frozen files kit restored since the last iteration). A missing or empty file reads as a
+//! (the frozen files kit restored since the last iteration), `{{takeover}}` (when a fallback
+//! agent runs its first iteration: who it takes over from and why) and `{{messages}}` (the
+//! messages of `longrun/inbox.md` not yet delivered, see [`super::inbox`]); the last two are
+//! empty, with their heading, when there is nothing to say. A missing or empty file reads as a
 //! short note saying so. The prompt is written to `longrun/.runs/NNN.prompt.md`.
 
 use std::path::Path;
@@ -32,7 +35,16 @@ pub struct PromptInput<'a> {
     /// One line per tool call Claude Code denied in the last iteration (empty when none):
     /// appended as a last section, so the agent does not try them again.
     pub denials: &'a [String],
+    /// The inbox's messages for this iteration, one prompt item each
+    /// ([`super::inbox::Message::prompt_item`]); empty when none.
+    pub messages: &'a [String],
+    /// When this agent takes over the run from another (`[agent] fallback`): who and why, in
+    /// words.
+    pub takeover: Option<&'a str>,
 }
+
+/// The heading of the inbox's messages in the prompt.
+pub const MESSAGES_HEADING: &str = "# Messages from the person running this loop";
 
 /// Render the prompt text.
 pub fn render(input: &PromptInput<'_>) -> String {
@@ -47,6 +59,24 @@ pub fn render(input: &PromptInput<'_>) -> String {
     } else {
         input.reverts.iter().map(|r| format!("- {r}")).collect::<Vec<_>>().join("\n")
     };
+    let messages = if input.messages.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{MESSAGES_HEADING}\n\nSent with kit tell while the loop ran, new for this iteration. Act on \
+             them; they change neither the goal's criteria, which still decide when the work is \
+             done, nor the frozen files.\n\n{}\n\n",
+            input.messages.join("\n")
+        )
+    };
+    let takeover = match input.takeover {
+        None => String::new(),
+        Some(why) => format!(
+            "# You take over this run\n\n{why} You are the next agent of the run's fallback \
+             list. The work so far is in the tree; longrun/progress.md and the handoff below say \
+             where it stands.\n\n"
+        ),
+    };
     let fields = [
         ("{{iteration}}", input.iteration.to_string()),
         ("{{root}}", input.root.display().to_string()),
@@ -55,6 +85,8 @@ pub fn render(input: &PromptInput<'_>) -> String {
         ("{{handoff}}", file_or_note(input.handoff)),
         ("{{failures}}", failures),
         ("{{reverts}}", reverts),
+        ("{{takeover}}", takeover),
+        ("{{messages}}", messages),
     ];
     // Replace in one pass over the template, so text inside a state file that happens to hold
     // a placeholder is never expanded.
@@ -97,7 +129,7 @@ fn file_or_note(path: &Path) -> String {
     }
 }
 
-const FALLBACK_TEMPLATE: &str = "Iteration {{iteration}} in {{root}}.\n\n{{goal}}\n\n{{progress}}\n\n{{handoff}}\n\n{{failures}}\n\n{{reverts}}\n";
+const FALLBACK_TEMPLATE: &str = "Iteration {{iteration}} in {{root}}.\n\n{{takeover}}{{messages}}{{goal}}\n\n{{progress}}\n\n{{handoff}}\n\n{{failures}}\n\n{{reverts}}\n";
 
 #[cfg(test)]
 mod tests {
@@ -119,6 +151,8 @@ mod tests {
             failures: &failures,
             reverts: &reverts,
             denials: &[],
+            messages: &[],
+            takeover: None,
         });
         assert!(text.contains("iteration 3"));
         assert!(text.contains("# Goal: add\nliteral {{reverts}} stays"));
@@ -137,8 +171,30 @@ mod tests {
             failures: &[],
             reverts: &[],
             denials: &denials,
+            messages: &[],
+            takeover: None,
         });
         assert!(text.contains("# Tool calls denied last time"));
         assert!(text.contains(r#"- Bash: {"command":"npm install"}"#));
+        assert!(!text.contains(MESSAGES_HEADING) && !text.contains("{{messages}}"));
+        assert!(!text.contains("You take over") && !text.contains("{{takeover}}"));
+        let messages = vec!["- From ada (2026-10-01T09:00:00Z): keep {{goal}} as is".to_string()];
+        let text = render(&PromptInput {
+            iteration: 5,
+            root: d.path(),
+            goal: &goal,
+            progress: &d.path().join("progress.md"),
+            handoff: &d.path().join("handoff.md"),
+            failures: &[],
+            reverts: &[],
+            denials: &[],
+            messages: &messages,
+            takeover: Some("The agent `codex` met its usage limit."),
+        });
+        let (m, g) = (text.find(MESSAGES_HEADING).unwrap(), text.find("# The goal").unwrap());
+        let t = text.find("# You take over this run").unwrap();
+        assert!(t < m && m < g, "takeover, then messages, then the goal:\n{text}");
+        assert!(text.contains("\n\n- From ada (2026-10-01T09:00:00Z): keep {{goal}} as is\n\n"));
+        assert!(text.contains("The agent `codex` met its usage limit. You are the next agent"));
     }
 }

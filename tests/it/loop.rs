@@ -1724,6 +1724,7 @@ mod cheats;
 mod cost;
 mod layers;
 mod limits;
+mod steer;
 
 /// Issue 22: what the agent can set in git hides none of its changes from the loop. After each
 /// cheat the iteration's `criteria` event says the tree differs from HEAD (`dirty`), which
