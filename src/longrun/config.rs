@@ -13,6 +13,10 @@
 //! setting_sources = "project,local" # claude: --setting-sources; "" reads all of them
 //! sandbox = "workspace-write" # codex: --sandbox of codex exec
 //! model = ""                  # --model / -m; "" = the CLI's default
+//! fallback = []               # agents to go on with, in order, when the current one is stuck
+//! fallback_after_wait = "30m" # … after a usage/rate limit whose wait is longer ("0s": any)
+//! fallback_after_no_progress = 3 # … or after this many iterations without progress
+//!                             #   (default: max_no_progress; at most max_no_progress)
 //! [caps]                      # all on; none may be unlimited (DESIGN §6)
 //! max_iterations = 10         # agent iterations per loop run
 //! max_wall = "4h"             # wall time of one loop run
@@ -119,6 +123,18 @@ pub struct AgentConfig {
     pub sandbox: String,
     /// The model, passed as `--model` (Claude Code) or `-m` (Codex); `""`: the CLI's default.
     pub model: String,
+    /// Agents to go on with, in order, each written as [`Self::command`] is, when the current
+    /// one is stuck (see `looprun::fallback`): after a usage or rate limit whose wait is longer
+    /// than [`Self::fallback_after_wait`], or [`Self::fallback_after_no_progress`] iterations in
+    /// a row without progress. Empty (the default): no fallback.
+    pub fallback: Vec<Spanned<String>>,
+    /// The longest limit wait the loop accepts before it goes on with the next fallback agent,
+    /// e.g. `"30m"`; `"0s"` never waits while a fallback is left.
+    pub fallback_after_wait: Spanned<Dur>,
+    /// Iterations in a row without progress after which the next fallback agent takes over
+    /// (1 to `[caps] max_no_progress`; default: `max_no_progress`, so that the run goes on with
+    /// the next agent where it would have stopped at the cap).
+    pub fallback_after_no_progress: Option<Spanned<u32>>,
 }
 
 /// `[caps]`.
@@ -249,6 +265,9 @@ impl Default for AgentConfig {
             setting_sources: "project,local".into(),
             sandbox: "workspace-write".into(),
             model: String::new(),
+            fallback: Vec::new(),
+            fallback_after_wait: at(Dur::secs(30 * 60)),
+            fallback_after_no_progress: None,
         }
     }
 }
@@ -412,6 +431,7 @@ impl Config {
         if let Some(t) = self.agent.allowed_tools.iter().find(|t| t.trim().is_empty()) {
             return bad("allowed_tools", format!("allowed_tools holds an empty pattern {t:?}"));
         }
+        self.validate_fallback(path, text)?;
         let b = &self.context.bands;
         if b.is_empty()
             || b.windows(2).any(|w| w[0] >= w[1])
@@ -420,6 +440,67 @@ impl Config {
             return bad("bands", "bands must be ascending percentages between 1 and 99".into());
         }
         Ok(())
+    }
+
+    /// `[agent] fallback`: each entry a spec as `command` is (no empty one, no `fake:` without a
+    /// scenario, none twice), and `fallback_after_no_progress` from 1 to `max_no_progress`.
+    fn validate_fallback(&self, path: &Path, text: &str) -> Result<()> {
+        let bad_at = |key: &str, pos: usize, msg: String| {
+            Err(Error::input(path, Some(line_of(text, pos)), msg)
+                .with_hint(format!("fix `{key}` in {}", path.display())))
+        };
+        let a = &self.agent;
+        for (i, spec) in a.fallback.iter().enumerate() {
+            let s = spec.get_ref().trim();
+            let pos = spec.span().start;
+            if s.is_empty() {
+                return bad_at("fallback", pos, format!("fallback entry {} is empty", i + 1));
+            }
+            if s == "fake:" || s == "fake-codex:" {
+                return bad_at(
+                    "fallback",
+                    pos,
+                    format!(
+                        "fallback entry {} `{s}` needs a scenario name, e.g. \"{s}finish\"",
+                        i + 1
+                    ),
+                );
+            }
+            if a.fallback[..i].iter().any(|o| o.get_ref().trim() == s) {
+                return bad_at("fallback", pos, format!("fallback lists `{s}` twice"));
+            }
+        }
+        if let Some(n) = &a.fallback_after_no_progress {
+            let max = self.caps.max_no_progress;
+            let v = *n.get_ref();
+            if v == 0 || v > max {
+                return bad_at(
+                    "fallback_after_no_progress",
+                    n.span().start,
+                    format!(
+                        "fallback_after_no_progress = {v}: give 1 to {max} (max_no_progress): \
+                         past it the no-progress cap stops the run before any fallback"
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `[agent] fallback` as written, trimmed.
+    pub fn fallback(&self) -> Vec<String> {
+        self.agent.fallback.iter().map(|s| s.get_ref().trim().to_string()).collect()
+    }
+    /// The longest limit wait before the next fallback agent takes over.
+    pub fn fallback_after_wait(&self) -> Duration {
+        self.agent.fallback_after_wait.get_ref().0
+    }
+    /// Iterations in a row without progress before the next fallback agent takes over.
+    pub fn fallback_after_no_progress(&self) -> u32 {
+        self.agent
+            .fallback_after_no_progress
+            .as_ref()
+            .map_or(self.caps.max_no_progress, |n| *n.get_ref())
     }
 
     /// Wall-time cap of one loop run.
@@ -570,6 +651,35 @@ mod tests {
     }
 
     #[test]
+    fn the_fallback_agents_and_their_patience_are_read_with_defaults() {
+        let p = Path::new("config.toml");
+        // (text) → (fallback, after wait in seconds, after no progress)
+        let rows: Vec<(&str, (Vec<&str>, u64, u32))> = vec![
+            ("", (vec![], 1800, 3)),
+            ("[agent]\nfallback = [\"codex\", \" fake:finish \"]\n", (vec!["codex", "fake:finish"], 1800, 3)),
+            (
+                "[agent]\nfallback = [\"codex\"]\nfallback_after_wait = \"0s\"\nfallback_after_no_progress = 1\n",
+                (vec!["codex"], 0, 1),
+            ),
+            ("[caps]\nmax_no_progress = 5\n[agent]\nfallback_after_wait = \"2h\"\n", (vec![], 7200, 5)),
+            (
+                "[caps]\nmax_no_progress = 5\n[agent]\nfallback = [\"sh ./a.sh\"]\nfallback_after_no_progress = 5\n",
+                (vec!["sh ./a.sh"], 1800, 5),
+            ),
+        ];
+        for (text, (fallback, wait, stalled)) in rows {
+            let c = Config::parse(p, text).unwrap();
+            assert_eq!(c.fallback(), fallback, "{text}");
+            assert_eq!(c.fallback_after_wait(), Duration::from_secs(wait), "{text}");
+            assert_eq!(c.fallback_after_no_progress(), stalled, "{text}");
+        }
+        let m = Config::parse(p, "[agent]\nfallback = [\"codex\", \"codex\"]\n").unwrap_err();
+        assert!(m.to_string().contains("fallback lists `codex` twice"), "{m}");
+        let m = Config::parse(p, "[agent]\nfallback_after_no_progress = 4\n").unwrap_err();
+        assert!(m.to_string().contains("give 1 to 3 (max_no_progress)"), "{m}");
+    }
+
+    #[test]
     fn errors_name_the_line() {
         let cases = [
             ("format_version = 1\n[caps]\nmax_iterations = \"ten\"\n", 3),
@@ -590,6 +700,13 @@ mod tests {
             ("[notify]\ncommand = \"true\"\ntimeout = \"soon\"\n", 3),
             ("[goal]\nconfirm_runs = 0\n", 2),
             ("[review]\nevaluator = \"x\"\ntimeout = \"never\"\n", 3),
+            ("[agent]\nfallback = [\"codex\",\n  \"fake:\"]\n", 3),
+            ("[agent]\nfallback = [\"codex\", \"  \"]\n", 2),
+            ("[agent]\nfallback = \"codex\"\n", 2),
+            ("[agent]\nfallback = [\"codex\",\n\"fake:finish\",\n\"codex\"]\n", 4),
+            ("[agent]\nfallback_after_wait = \"soon\"\n", 2),
+            ("[agent]\nfallback = [\"codex\"]\nfallback_after_no_progress = 0\n", 3),
+            ("[caps]\nmax_no_progress = 2\n[agent]\nfallback_after_no_progress = 3\n", 4),
         ];
         for (text, line) in cases {
             match Config::parse(Path::new("config.toml"), text) {
