@@ -184,6 +184,10 @@ pub(crate) struct Status {
     pub decisions: Vec<pending::Decision>,
     /// The last `notify` event (the `[notify]` command's last run), if any.
     pub notify: Option<Value>,
+    /// The agent the run went on with, when it switched to a fallback agent:
+    /// `{current, from, why, reason, iteration}` from its last `agent_switch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Value>,
     /// Messages of `longrun/inbox.md` that no iteration got yet (`kit tell`).
     #[serde(skip_serializing_if = "is_zero")]
     pub inbox_waiting: usize,
@@ -360,6 +364,12 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
     let decisions = pending::of(run_events, live, paused_words);
     let notify = h.last("notify").cloned();
+    let agent = run_events.iter().rev().find(|e| event_name(e) == "agent_switch").map(|e| {
+        json!({
+            "current": e["to"], "from": e["from"], "why": e["why"], "reason": e["reason"],
+            "iteration": e["iteration"],
+        })
+    });
     let inbox_waiting = match crate::looprun::inbox::read(&project) {
         Ok(messages) => crate::looprun::inbox::pending(&messages, &h.events).len(),
         Err(e) => {
@@ -403,6 +413,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         since,
         decisions,
         notify,
+        agent,
         inbox_waiting,
         seen: since::Mark::now(&h),
     })
@@ -751,6 +762,17 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             r.spent.describe()
         )?,
         None => writeln!(out, "{} none yet", theme.bold("run:"))?,
+    }
+    if let Some(a) = &s.agent {
+        writeln!(
+            out,
+            "{} {} since iteration {} (fallback after `{}`): {}",
+            theme.bold("agent:"),
+            a["current"].as_str().unwrap_or("?"),
+            a["iteration"],
+            a["from"].as_str().unwrap_or("?"),
+            a["reason"].as_str().unwrap_or("")
+        )?;
     }
     for note in &s.agent_notes {
         writeln!(out, "{} {}", theme.bold("agent:"), theme.warn(note))?;

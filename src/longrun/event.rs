@@ -31,7 +31,7 @@
 //! | `lock_takeover` | `previous` (the dead holder's record, or `raw` text), `stale` (the record named a live process holding no lock, see [`super::lock`]) |
 //! | `recovered` | `iteration`, `pgid`, `killed` (pids), `same_boot` (the agent ran under this boot; else nothing of it is left to end): a killed loop's agent group ended |
 //! | `memory_cap` | `enforcer` (`systemd-run`/`watchdog`), `reason`, `max_bytes` |
-//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `grace_s` (SIGTERM to SIGKILL), `memory_max_bytes`, `cap_sources` (name → `flag`/`config.toml`/`goal.md budget`), `subreaper` (`on`, or why kit could not become a child subreaper) |
+//! | `loop_start` | `run` (the run's number), `run_started`, `run_key` (random, one per run: the agent's `KIT_RUN_KEY`), `resumed`, `spent` {`iterations`, `wall_s`, `cost_usd`, `no_progress`} (before this process), `pid`, `host`, `command`, `agent`, `fallback` (`[agent] fallback`, written only when it lists agents), `goal` (title), `level`, `first_iteration`, `caps` {`iterations`, `wall_s`, `cost_usd`, `no_progress`}, `timeout_s`, `grace_s` (SIGTERM to SIGKILL), `memory_max_bytes`, `cap_sources` (name → `flag`/`config.toml`/`goal.md budget`), `subreaper` (`on`, or why kit could not become a child subreaper) |
 //! | `cheat` | `iteration` (0 before the first), `phase` (`start`/`baseline`/`after_agent`/`after_criteria`/`confirm`/`review`/`exit`), `path`, `kind` (a frozen-file revert; `lock_replaced`: `longrun/.lock` deleted or replaced and locked again; `journal_appended`: lines appended by others cut off; `run_log_deleted`: the agent deleted or replaced its iteration's log, which kit wrote again from its open handle) |
 //! | `baseline` | `results`, `passed`, `total`, `commit`, `dirty` (the tree read by content differs from HEAD), `tree` (the run's start tree: read at its first baseline, carried by a continued run's), `start_of_run` (this is the run's first baseline) |
 //! | `green_start` | `lines` (function criteria passing at the run's first baseline), `allowed` (`--allow-green-start`), `all_pass` |
@@ -425,6 +425,9 @@ pub struct LoopStart {
     pub command: String,
     /// The agent (`claude`, `fake:cheat`, …).
     pub agent: String,
+    /// `[agent] fallback`: the agents to go on with (written only when there are some).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
     /// goal.md's title.
     pub goal: String,
     /// goal.md's level (0–4).

@@ -204,6 +204,14 @@ pub fn runs(h: &History) -> Vec<RunView> {
                     "iteration_start" => r.spent.iterations += 1,
                     // A limited iteration is retried under its number: it was no iteration.
                     "limit_wait" => r.spent.iterations = r.spent.iterations.saturating_sub(1),
+                    // An agent switch on a limit retries the iteration too; any switch starts
+                    // the no-progress count again, for the next agent (`looprun::fallback`).
+                    "agent_switch" => {
+                        if e.get("retry").and_then(Value::as_bool) == Some(true) {
+                            r.spent.iterations = r.spent.iterations.saturating_sub(1);
+                        }
+                        r.spent.no_progress = 0;
+                    }
                     "agent_end" => {
                         r.spent.cost_usd += e.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
                     }

@@ -62,6 +62,9 @@ impl RunCtx<'_> {
             return self.cost_cap_reached(p, tally, iteration, &run, by).map(Some);
         }
         if let Some(limit) = self.limit_of(p, &run) {
+            if self.fall_back_on_limit(p, tally, iteration, &limit)? {
+                return Ok(None);
+            }
             return self.wait_out_limit(p, tally, iteration, &limit);
         }
         tally.limit_streak = 0;
@@ -107,6 +110,7 @@ impl RunCtx<'_> {
             if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
         ));
         if !c.all_pass() {
+            self.fall_back_on_no_progress(p, tally, iteration)?;
             return Ok(None);
         }
         self.say(c.canary_line());

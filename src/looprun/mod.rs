@@ -63,6 +63,7 @@ mod checks;
 pub mod confirm;
 pub mod durable;
 pub mod ensure;
+mod fallback;
 pub mod inbox;
 mod iteration;
 pub mod limits;
@@ -182,6 +183,14 @@ struct Settings {
     grace: Duration,
     criterion_timeout: Duration,
     memory_max: u64,
+    /// `[agent] fallback`: the agents to go on with, in order (see [`fallback`]).
+    fallback: Vec<String>,
+    /// The longest limit wait before the next fallback agent takes over.
+    fallback_after_wait: Duration,
+    /// Iterations in a row without progress before the next fallback agent takes over.
+    fallback_after_no_progress: u32,
+    /// Where the run's agent stands: 0 the first agent (`agent`), k the k-th of `fallback`.
+    position: usize,
     /// Where each cap and limit came from: `(name, source)`, source one of `flag`,
     /// `config.toml`, `goal.md budget`, in the order the loop prints them.
     sources: Vec<(&'static str, &'static str)>,
@@ -464,6 +473,7 @@ fn preflight(project: &Project, opts: &LoopOptions) -> Result<()> {
     }
     let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
     settings.spec.check_installed(&project.root)?;
+    fallback::check_installed(&settings, &project.root)?;
     user_drift(project)
 }
 
@@ -686,6 +696,10 @@ impl RunCtx<'_> {
         self.start_head = git_rev(&self.project.root, "HEAD");
         let git_before = git_settings(&self.project.root);
         let mut p = self.prepare(opts, &mut tally)?;
+        if let durable::Plan::Continue(r) = &self.plan {
+            let events = r.events(&history).to_vec();
+            self.resume_agent(&mut p, &events)?;
+        }
         if let Some(done) = self.baseline(&mut p, &mut tally)? {
             return Ok(done);
         }
@@ -747,6 +761,7 @@ impl RunCtx<'_> {
         }
         let mut settings = Settings::resolve(&cfg, opts, &goal.budget)?;
         settings.spec.check_installed(&self.project.root)?;
+        fallback::check_installed(&settings, &self.project.root)?;
         let commands: Vec<&str> = goal.criteria.iter().map(|c| c.command.as_str()).collect();
         settings.setup = agent::AgentSetup::new(&cfg.agent, &commands);
         let layers = confirm::Layers::new(&cfg, &goal, &self.project)?;
@@ -772,6 +787,7 @@ impl RunCtx<'_> {
             host: self.lock.holder().host.clone(),
             command: self.lock.holder().command.clone(),
             agent: settings.agent.clone(),
+            fallback: settings.fallback.clone(),
             goal: goal.title.clone(),
             level: rating.level,
             first_iteration: self.last_iteration + 1,
@@ -800,6 +816,9 @@ impl RunCtx<'_> {
             enforcer.name()
         ));
         self.say(format!("loop: {}", settings.describe_caps()));
+        if let Some(line) = settings.describe_fallback() {
+            self.say(format!("loop: {line}"));
+        }
         if let Some(line) = settings.setup.describe(&settings.spec) {
             self.say(format!("loop: {line}"));
         }

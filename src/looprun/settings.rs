@@ -101,6 +101,10 @@ impl Settings {
             grace: cfg.grace(),
             criterion_timeout: cfg.criterion_timeout(),
             memory_max: opts.memory_max.unwrap_or_else(|| cfg.memory_max()),
+            fallback: cfg.fallback(),
+            fallback_after_wait: cfg.fallback_after_wait(),
+            fallback_after_no_progress: cfg.fallback_after_no_progress(),
+            position: 0,
             sources,
         })
     }
