@@ -29,9 +29,10 @@ use super::*;
 pub(super) fn check_installed(settings: &Settings, root: &Path) -> Result<()> {
     for spec in &settings.fallback {
         let named = |e: Error| match e {
-            Error::Usage { msg, hint } => {
-                Error::Usage { msg: format!("[agent] fallback in longrun/config.toml: {msg}"), hint }
-            }
+            Error::Usage { msg, hint } => Error::Usage {
+                msg: format!("[agent] fallback in longrun/config.toml: {msg}"),
+                hint,
+            },
             other => other,
         };
         AgentSpec::parse(spec).and_then(|s| s.check_installed(root)).map_err(named)?;
@@ -83,8 +84,7 @@ impl RunCtx<'_> {
         if p.settings.next_agent().is_none() {
             return Ok(false);
         }
-        let (want, backoff) =
-            limits::wait_for(limit, crate::clock::now(), tally.limit_streak + 1);
+        let (want, backoff) = limits::wait_for(limit, crate::clock::now(), tally.limit_streak + 1);
         if want <= p.settings.fallback_after_wait {
             return Ok(false);
         }

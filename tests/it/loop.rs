@@ -1722,6 +1722,7 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
 mod agents;
 mod cheats;
 mod cost;
+mod fallback;
 mod layers;
 mod limits;
 mod steer;
