@@ -654,7 +654,8 @@ mod tests {
     fn the_fallback_agents_and_their_patience_are_read_with_defaults() {
         let p = Path::new("config.toml");
         // (text) → (fallback, after wait in seconds, after no progress)
-        let rows: Vec<(&str, (Vec<&str>, u64, u32))> = vec![
+        type Want<'a> = (Vec<&'a str>, u64, u32);
+        let rows: Vec<(&str, Want)> = vec![
             ("", (vec![], 1800, 3)),
             ("[agent]\nfallback = [\"codex\", \" fake:finish \"]\n", (vec!["codex", "fake:finish"], 1800, 3)),
             (

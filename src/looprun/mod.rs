@@ -46,6 +46,10 @@
 //! [`failure_fingerprint`]). Changing files alone is not progress: an agent that churns a
 //! comment every iteration while the same tests fail the same way trips the cap.
 //!
+//! Steering: messages of `longrun/inbox.md` (`kit tell`) go into the next iteration's prompt,
+//! once (see [`inbox`]); `[agent] fallback` hands the run to the next agent after a limit too far
+//! away or iterations without progress (see `fallback.rs`).
+//!
 //! Journal events this module writes (`longrun/journal.jsonl`): [`Event`] (see the table in
 //! [`crate::longrun::event`], the journal's documented schema).
 //!
