@@ -1080,9 +1080,9 @@ mod tests {
         assert!(cut_appends(&path, base, &[own]).unwrap());
         let events: Vec<String> = crate::longrun::journal::read(&path)
             .unwrap()
-            .events
+            .entries
             .iter()
-            .map(|e| e["event"].as_str().unwrap().to_string())
+            .map(|e| e.name().to_string())
             .collect();
         assert_eq!(events, ["loop_start", "agent_start", "hook", "handoff_saved"]);
         assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));

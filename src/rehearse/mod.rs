@@ -342,7 +342,9 @@ impl Sandbox {
     /// The events of `longrun/journal.jsonl` (empty when it does not exist yet).
     pub(crate) fn journal(&self) -> Vec<serde_json::Value> {
         let path = self.project.join("longrun/journal.jsonl");
-        crate::longrun::journal::read(&path).map(|r| r.events).unwrap_or_default()
+        crate::longrun::journal::read(&path)
+            .map(|r| r.entries.iter().map(crate::longrun::journal::Entry::to_value).collect())
+            .unwrap_or_default()
     }
 
     /// The fake agent's transcripts in this sandbox, sorted.
