@@ -44,6 +44,7 @@ use serde_json::{json, Value};
 
 use crate::error::{IoContext, Result};
 use crate::longrun::config::Config;
+use crate::longrun::event::{Entry, Event};
 use crate::longrun::history::{event_name, CriterionView, History};
 use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
@@ -464,8 +465,11 @@ fn wall_before(run: &RunView, h: &History) -> f64 {
     run.events(h)
         .iter()
         .rev()
-        .find(|e| event_name(e) == "loop_start")
-        .and_then(|e| e["spent"]["wall_s"].as_f64())
+        .find_map(|e| match &e.event {
+            Event::LoopStart(s) => Some(s.spent["wall_s"].as_f64()),
+            _ => None,
+        })
+        .flatten()
         .unwrap_or(0.0)
 }
 

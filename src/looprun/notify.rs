@@ -151,7 +151,6 @@ fn tail(out: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use std::path::Path;
 
     fn project_with(config: &str) -> (tempfile::TempDir, Project, Journal) {
