@@ -147,7 +147,7 @@ pub(crate) struct Status {
     /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
     pub paused: Option<Value>,
     /// `waiting for the usage limit until 03:10 UTC` while the journal's last `limit_wait` has
-    /// no `limit_resume` after it (see [`crate::looprun::limits::waiting`]); when no loop holds
+    /// no `limit_resume` after it (see [`crate::longrun::history::limit_waiting`]); when no loop holds
     /// the lock, what the next `kit loop` does about it instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_wait: Option<String>,
@@ -367,7 +367,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         goal,
         run: run_status,
         paused,
-        limit_wait: crate::looprun::limits::waiting(&h.events).map(|w| {
+        limit_wait: crate::longrun::history::limit_waiting(&h.entries).map(|w| {
             if live {
                 w
             } else if w.contains(" until ") {

@@ -228,6 +228,25 @@ impl History {
     }
 }
 
+/// What `kit status` says while the loop waits: `waiting for the usage limit until 03:10 UTC`
+/// (or `… for the rate limit (backoff 4m)`) when the last `limit_wait` in `events` (the journal)
+/// has no `limit_resume` or `loop_end` after it; None otherwise.
+pub fn limit_waiting(events: &[Entry]) -> Option<String> {
+    let last = events.iter().rev().find_map(|e| match &e.event {
+        Event::LimitWait(w) => Some(Some(w)),
+        Event::LimitResume(_) | Event::LoopEnd(_) => Some(None),
+        _ => None,
+    })??;
+    let kind = if last.kind.is_empty() { "usage" } else { last.kind.as_str() };
+    Some(match last.until.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+        Some(t) => format!("waiting for the {kind} limit until {}", crate::units::describe_until(t)),
+        None => format!(
+            "waiting for the {kind} limit (backoff {})",
+            crate::units::describe_wait(std::time::Duration::from_secs(last.wait_s))
+        ),
+    })
+}
+
 /// The `event` field of a journal line.
 pub fn event_name(e: &Value) -> &str {
     e.get("event").and_then(Value::as_str).unwrap_or_default()
@@ -255,6 +274,23 @@ mod tests {
             Some(Unfinished { iteration: 5, pgid: 88, starttime: 10, boot_id: Some("b".into()) })
         );
         assert_eq!(h.current_run().len(), 6);
+    }
+
+    #[test]
+    fn a_limit_wait_without_its_resume_is_waiting() {
+        let en = |v: &[Value]| -> Vec<Entry> { v.iter().cloned().map(Entry::from_value).collect() };
+        let w = json!({"event":"limit_wait","kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440});
+        let r = json!({"event":"limit_resume","waited_s":7440});
+        assert_eq!(
+            limit_waiting(&en(std::slice::from_ref(&w))).as_deref(),
+            Some("waiting for the usage limit until 03:10 UTC")
+        );
+        assert_eq!(limit_waiting(&en(&[w.clone(), r])), None);
+        let b = json!({"event":"limit_wait","kind":"rate","until":null,"wait_s":240});
+        assert_eq!(
+            limit_waiting(&en(&[b])).as_deref(),
+            Some("waiting for the rate limit (backoff 4m)")
+        );
     }
 
     #[test]
