@@ -444,7 +444,10 @@ pub(crate) fn agent_notes(run: &[Entry]) -> Vec<String> {
         let calls = |n: u64| format!("{n} API call{}", if n == 1 { "" } else { "s" });
         let how = match c.by.as_str() {
             "claude" => {
-                format!("Claude Code stopped itself at --max-budget-usd after {}", calls(c.api_calls))
+                format!(
+                    "Claude Code stopped itself at --max-budget-usd after {}",
+                    calls(c.api_calls)
+                )
             }
             _ => format!(
                 "by kit: ${:.2} of ${:.2} after {} (the last ${:.2})",
@@ -576,10 +579,8 @@ fn caps_of(
         })
         .unwrap_or(0.0);
     let until = ended.and_then(Entry::time).unwrap_or_else(crate::clock::now);
-    let wall = start_entry
-        .time()
-        .map(|s| until.duration_since(s).as_secs_f64().max(0.0))
-        .unwrap_or(0.0);
+    let wall =
+        start_entry.time().map(|s| until.duration_since(s).as_secs_f64().max(0.0)).unwrap_or(0.0);
     let c = start.caps;
     Caps {
         iterations: CapUse { used: iterations as f64, limit: c.iterations as f64 },

@@ -4,10 +4,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-
 use crate::error::{Error, Result, EXIT_OK};
-use crate::longrun::Project;
 use crate::longrun::event::{Event, HandoffSaved};
+use crate::longrun::Project;
 
 use super::*;
 use crate::digest::sha256_hex;

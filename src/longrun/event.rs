@@ -157,10 +157,7 @@ impl Unknown {
     /// The line is a known event whose fields did not read (rather than an event this kit does
     /// not know).
     pub fn misread(&self) -> bool {
-        self.line
-            .get("event")
-            .and_then(Value::as_str)
-            .is_some_and(|n| Event::NAMES.contains(&n))
+        self.line.get("event").and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
     }
 }
 
@@ -284,9 +281,10 @@ impl Event {
         match serde_json::from_value::<Event>(v.clone()) {
             Ok(e) => e,
             Err(err) => {
-                let known = v.get("event").and_then(Value::as_str).is_some_and(|n| {
-                    Event::NAMES.contains(&n)
-                });
+                let known = v
+                    .get("event")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| Event::NAMES.contains(&n));
                 let reason =
                     if known { err.to_string() } else { "not an event of this kit".to_string() };
                 Event::Unknown(Unknown { line: v, reason })

@@ -123,8 +123,6 @@ pub struct Unfinished {
 pub struct History {
     /// Every entry, in order.
     pub entries: Vec<Entry>,
-    /// Every event as JSON, in order (the readers not yet typed).
-    pub events: Vec<Value>,
     /// Torn or malformed lines skipped (1-based line numbers).
     pub skipped: Vec<usize>,
     /// Highest iteration number ever started (0: none).
@@ -154,8 +152,7 @@ impl History {
 
     /// Build from entries already read.
     pub fn from_entries(entries: Vec<Entry>, skipped: Vec<usize>) -> History {
-        let events: Vec<Value> = entries.iter().map(Entry::to_value).collect();
-        let mut h = History { skipped, events, ..History::default() };
+        let mut h = History { skipped, ..History::default() };
         for (i, e) in entries.iter().enumerate() {
             match &e.event {
                 Event::IterationStart(s) => h.last_iteration = h.last_iteration.max(s.iteration),
@@ -178,7 +175,9 @@ impl History {
                     })
                 }
                 Event::AgentEnd(_) | Event::Recovered(_)
-                    if h.unfinished.as_ref().is_some_and(|u| Some(u.iteration) == e.event.iteration()) =>
+                    if h.unfinished
+                        .as_ref()
+                        .is_some_and(|u| Some(u.iteration) == e.event.iteration()) =>
                 {
                     h.unfinished = None;
                 }
@@ -196,10 +195,7 @@ impl History {
 
     /// The last entry whose event `pick` returns Some for, in the whole journal, with what it
     /// returned: `h.last_where(|e| match e { Event::Notify(n) => Some(n), _ => None })`.
-    pub fn last_where<'h, T: 'h>(
-        &'h self,
-        pick: impl FnMut(&'h Event) -> Option<T>,
-    ) -> Option<T> {
+    pub fn last_where<'h, T: 'h>(&'h self, pick: impl FnMut(&'h Event) -> Option<T>) -> Option<T> {
         self.entries.iter().rev().map(|e| &e.event).find_map(pick)
     }
 
@@ -210,21 +206,6 @@ impl History {
             Event::Unknown(u) => Some((e, u)),
             _ => None,
         })
-    }
-
-    /// Events of the current (last) run, from its `loop_start` on; all events if none.
-    pub fn current_run(&self) -> &[Value] {
-        &self.events[self.run_start.unwrap_or(0)..]
-    }
-
-    /// The last event named `name`, in the whole journal.
-    pub fn last(&self, name: &str) -> Option<&Value> {
-        self.events.iter().rev().find(|e| event_name(e) == name)
-    }
-
-    /// The last event of any of `names`.
-    pub fn last_of(&self, names: &[&str]) -> Option<&Value> {
-        self.events.iter().rev().find(|e| names.contains(&event_name(e)))
     }
 }
 
@@ -239,17 +220,14 @@ pub fn limit_waiting(events: &[Entry]) -> Option<String> {
     })??;
     let kind = if last.kind.is_empty() { "usage" } else { last.kind.as_str() };
     Some(match last.until.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
-        Some(t) => format!("waiting for the {kind} limit until {}", crate::units::describe_until(t)),
+        Some(t) => {
+            format!("waiting for the {kind} limit until {}", crate::units::describe_until(t))
+        }
         None => format!(
             "waiting for the {kind} limit (backoff {})",
             crate::units::describe_wait(std::time::Duration::from_secs(last.wait_s))
         ),
     })
-}
-
-/// The `event` field of a journal line.
-pub fn event_name(e: &Value) -> &str {
-    e.get("event").and_then(Value::as_str).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -273,7 +251,7 @@ mod tests {
             h.unfinished,
             Some(Unfinished { iteration: 5, pgid: 88, starttime: 10, boot_id: Some("b".into()) })
         );
-        assert_eq!(h.current_run().len(), 6);
+        assert_eq!(h.run_entries().len(), 6);
     }
 
     #[test]

@@ -95,7 +95,7 @@ use crate::longrun::Project;
 use crate::prices::PriceTable;
 use crate::units::format_duration;
 
-use crate::longrun::history::{self, CriterionView, History};
+use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock;
 use crate::proc as procs;
 use agent::{AgentSpec, Launch};

@@ -86,7 +86,8 @@ pub(crate) fn rows(h: &History) -> Vec<Row> {
                 if let Some(r) = last.map(|i| &mut rows[i]) {
                     let which = if e.has("which") { c.which.as_str() } else { "?" };
                     let n = |k: &str, x: f64| if e.has(k) { num(x) } else { "null".into() };
-                    r.cap = Some(format!("{which} {} of {}", n("used", c.used), n("limit", c.limit)));
+                    r.cap =
+                        Some(format!("{which} {} of {}", n("used", c.used), n("limit", c.limit)));
                 }
             }
             // Shown with their fields as written, whatever kit version wrote them: this kit's
