@@ -21,9 +21,10 @@
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
 //! limit}, next_action, outcome: {outcome, reason, iteration, exit} | null, interrupted,
-//! skipped_lines, since: {from (mark/run), at, run, iterations, iteration_range, reverts,
-//! limit_waits, limit_waited_s, flaps, reviews: {pass, fail, ask}, loops_ended, events, marked}
-//! | null (see [`since`]), decisions: [{kind (flap/review/cap/paused), line, text}] (see
+//! skipped_lines, unknown_events: {newer, names, misread: [{line, event, reason}]} (absent when
+//! the journal holds only events this kit reads), since: {from (mark/run), at, run,
+//! iterations, iteration_range, reverts, limit_waits, limit_waited_s, flaps, reviews: {pass,
+//! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind (flap/review/cap/paused), line, text}] (see
 //! [`pending`]), notify: the last `notify` event | null}`.
 //!
 //! For a person coming back: `since …:` says what happened after they last looked (the mark
@@ -169,6 +170,10 @@ pub(crate) struct Status {
     pub interrupted: bool,
     /// Torn or malformed journal lines that were skipped (1-based).
     pub skipped_lines: Vec<usize>,
+    /// Journal events this kit does not read (a newer kit's, or a known event whose fields do
+    /// not fit): not shown anywhere else, counted here; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown_events: Option<UnknownEvents>,
     /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
     /// each `{file, error}`: status shows them instead of silently showing defaults.
     pub problems: Vec<Value>,
@@ -185,6 +190,58 @@ pub(crate) struct Status {
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
+}
+
+/// The journal events status could not show (see [`Status::unknown_events`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub(crate) struct UnknownEvents {
+    /// Events of names this kit does not know (a newer kit's).
+    pub newer: usize,
+    /// Their names, each once, in journal order.
+    pub names: Vec<String>,
+    /// Known events whose fields did not read, each `{line, event, reason}`.
+    pub misread: Vec<Value>,
+}
+
+impl UnknownEvents {
+    /// What `h` holds that this kit does not read; None when it reads every line.
+    pub(crate) fn of(h: &History) -> Option<UnknownEvents> {
+        let mut u = UnknownEvents::default();
+        for (e, unknown) in h.unknown() {
+            if unknown.misread() {
+                u.misread.push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
+            } else {
+                u.newer += 1;
+                let name = if e.name().is_empty() { "(no name)" } else { e.name() };
+                if !u.names.iter().any(|n| n == name) {
+                    u.names.push(name.to_string());
+                }
+            }
+        }
+        Some(u).filter(|u| u.newer + u.misread.len() > 0)
+    }
+
+    /// The lines status prints: `2 events of a newer kit (teleport, warp) not shown; …`.
+    pub(crate) fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.newer > 0 {
+            out.push(format!(
+                "{} of a newer kit ({}) not shown; a newer kit reads them",
+                crate::units::plural(self.newer as u64, "event"),
+                self.names.join(", ")
+            ));
+        }
+        if let Some(first) = self.misread.first() {
+            out.push(format!(
+                "{} this kit could not read not shown (journal line {}: {}: {})",
+                crate::units::plural(self.misread.len() as u64, "event"),
+                first["line"],
+                first["event"].as_str().unwrap_or("?"),
+                first["reason"].as_str().unwrap_or("?")
+            ));
+        }
+        out
+    }
 }
 
 /// The journal's last run, as status shows it.
@@ -402,6 +459,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         next_action,
         outcome: ended.map(Entry::to_value),
         skipped_lines: h.skipped.clone(),
+        unknown_events: UnknownEvents::of(&h),
         problems,
         agent_notes: agent_notes(run),
         since,
@@ -1025,6 +1083,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             theme.warn("note:"),
             s.skipped_lines
         )?;
+    }
+    for line in s.unknown_events.iter().flat_map(UnknownEvents::describe) {
+        writeln!(out, "{} {line}", theme.warn("note:"))?;
     }
     Ok(())
 }

@@ -1031,6 +1031,10 @@ mod tests {
         }
     }
 
+    fn e_newer() -> Event {
+        Event::from_value(serde_json::json!({"event": "teleport", "to": "mars"}))
+    }
+
     #[test]
     fn a_newer_kits_event_and_fields_are_kept_and_an_older_kits_lines_lack_theirs() {
         let newer = r#"{"event":"teleport","to":"mars","ts":"2030-01-01T00:00:00Z"}"#;
@@ -1047,7 +1051,10 @@ mod tests {
         assert_eq!(serde_json::to_string(&e.to_value()).unwrap(), line);
         // A known name whose fields are not this kit's reads as unknown, not as an error.
         let odd = serde_json::json!({"event": "cap", "used": "lots"});
-        assert!(matches!(Event::from_value(odd), Event::Unknown(_)));
+        let Event::Unknown(u) = Event::from_value(odd) else { panic!("a misread cap is known") };
+        assert!(u.misread() && u.reason.contains("invalid type: string \"lots\""), "{u:?}");
+        let Event::Unknown(u) = &e_newer() else { panic!() };
+        assert!(!u.misread() && u.reason == "not an event of this kit", "{u:?}");
     }
 
     #[test]
