@@ -209,7 +209,8 @@ impl UnknownEvents {
         let mut u = UnknownEvents::default();
         for (e, unknown) in h.unknown() {
             if unknown.misread() {
-                u.misread.push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
+                u.misread
+                    .push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
             } else {
                 u.newer += 1;
                 let name = if e.name().is_empty() { "(no name)" } else { e.name() };

@@ -70,6 +70,11 @@ pub fn read(path: &Path) -> Result<JournalRead> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
         Err(e) => return Err(Error::io(path, e)),
     };
+    Ok(parse(&bytes))
+}
+
+/// Read journal text already in memory, as [`read`] does.
+pub fn parse(bytes: &[u8]) -> JournalRead {
     let mut out = JournalRead::default();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -82,7 +87,7 @@ pub fn read(path: &Path) -> Result<JournalRead> {
             _ => out.skipped.push(i + 1),
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
