@@ -21,13 +21,14 @@
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
 //! limit}, next_action, outcome: {outcome, reason, iteration, exit} | null, interrupted,
-//! skipped_lines, since: {from (mark/run), at, run, iterations, iteration_range, reverts,
-//! limit_waits, limit_waited_s, flaps, reviews: {pass, fail, ask}, loops_ended, events, marked}
-//! | null (see [`since`]), decisions: [{kind (flap/review/cap/paused), line, text}] (see
-//! [`pending`]), notify: the last `notify` event | null, inbox_waiting: messages of
-//! longrun/inbox.md no iteration got yet (absent when none; see `looprun::inbox`), agent:
-//! {current, from, why, reason, iteration} when the run went on with a fallback agent (absent
-//! otherwise; see `looprun::fallback`)}`.
+//! skipped_lines, unknown_events: {newer, names, misread: [{line, event, reason}]} (absent when
+//! the journal holds only events this kit reads), since: {from (mark/run), at, run,
+//! iterations, iteration_range, reverts, limit_waits, limit_waited_s, flaps, reviews: {pass,
+//! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind
+//! (flap/review/cap/paused), line, text}] (see [`pending`]), notify: the last `notify` event |
+//! null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
+//! `looprun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
+//! fallback agent (absent otherwise; see `looprun::fallback`)}`.
 //!
 //! For a person coming back: `since …:` says what happened after they last looked (the mark
 //! is moved only by a status on a terminal, `--mark`, or the end of `--watch`; see [`since`]),
@@ -47,7 +48,8 @@ use serde_json::{json, Value};
 
 use crate::error::{IoContext, Result};
 use crate::longrun::config::Config;
-use crate::longrun::history::{event_name, CriterionView, History};
+use crate::longrun::event::{Entry, Event, LoopStart};
+use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
 use crate::looprun::durable::{self, RunView};
@@ -125,8 +127,8 @@ pub(crate) struct CapSources {
 }
 
 impl CapSources {
-    fn from_start(start: Option<&Value>) -> CapSources {
-        let of = |k: &str| match start.and_then(|s| s["cap_sources"][k].as_str()) {
+    fn from_start(start: Option<&LoopStart>) -> CapSources {
+        let of = |k: &str| match start.and_then(|s| s.cap_sources.get(k)).map(String::as_str) {
             Some("flag") => "flag",
             Some("goal.md budget") => "goal.md budget",
             _ => "config.toml",
@@ -149,7 +151,7 @@ pub(crate) struct Status {
     /// `longrun/PAUSE`: the `kit pause` record, `{by_hand: true}`, or null when not paused.
     pub paused: Option<Value>,
     /// `waiting for the usage limit until 03:10 UTC` while the journal's last `limit_wait` has
-    /// no `limit_resume` after it (see [`crate::looprun::limits::waiting`]); when no loop holds
+    /// no `limit_resume` after it (see [`crate::longrun::history::limit_waiting`]); when no loop holds
     /// the lock, what the next `kit loop` does about it instead.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_wait: Option<String>,
@@ -171,6 +173,10 @@ pub(crate) struct Status {
     pub interrupted: bool,
     /// Torn or malformed journal lines that were skipped (1-based).
     pub skipped_lines: Vec<usize>,
+    /// Journal events this kit does not read (a newer kit's, or a known event whose fields do
+    /// not fit): not shown anywhere else, counted here; absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown_events: Option<UnknownEvents>,
     /// State files that exist but could not be read or parsed (`config.toml`, `progress.md`),
     /// each `{file, error}`: status shows them instead of silently showing defaults.
     pub problems: Vec<Value>,
@@ -194,6 +200,59 @@ pub(crate) struct Status {
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
+}
+
+/// The journal events status could not show (see [`Status::unknown_events`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub(crate) struct UnknownEvents {
+    /// Events of names this kit does not know (a newer kit's).
+    pub newer: usize,
+    /// Their names, each once, in journal order.
+    pub names: Vec<String>,
+    /// Known events whose fields did not read, each `{line, event, reason}`.
+    pub misread: Vec<Value>,
+}
+
+impl UnknownEvents {
+    /// What `h` holds that this kit does not read; None when it reads every line.
+    pub(crate) fn of(h: &History) -> Option<UnknownEvents> {
+        let mut u = UnknownEvents::default();
+        for (e, unknown) in h.unknown() {
+            if unknown.misread() {
+                u.misread
+                    .push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
+            } else {
+                u.newer += 1;
+                let name = if e.name().is_empty() { "(no name)" } else { e.name() };
+                if !u.names.iter().any(|n| n == name) {
+                    u.names.push(name.to_string());
+                }
+            }
+        }
+        Some(u).filter(|u| u.newer + u.misread.len() > 0)
+    }
+
+    /// The lines status prints: `2 events of a newer kit (teleport, warp) not shown; …`.
+    pub(crate) fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.newer > 0 {
+            out.push(format!(
+                "{} of a newer kit ({}) not shown; a newer kit reads them",
+                crate::units::plural(self.newer as u64, "event"),
+                self.names.join(", ")
+            ));
+        }
+        if let Some(first) = self.misread.first() {
+            out.push(format!(
+                "{} this kit could not read not shown (journal line {}: {}: {})",
+                crate::units::plural(self.misread.len() as u64, "event"),
+                first["line"],
+                first["event"].as_str().unwrap_or("?"),
+                first["reason"].as_str().unwrap_or("?")
+            ));
+        }
+        out
+    }
 }
 
 /// The journal's last run, as status shows it.
@@ -244,37 +303,47 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
             h.skipped.retain(|&l| l != n);
         }
     }
-    let run = h.current_run();
-    let started = run.first().filter(|e| event_name(e) == "loop_start");
-    let ended = run.iter().rev().find(|e| event_name(e) == "loop_end").cloned();
-    let criteria = h.last_of(&["criteria", "baseline"]).map(|e| {
-        let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));
-        let at = e.get("iteration").and_then(Value::as_u64).unwrap_or(0);
+    let run = h.run_entries();
+    let started = run.first().and_then(|e| match &e.event {
+        Event::LoopStart(s) => Some((e, s)),
+        _ => None,
+    });
+    let ended = run.iter().rev().find(|e| matches!(e.event, Event::LoopEnd(_)));
+    let last_check = h.entries.iter().rev().find_map(|e| match &e.event {
+        Event::Criteria(c) => Some((e, &c.results, c.iteration, &c.commit, c.dirty, c.verified)),
+        Event::Baseline(b) => Some((e, &b.results, 0, &b.commit, b.dirty, true)),
+        _ => None,
+    });
+    let criteria = last_check.map(|(e, results, at, commit, dirty, verified)| {
+        let views = CriterionView::all(results);
         // The loop journals the canary just before the criteria event it belongs to.
         let canary = h
-            .last_of(&["canary"])
-            .filter(|c| c.get("iteration").and_then(Value::as_u64) == Some(at))
-            .and_then(|c| c.get("results").cloned());
-        // The last revert probe of this run (issue 22), whichever check it followed.
-        let probe = run.iter().rev().find(|e| event_name(e) == "revert_probe").map(|p| {
-            json!({
-                "iteration": p.get("iteration").cloned().unwrap_or(Value::Null),
-                "refused": p.get("refused").and_then(Value::as_bool).unwrap_or(false),
-                "pass_without_work": p.get("pass_without_work").cloned().unwrap_or(json!([])),
-                "failed": p.get("results").and_then(Value::as_array).map(|rs| rs.iter()
-                    .filter(|r| r["passed"] == false).map(|r| r["line"].clone()).collect::<Vec<_>>()).unwrap_or_default(),
-                "exempt": p.get("exempt").cloned().unwrap_or(json!([])),
-                "wall_ms": p.get("wall_ms").cloned().unwrap_or(Value::Null),
-                "cpu_ms": p.get("cpu_ms").cloned().unwrap_or(Value::Null),
+            .last_where(|e| match e {
+                Event::Canary(c) => Some(c),
+                _ => None,
             })
+            .filter(|c| c.iteration == at)
+            .map(|c| c.results.clone());
+        // The last revert probe of this run (issue 22), whichever check it followed.
+        let probe = run.iter().rev().find_map(|p| match &p.event {
+            Event::RevertProbe(r) => Some(json!({
+                "iteration": field(p, "iteration", r.iteration),
+                "refused": r.refused,
+                "pass_without_work": r.pass_without_work,
+                "failed": r.results.iter().filter(|x| !x.passed).map(|x| x.line).collect::<Vec<_>>(),
+                "exempt": r.exempt,
+                "wall_ms": field(p, "wall_ms", r.wall_ms),
+                "cpu_ms": field(p, "cpu_ms", r.cpu_ms),
+            })),
+            _ => None,
         });
         json!({
             "canary": canary,
             "revert_probe": probe,
-            "iteration": e.get("iteration").and_then(Value::as_u64).unwrap_or(0),
-            "commit": e.get("commit").cloned().unwrap_or(Value::Null),
-            "dirty": e.get("dirty").and_then(Value::as_bool).unwrap_or(false),
-            "verified": e.get("verified").and_then(Value::as_bool).unwrap_or(true),
+            "iteration": at,
+            "commit": field(e, "commit", commit),
+            "dirty": dirty,
+            "verified": verified || !e.has("verified"),
             "passed": views.iter().filter(|v| v.passed).count(),
             "total": views.len(),
             "results": views.iter().map(|v| json!({
@@ -284,14 +353,20 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
             })).collect::<Vec<_>>(),
         })
     });
-    let cheats: Vec<&Value> = h.events.iter().filter(|e| event_name(e) == "cheat").collect();
-    let this_run = run.iter().filter(|e| event_name(e) == "cheat").count();
+    let cheats = cheats_in(&h.entries);
+    let this_run = cheats_in(run).len();
     let recent: Vec<Value> = cheats
         .iter()
         .rev()
         .take(5)
         .rev()
-        .map(|e| json!({ "iteration": e["iteration"], "path": e["path"], "kind": e["kind"] }))
+        .map(|(e, c)| {
+            json!({
+                "iteration": field(e, "iteration", c.iteration),
+                "path": field(e, "path", &c.path),
+                "kind": field(e, "kind", &c.kind),
+            })
+        })
         .collect();
     let reverts = json!({ "total": cheats.len(), "this_run": this_run, "recent": recent });
     let mut problems = Vec::new();
@@ -326,7 +401,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     }
     let last = durable::last_run(&h);
     let live = owner.is_some() && ended.is_none();
-    let mut caps = caps_of(config.as_ref(), parsed_goal.as_ref(), started, run, ended.as_ref());
+    let mut caps = caps_of(config.as_ref(), parsed_goal.as_ref(), started, run, ended);
     let mut spent = last.as_ref().map(|r| r.spent).unwrap_or_default();
     if let Some(r) = last.as_ref().filter(|_| live) {
         // A loop runs now: its own wall time counts until now, not until its last line.
@@ -363,15 +438,16 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let since = since::Since::of(&h, since_mark.as_ref(), from_run);
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
     let decisions = pending::of(run_events, live, paused_words);
-    let notify = h.last("notify").cloned();
-    let agent = run_events.iter().rev().find(|e| event_name(e) == "agent_switch").map(|e| {
-        json!({
-            "current": e["to"], "from": e["from"], "why": e["why"], "reason": e["reason"],
-            "iteration": e["iteration"],
-        })
+    let notify = h.entries.iter().rev().find(|e| matches!(e.event, Event::Notify(_)));
+    let agent = run_events.iter().rev().find_map(|e| match &e.event {
+        Event::AgentSwitch(s) => Some(json!({
+            "current": s.to, "from": s.from, "why": s.why, "reason": s.reason,
+            "iteration": s.iteration,
+        })),
+        _ => None,
     });
     let inbox_waiting = match crate::looprun::inbox::read(&project) {
-        Ok(messages) => crate::looprun::inbox::pending(&messages, &h.events).len(),
+        Ok(messages) => crate::looprun::inbox::pending(&messages, &h.entries).len(),
         Err(e) => {
             problems.push(json!({ "file": crate::looprun::inbox::FILE, "error": e.to_string() }));
             0
@@ -389,7 +465,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         goal,
         run: run_status,
         paused,
-        limit_wait: crate::looprun::limits::waiting(&h.events).map(|w| {
+        limit_wait: crate::longrun::history::limit_waiting(&h.entries).map(|w| {
             if live {
                 w
             } else if w.contains(" until ") {
@@ -406,13 +482,14 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         reverts,
         caps,
         next_action,
-        outcome: ended,
+        outcome: ended.map(Entry::to_value),
         skipped_lines: h.skipped.clone(),
+        unknown_events: UnknownEvents::of(&h),
         problems,
         agent_notes: agent_notes(run),
         since,
         decisions,
-        notify,
+        notify: notify.map(Entry::to_value),
         agent,
         inbox_waiting,
         seen: since::Mark::now(&h),
@@ -423,54 +500,56 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
 /// denied and the setting that allows them), its last `cost_cap` (who ended the iteration at the
 /// cost cap, the figure, the API calls) and its `unpriced` events (the models kit could not
 /// price, so the cost cap cannot be trusted). Empty when the run had neither.
-pub(crate) fn agent_notes(run: &[Value]) -> Vec<String> {
+pub(crate) fn agent_notes(run: &[Entry]) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(d) = run.iter().rev().find(|e| event_name(e) == "permission_denials") {
-        let n = d.get("denials").and_then(Value::as_array).map_or(0, Vec::len);
+    let last = |pick: fn(&Event) -> bool| run.iter().rev().find(|e| pick(&e.event));
+    if let Some(e) = last(|e| matches!(e, Event::PermissionDenials(_))) {
+        let Event::PermissionDenials(d) = &e.event else { unreachable!() };
+        let n = d.denials.as_array().map_or(0, Vec::len);
         let tools: Vec<&str> = d
-            .get("denials")
-            .and_then(Value::as_array)
+            .denials
+            .as_array()
             .map(|a| a.iter().filter_map(|x| x.get("tool_name").and_then(Value::as_str)).collect())
             .unwrap_or_default();
         notes.push(format!(
             "iteration {}: {n} tool call{} denied ({}); {}",
-            d.get("iteration").and_then(Value::as_u64).unwrap_or(0),
+            d.iteration,
             if n == 1 { "" } else { "s" },
             tools.join(", "),
-            d.get("suggest")
-                .and_then(Value::as_str)
-                .unwrap_or("widen [agent] allowed_tools in longrun/config.toml")
+            if e.has("suggest") {
+                d.suggest.as_str()
+            } else {
+                "widen [agent] allowed_tools in longrun/config.toml"
+            }
         ));
     }
-    if let Some(c) = run.iter().rev().find(|e| event_name(e) == "cost_cap") {
+    if let Some(e) = last(|e| matches!(e, Event::CostCap(_))) {
+        let Event::CostCap(c) = &e.event else { unreachable!() };
         let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-        let calls = |v: &Value| {
-            let n = v.as_u64().unwrap_or(0);
-            format!("{n} API call{}", if n == 1 { "" } else { "s" })
-        };
-        let how = match c.get("by").and_then(Value::as_str) {
-            Some("claude") => format!(
-                "Claude Code stopped itself at --max-budget-usd after {}",
-                calls(&c["api_calls"])
-            ),
+        let calls = |n: u64| format!("{n} API call{}", if n == 1 { "" } else { "s" });
+        let how = match c.by.as_str() {
+            "claude" => {
+                format!(
+                    "Claude Code stopped itself at --max-budget-usd after {}",
+                    calls(c.api_calls)
+                )
+            }
             _ => format!(
                 "by kit: ${:.2} of ${:.2} after {} (the last ${:.2})",
-                f(&c["used"]),
-                f(&c["limit"]),
-                calls(&c["at_stop"]["api_calls"]),
-                f(&c["at_stop"]["last_call_usd"])
+                c.used,
+                c.limit,
+                calls(c.at_stop["api_calls"].as_u64().unwrap_or(0)),
+                f(&c.at_stop["last_call_usd"])
             ),
         };
-        notes.push(format!(
-            "iteration {}: stopped at the cost cap {how}",
-            c.get("iteration").and_then(Value::as_u64).unwrap_or(0)
-        ));
+        notes.push(format!("iteration {}: stopped at the cost cap {how}", c.iteration));
     }
     let mut models: Vec<String> = Vec::new();
-    for e in run.iter().filter(|e| event_name(e) == "unpriced") {
-        for m in e.get("models").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(m) = m.as_str().filter(|m| !models.iter().any(|x| x == m)) {
-                models.push(m.to_string());
+    for e in run {
+        let Event::Unpriced(u) = &e.event else { continue };
+        for m in &u.models {
+            if !models.iter().any(|x| x == m) {
+                models.push(m.clone());
             }
         }
     }
@@ -489,8 +568,11 @@ fn wall_before(run: &RunView, h: &History) -> f64 {
     run.events(h)
         .iter()
         .rev()
-        .find(|e| event_name(e) == "loop_start")
-        .and_then(|e| e["spent"]["wall_s"].as_f64())
+        .find_map(|e| match &e.event {
+            Event::LoopStart(s) => Some(s.spent["wall_s"].as_f64()),
+            _ => None,
+        })
+        .flatten()
         .unwrap_or(0.0)
 }
 
@@ -540,11 +622,11 @@ fn next_loop(
 fn caps_of(
     config: Option<&Config>,
     goal: Option<&crate::goal::Goal>,
-    started: Option<&Value>,
-    run: &[Value],
-    ended: Option<&Value>,
+    started: Option<(&Entry, &LoopStart)>,
+    run: &[Entry],
+    ended: Option<&Entry>,
 ) -> Caps {
-    let Some(start) = started else {
+    let Some((start_entry, start)) = started else {
         // Before any run: the caps the next `kit loop` (without flags) would apply.
         let cfg = config.cloned().unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
@@ -569,31 +651,53 @@ fn caps_of(
             progress_means: PROGRESS_MEANS,
         };
     };
-    let limit = |k: &str| start["caps"][k].as_f64().unwrap_or(0.0);
-    let iterations = run.iter().filter(|e| event_name(e) == "iteration_start").count() as f64;
+    let iterations = run.iter().filter(|e| matches!(e.event, Event::IterationStart(_))).count();
     let cost: f64 = run
         .iter()
-        .filter(|e| event_name(e) == "agent_end")
-        .filter_map(|e| e.get("cost_usd").and_then(Value::as_f64))
+        .filter_map(|e| match &e.event {
+            Event::AgentEnd(a) => Some(a.cost_usd),
+            _ => None,
+        })
         .sum();
     let no_progress = run
         .iter()
         .rev()
-        .find(|e| event_name(e) == "criteria")
-        .and_then(|e| e.get("no_progress").and_then(Value::as_f64))
+        .find_map(|e| match &e.event {
+            Event::Criteria(c) => Some(c.no_progress as f64),
+            _ => None,
+        })
         .unwrap_or(0.0);
-    let ts = |e: &Value| {
-        e.get("ts").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok())
-    };
-    let until = ended.and_then(ts).unwrap_or_else(crate::clock::now);
-    let wall = ts(start).map(|s| until.duration_since(s).as_secs_f64().max(0.0)).unwrap_or(0.0);
+    let until = ended.and_then(Entry::time).unwrap_or_else(crate::clock::now);
+    let wall =
+        start_entry.time().map(|s| until.duration_since(s).as_secs_f64().max(0.0)).unwrap_or(0.0);
+    let c = start.caps;
     Caps {
-        iterations: CapUse { used: iterations, limit: limit("iterations") },
-        wall_s: CapUse { used: wall, limit: limit("wall_s") },
-        cost_usd: CapUse { used: cost, limit: limit("cost_usd") },
-        no_progress: CapUse { used: no_progress, limit: limit("no_progress") },
+        iterations: CapUse { used: iterations as f64, limit: c.iterations as f64 },
+        wall_s: CapUse { used: wall, limit: c.wall_s as f64 },
+        cost_usd: CapUse { used: cost, limit: c.cost_usd },
+        no_progress: CapUse { used: no_progress, limit: c.no_progress as f64 },
         sources: CapSources::from_start(Some(start)),
         progress_means: PROGRESS_MEANS,
+    }
+}
+
+/// The `cheat` entries of `es`.
+fn cheats_in(es: &[Entry]) -> Vec<(&Entry, &crate::longrun::event::Cheat)> {
+    es.iter()
+        .filter_map(|e| match &e.event {
+            Event::Cheat(c) => Some((e, c)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `value` as JSON when the entry's line had `key`, else null (as the line read as JSON would
+/// give it).
+fn field(e: &Entry, key: &str, value: impl Serialize) -> Value {
+    if e.has(key) {
+        json!(value)
+    } else {
+        Value::Null
     }
 }
 
@@ -1036,6 +1140,9 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             theme.warn("note:"),
             s.skipped_lines
         )?;
+    }
+    for line in s.unknown_events.iter().flat_map(UnknownEvents::describe) {
+        writeln!(out, "{} {line}", theme.warn("note:"))?;
     }
     Ok(())
 }

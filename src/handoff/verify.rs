@@ -4,9 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use crate::error::{Error, Result, EXIT_OK};
+use crate::longrun::event::{Event, HandoffSaved};
 use crate::longrun::Project;
 
 use super::*;
@@ -123,10 +122,8 @@ fn check_id(
     r: &mut Report,
 ) -> Result<()> {
     let saved = saved_event(project, &stamp.stamp);
-    let summary_edited = saved.as_ref().is_some_and(|e| {
-        e.get("summary_sha256").and_then(Value::as_str)
-            != Some(sha256_hex(handoff.summary.as_bytes()).as_str())
-    });
+    let summary_edited =
+        saved.as_ref().is_some_and(|e| e.summary_sha256 != sha256_hex(handoff.summary.as_bytes()));
     if stamp.format_version != FORMAT_VERSION {
         r.problems.push(format!(
             "stamp format {} is not format {FORMAT_VERSION} (its id is not keyed, anyone can recompute it): save again with kit handoff save",
@@ -158,7 +155,7 @@ fn check_id(
             "the journal (longrun/journal.jsonl) records no `kit handoff save` of stamp {}",
             stamp.stamp
         )),
-        Some(e) if e.get("handoff_sha256").and_then(Value::as_str) == Some(handoff.sha256.as_str()) => {
+        Some(e) if e.handoff_sha256 == handoff.sha256 => {
             r.ok.push("the journal records this save (sha256 of handoff.md matches)".into())
         }
         Some(_) => r.problems.push(format!(
@@ -171,11 +168,11 @@ fn check_id(
 }
 
 /// The last `handoff_saved` journal event of stamp `id` (a damaged journal reads as none).
-fn saved_event(project: &Project, id: &str) -> Option<Value> {
+fn saved_event(project: &Project, id: &str) -> Option<HandoffSaved> {
     let read = crate::longrun::journal::read(&project.journal()).ok()?;
-    read.events.into_iter().rev().find(|e| {
-        e.get("event").and_then(Value::as_str) == Some("handoff_saved")
-            && e.get("stamp").and_then(Value::as_str) == Some(id)
+    read.entries.into_iter().rev().find_map(|e| match e.event {
+        Event::HandoffSaved(s) if s.stamp == id => Some(s),
+        _ => None,
     })
 }
 

@@ -79,12 +79,14 @@ pub struct Entry {
     pub absent: Vec<String>,
     /// Fields the line had that this kit's event does not (a newer kit's), as written.
     pub extra: Map<String, Value>,
+    /// 1-based line number in the journal it was read from (0: not read from a file).
+    pub line: usize,
 }
 
 impl Entry {
     /// An entry for `event` written at `ts`.
     pub fn new(ts: String, event: Event) -> Entry {
-        Entry { ts, event, absent: Vec::new(), extra: Map::new() }
+        Entry { ts, event, absent: Vec::new(), extra: Map::new(), line: 0 }
     }
 
     /// Read one journal line already parsed as JSON. Never fails: a line that is not a known
@@ -108,7 +110,7 @@ impl Entry {
     /// from a line writes back the same JSON (see [`Entry::absent`], [`Entry::extra`]).
     pub fn to_value(&self) -> Value {
         match &self.event {
-            Event::Unknown(v) => v.clone(),
+            Event::Unknown(u) => u.line.clone(),
             e => {
                 let mut v = e.to_value();
                 if let Value::Object(m) = &mut v {
@@ -126,6 +128,38 @@ impl Entry {
     /// The event's name (`loop_start`, …; an unknown event's own name, or `""`).
     pub fn name(&self) -> &str {
         self.event.name()
+    }
+
+    /// The line had `field` (false for a field an older kit did not write, which reads as its
+    /// default): for readers whose default for a missing field is not the type's.
+    pub fn has(&self, field: &str) -> bool {
+        match &self.event {
+            Event::Unknown(u) => u.line.get(field).is_some(),
+            _ => !self.absent.iter().any(|a| a == field),
+        }
+    }
+
+    /// The time it was written, or None when its `ts` is missing or not RFC 3339.
+    pub fn time(&self) -> Option<jiff::Timestamp> {
+        self.ts.parse().ok()
+    }
+}
+
+/// A journal line this kit does not read as one of its events: kept as written, never fatal.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Unknown {
+    /// The line's JSON as written (with its `ts` and `event`).
+    pub line: Value,
+    /// Why it did not read: `not an event of this kit` (a newer kit's), or serde's words on
+    /// the field that did not fit (`invalid type: string "lots", expected f64`).
+    pub reason: String,
+}
+
+impl Unknown {
+    /// The line is a known event whose fields did not read (rather than an event this kit does
+    /// not know).
+    pub fn misread(&self) -> bool {
+        self.line.get("event").and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
     }
 }
 
@@ -203,12 +237,12 @@ pub enum Event {
     /// A line this kit does not read as one of the events above, as written (with its `ts` and
     /// `event`): a newer kit's event, or one whose fields are not this kit's.
     #[serde(skip)]
-    Unknown(Value),
+    Unknown(Unknown),
 }
 
 impl Default for Event {
     fn default() -> Event {
-        Event::Unknown(Value::Null)
+        Event::Unknown(Unknown::default())
     }
 }
 
@@ -254,14 +288,22 @@ impl Event {
     pub fn from_value(v: Value) -> Event {
         match serde_json::from_value::<Event>(v.clone()) {
             Ok(e) => e,
-            Err(_) => Event::Unknown(v),
+            Err(err) => {
+                let known = v
+                    .get("event")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| Event::NAMES.contains(&n));
+                let reason =
+                    if known { err.to_string() } else { "not an event of this kit".to_string() };
+                Event::Unknown(Unknown { line: v, reason })
+            }
         }
     }
 
     /// The event as a JSON object with its `event` tag (no `ts`).
     pub fn to_value(&self) -> Value {
         match self {
-            Event::Unknown(v) => v.clone(),
+            Event::Unknown(u) => u.line.clone(),
             // Serialising plain data into a Value cannot fail (string keys, finite or null
             // numbers); an empty object is the honest fallback if it ever did.
             e => serde_json::to_value(e).unwrap_or_else(|_| Value::Object(Map::new())),
@@ -271,7 +313,7 @@ impl Event {
     /// The `event` name as journaled (an unknown event's own name, or `""`).
     pub fn name(&self) -> &str {
         match self {
-            Event::Unknown(v) => v.get("event").and_then(Value::as_str).unwrap_or_default(),
+            Event::Unknown(u) => u.line.get("event").and_then(Value::as_str).unwrap_or_default(),
             e => known_name(e),
         }
     }
@@ -300,7 +342,7 @@ impl Event {
             Event::RevertProbe(e) => e.iteration,
             Event::Canary(e) => e.iteration,
             Event::LoopEnd(e) => e.iteration,
-            Event::Unknown(v) => v.get("iteration").and_then(Value::as_u64)?,
+            Event::Unknown(u) => u.line.get("iteration").and_then(Value::as_u64)?,
             _ => return None,
         })
     }
@@ -1052,6 +1094,10 @@ mod tests {
         }
     }
 
+    fn e_newer() -> Event {
+        Event::from_value(serde_json::json!({"event": "teleport", "to": "mars"}))
+    }
+
     #[test]
     fn a_newer_kits_event_and_fields_are_kept_and_an_older_kits_lines_lack_theirs() {
         let newer = r#"{"event":"teleport","to":"mars","ts":"2030-01-01T00:00:00Z"}"#;
@@ -1068,7 +1114,10 @@ mod tests {
         assert_eq!(serde_json::to_string(&e.to_value()).unwrap(), line);
         // A known name whose fields are not this kit's reads as unknown, not as an error.
         let odd = serde_json::json!({"event": "cap", "used": "lots"});
-        assert!(matches!(Event::from_value(odd), Event::Unknown(_)));
+        let Event::Unknown(u) = Event::from_value(odd) else { panic!("a misread cap is known") };
+        assert!(u.misread() && u.reason.contains("invalid type: string \"lots\""), "{u:?}");
+        let Event::Unknown(u) = &e_newer() else { panic!() };
+        assert!(!u.misread() && u.reason == "not an event of this kit", "{u:?}");
     }
 
     #[test]

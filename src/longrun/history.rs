@@ -15,6 +15,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::event::{Entry, Event};
+
 /// One criterion's result as journaled in a `baseline` or `criteria` event.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CriterionView {
@@ -119,8 +121,8 @@ pub struct Unfinished {
 /// What the journal says, as the loop and `kit status` need it.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    /// Every event, in order.
-    pub events: Vec<Value>,
+    /// Every entry, in order.
+    pub entries: Vec<Entry>,
     /// Torn or malformed lines skipped (1-based line numbers).
     pub skipped: Vec<usize>,
     /// Highest iteration number ever started (0: none).
@@ -140,66 +142,92 @@ impl History {
     /// Errors: [`crate::Error::Io`] when it exists but cannot be read.
     pub fn read(path: &std::path::Path) -> crate::Result<History> {
         let r = crate::longrun::journal::read(path)?;
-        Ok(History::from_events(r.events, r.skipped))
+        Ok(History::from_entries(r.entries, r.skipped))
     }
 
-    /// Build from events already read.
+    /// Build from journal lines already parsed as JSON (tests, fixtures).
     pub fn from_events(events: Vec<Value>, skipped: Vec<usize>) -> History {
+        History::from_entries(events.into_iter().map(Entry::from_value).collect(), skipped)
+    }
+
+    /// Build from entries already read.
+    pub fn from_entries(entries: Vec<Entry>, skipped: Vec<usize>) -> History {
         let mut h = History { skipped, ..History::default() };
-        for (i, e) in events.iter().enumerate() {
-            let it = e.get("iteration").and_then(Value::as_u64).unwrap_or(0);
-            match event_name(e) {
-                "iteration_start" => h.last_iteration = h.last_iteration.max(it),
-                "loop_start" => {
+        for (i, e) in entries.iter().enumerate() {
+            match &e.event {
+                Event::IterationStart(s) => h.last_iteration = h.last_iteration.max(s.iteration),
+                Event::LoopStart(s) => {
                     h.run_start = Some(i);
-                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().into();
                     h.open_run = Some(super::lock::Holder {
-                        pid: e.get("pid").and_then(Value::as_u64).unwrap_or(0) as u32,
-                        host: s("host"),
-                        started: s("ts"),
-                        command: s("command"),
+                        pid: s.pid,
+                        host: s.host.clone(),
+                        started: e.ts.clone(),
+                        command: s.command.clone(),
                     });
                 }
-                "loop_end" => h.open_run = None,
-                "agent_start" => {
+                Event::LoopEnd(_) => h.open_run = None,
+                Event::AgentStart(s) => {
                     h.unfinished = Some(Unfinished {
-                        iteration: it,
-                        pgid: e.get("pgid").and_then(Value::as_i64).unwrap_or(0) as i32,
-                        starttime: e.get("starttime").and_then(Value::as_u64).unwrap_or(0),
-                        boot_id: e.get("boot_id").and_then(Value::as_str).map(str::to_string),
+                        iteration: s.iteration,
+                        pgid: s.pgid,
+                        starttime: s.starttime,
+                        boot_id: s.boot_id.clone(),
                     })
                 }
-                "agent_end" | "recovered"
-                    if h.unfinished.as_ref().is_some_and(|u| u.iteration == it) =>
+                Event::AgentEnd(_) | Event::Recovered(_)
+                    if h.unfinished
+                        .as_ref()
+                        .is_some_and(|u| Some(u.iteration) == e.event.iteration()) =>
                 {
                     h.unfinished = None;
                 }
                 _ => {}
             }
         }
-        h.events = events;
+        h.entries = entries;
         h
     }
 
-    /// Events of the current (last) run, from its `loop_start` on; all events if none.
-    pub fn current_run(&self) -> &[Value] {
-        &self.events[self.run_start.unwrap_or(0)..]
+    /// Entries of the current (last) run, from its `loop_start` on; all entries if none.
+    pub fn run_entries(&self) -> &[Entry] {
+        &self.entries[self.run_start.unwrap_or(0)..]
     }
 
-    /// The last event named `name`, in the whole journal.
-    pub fn last(&self, name: &str) -> Option<&Value> {
-        self.events.iter().rev().find(|e| event_name(e) == name)
+    /// The last entry whose event `pick` returns Some for, in the whole journal, with what it
+    /// returned: `h.last_where(|e| match e { Event::Notify(n) => Some(n), _ => None })`.
+    pub fn last_where<'h, T: 'h>(&'h self, pick: impl FnMut(&'h Event) -> Option<T>) -> Option<T> {
+        self.entries.iter().rev().map(|e| &e.event).find_map(pick)
     }
 
-    /// The last event of any of `names`.
-    pub fn last_of(&self, names: &[&str]) -> Option<&Value> {
-        self.events.iter().rev().find(|e| names.contains(&event_name(e)))
+    /// The entries this kit does not read as its events ([`Event::Unknown`]): a newer kit's,
+    /// or lines whose fields do not fit. Readers skip them; status and report count them.
+    pub fn unknown(&self) -> impl Iterator<Item = (&Entry, &super::event::Unknown)> {
+        self.entries.iter().filter_map(|e| match &e.event {
+            Event::Unknown(u) => Some((e, u)),
+            _ => None,
+        })
     }
 }
 
-/// The `event` field of a journal line.
-pub fn event_name(e: &Value) -> &str {
-    e.get("event").and_then(Value::as_str).unwrap_or_default()
+/// What `kit status` says while the loop waits: `waiting for the usage limit until 03:10 UTC`
+/// (or `… for the rate limit (backoff 4m)`) when the last `limit_wait` in `events` (the journal)
+/// has no `limit_resume` or `loop_end` after it; None otherwise.
+pub fn limit_waiting(events: &[Entry]) -> Option<String> {
+    let last = events.iter().rev().find_map(|e| match &e.event {
+        Event::LimitWait(w) => Some(Some(w)),
+        Event::LimitResume(_) | Event::LoopEnd(_) => Some(None),
+        _ => None,
+    })??;
+    let kind = if last.kind.is_empty() { "usage" } else { last.kind.as_str() };
+    Some(match last.until.as_deref().and_then(|t| t.parse::<jiff::Timestamp>().ok()) {
+        Some(t) => {
+            format!("waiting for the {kind} limit until {}", crate::units::describe_until(t))
+        }
+        None => format!(
+            "waiting for the {kind} limit (backoff {})",
+            crate::units::describe_wait(std::time::Duration::from_secs(last.wait_s))
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -223,7 +251,24 @@ mod tests {
             h.unfinished,
             Some(Unfinished { iteration: 5, pgid: 88, starttime: 10, boot_id: Some("b".into()) })
         );
-        assert_eq!(h.current_run().len(), 6);
+        assert_eq!(h.run_entries().len(), 6);
+    }
+
+    #[test]
+    fn a_limit_wait_without_its_resume_is_waiting() {
+        let en = |v: &[Value]| -> Vec<Entry> { v.iter().cloned().map(Entry::from_value).collect() };
+        let w = json!({"event":"limit_wait","kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440});
+        let r = json!({"event":"limit_resume","waited_s":7440});
+        assert_eq!(
+            limit_waiting(&en(std::slice::from_ref(&w))).as_deref(),
+            Some("waiting for the usage limit until 03:10 UTC")
+        );
+        assert_eq!(limit_waiting(&en(&[w.clone(), r])), None);
+        let b = json!({"event":"limit_wait","kind":"rate","until":null,"wait_s":240});
+        assert_eq!(
+            limit_waiting(&en(&[b])).as_deref(),
+            Some("waiting for the rate limit (backoff 4m)")
+        );
     }
 
     #[test]

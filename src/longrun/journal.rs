@@ -23,8 +23,9 @@ pub struct Journal {
 /// What [`read`] found in a journal.
 #[derive(Debug, Default)]
 pub struct JournalRead {
-    /// Events in file order, each a JSON object with at least `ts` and `event`.
-    pub events: Vec<Value>,
+    /// Entries in file order, each with its line number ([`Entry::line`]); a line this kit does
+    /// not read as one of its events is an [`Event::Unknown`], kept as written.
+    pub entries: Vec<Entry>,
     /// 1-based line numbers of lines that were not a JSON object (torn, malformed).
     pub skipped: Vec<usize>,
 }
@@ -58,24 +59,35 @@ impl Journal {
     }
 }
 
-/// Read every event of the journal at `path`; a missing file reads as empty.
+/// Read every event of the journal at `path`; a missing file reads as empty. Never fails on a
+/// line: a torn or malformed one is skipped and counted ([`JournalRead::skipped`]), an unknown
+/// or newer event reads as [`Event::Unknown`].
+///
+/// Errors: [`Error::Io`] naming the journal when it exists but cannot be read.
 pub fn read(path: &Path) -> Result<JournalRead> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalRead::default()),
         Err(e) => return Err(Error::io(path, e)),
     };
+    Ok(parse(&bytes))
+}
+
+/// Read journal text already in memory, as [`read`] does.
+pub fn parse(bytes: &[u8]) -> JournalRead {
     let mut out = JournalRead::default();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice::<Value>(line) {
-            Ok(v @ Value::Object(_)) => out.events.push(v),
+            Ok(v @ Value::Object(_)) => {
+                out.entries.push(Entry { line: i + 1, ..Entry::from_value(v) })
+            }
             _ => out.skipped.push(i + 1),
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -97,8 +109,9 @@ mod tests {
         j.append(&Event::LoopEnd(LoopEnd { outcome: "done".into(), ..LoopEnd::default() }))
             .unwrap();
         let r = read(&p).unwrap();
-        assert_eq!(r.events.len(), 2);
+        assert_eq!(r.entries.len(), 2);
         assert_eq!(r.skipped, vec![2]);
-        assert_eq!(r.events[1]["event"], "loop_end");
+        assert!(matches!(&r.entries[1].event, Event::LoopEnd(e) if e.outcome == "done"));
+        assert_eq!(r.entries.iter().map(|e| e.line).collect::<Vec<_>>(), [1, 3]);
     }
 }

@@ -37,9 +37,9 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::longrun::history::{event_name, History};
+use crate::longrun::event::{Entry, Event, LimitWait, LoopEnd};
+use crate::longrun::history::History;
 
 /// What a run has spent so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -89,8 +89,8 @@ pub struct RunView {
     /// only in [`RunView::spent_until`]).
     pub spent: Spent,
     /// Its last `loop_end`, if its last loop process ended (None: killed, or still running).
-    pub last_end: Option<Value>,
-    /// Index in [`History::events`] of its first `loop_start`.
+    pub last_end: Option<LoopEnd>,
+    /// Index in [`History::entries`] of its first `loop_start`.
     #[serde(skip)]
     pub first_event: usize,
 }
@@ -99,16 +99,12 @@ impl RunView {
     /// `done`, `cap`, `paused`, … from the last `loop_end`; `killed` when the last loop process
     /// never wrote one.
     pub fn last_outcome(&self) -> &str {
-        self.last_end
-            .as_ref()
-            .and_then(|e| e.get("outcome"))
-            .and_then(Value::as_str)
-            .unwrap_or("killed")
+        self.last_end.as_ref().map_or("killed", |e| e.outcome.as_str())
     }
 
-    /// The run's events, from its first `loop_start` to the end of the journal.
-    pub fn events<'h>(&self, h: &'h History) -> &'h [Value] {
-        &h.events[self.first_event.min(h.events.len())..]
+    /// The run's entries, from its first `loop_start` to the end of the journal.
+    pub fn events<'h>(&self, h: &'h History) -> &'h [Entry] {
+        &h.entries[self.first_event.min(h.entries.len())..]
     }
 }
 
@@ -152,87 +148,75 @@ pub enum Plan {
 /// Every run in the journal, in order.
 pub fn runs(h: &History) -> Vec<RunView> {
     let mut out: Vec<RunView> = Vec::new();
-    let ts = |e: &Value| {
-        e.get("ts").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok())
-    };
+    let n = h.entries.len();
     // Per run: the loop processes' (start index, end index exclusive) spans.
     let mut spans: Vec<Vec<(usize, usize)>> = Vec::new();
-    for (i, e) in h.events.iter().enumerate() {
-        if event_name(e) != "loop_start" {
-            continue;
-        }
+    for (i, e) in h.entries.iter().enumerate() {
+        let Event::LoopStart(start) = &e.event else { continue };
         if let Some(last) = spans.last_mut().and_then(|s| s.last_mut()) {
             last.1 = i;
         }
-        let id = e.get("run").and_then(Value::as_u64);
+        let id = start.run;
         let continues = id.is_some() && out.last().map(|r| r.id) == id;
         if continues {
             if let (Some(r), Some(s)) = (out.last_mut(), spans.last_mut()) {
                 r.loops += 1;
-                s.push((i, h.events.len()));
+                s.push((i, n));
             }
             continue;
         }
         let next = out.last().map_or(1, |r| r.id + 1);
         out.push(RunView {
             id: id.filter(|&n| n >= next).unwrap_or(next),
-            started: e
-                .get("run_started")
-                .or_else(|| e.get("ts"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            key: e.get("run_key").and_then(Value::as_str).map(str::to_string),
+            started: start.run_started.clone().unwrap_or_else(|| e.ts.clone()),
+            key: start.run_key.clone(),
             loops: 1,
             spent: Spent::default(),
             last_end: None,
             first_event: i,
         });
-        spans.push(vec![(i, h.events.len())]);
+        spans.push(vec![(i, n)]);
     }
     for (r, spans) in out.iter_mut().zip(&spans) {
         for &(from, to) in spans {
-            let mut events = &h.events[from..to];
+            let mut events = &h.entries[from..to];
             // A loop process's lines end at its `loop_end`; a `loop_end` after that comes from a
             // later process refused before its own `loop_start`, and does not belong to this run.
-            if let Some(at) = events.iter().position(|e| event_name(e) == "loop_end") {
+            if let Some(at) = events.iter().position(|e| matches!(e.event, Event::LoopEnd(_))) {
                 events = &events[..=at];
             }
             let mut end = None;
             for e in events {
-                match event_name(e) {
-                    "iteration_start" => r.spent.iterations += 1,
+                match &e.event {
+                    Event::IterationStart(_) => r.spent.iterations += 1,
                     // A limited iteration is retried under its number: it was no iteration.
-                    "limit_wait" => r.spent.iterations = r.spent.iterations.saturating_sub(1),
+                    Event::LimitWait(_) => {
+                        r.spent.iterations = r.spent.iterations.saturating_sub(1)
+                    }
                     // An agent switch on a limit retries the iteration too; any switch starts
                     // the no-progress count again, for the next agent (`looprun::fallback`).
-                    "agent_switch" => {
-                        if e.get("retry").and_then(Value::as_bool) == Some(true) {
+                    Event::AgentSwitch(s) => {
+                        if s.retry {
                             r.spent.iterations = r.spent.iterations.saturating_sub(1);
                         }
                         r.spent.no_progress = 0;
                     }
-                    "agent_end" => {
-                        r.spent.cost_usd += e.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0)
-                    }
-                    "criteria" => {
-                        r.spent.no_progress =
-                            e.get("no_progress").and_then(Value::as_u64).unwrap_or(0) as u32
-                    }
-                    "loop_end" => end = Some(e.clone()),
+                    Event::AgentEnd(a) => r.spent.cost_usd += a.cost_usd,
+                    Event::Criteria(c) => r.spent.no_progress = c.no_progress as u32,
+                    Event::LoopEnd(l) => end = Some(l.clone()),
                     _ => {}
                 }
             }
-            let measured = end.as_ref().and_then(|e| e.get("wall_s")).and_then(Value::as_f64);
+            let measured = end.as_ref().and_then(|e| e.wall_s);
             r.spent.wall_s += measured.unwrap_or_else(|| {
-                let first = events.first().and_then(ts);
+                let first = events.first().and_then(Entry::time);
                 // Lines the next loop process writes before its own `loop_start` are not this
                 // one's time.
                 let last = events
                     .iter()
                     .rev()
-                    .filter(|e| !NEXT_LOOPS_LINES.contains(&event_name(e)))
-                    .find_map(ts);
+                    .filter(|e| !is_next_loops_line(&e.event))
+                    .find_map(Entry::time);
                 match (first, last) {
                     (Some(a), Some(b)) => b.duration_since(a).as_secs_f64().max(0.0),
                     _ => 0.0,
@@ -246,7 +230,9 @@ pub fn runs(h: &History) -> Vec<RunView> {
 
 /// Events a loop process journals before its `loop_start`: after a killed loop they follow its
 /// last line, and do not measure its wall time.
-const NEXT_LOOPS_LINES: [&str; 3] = ["lock_takeover", "recovered", "memory_cap"];
+fn is_next_loops_line(e: &Event) -> bool {
+    matches!(e, Event::LockTakeover(_) | Event::Recovered(_) | Event::MemoryCap(_))
+}
 
 /// The journal's last run, if any.
 pub fn last_run(h: &History) -> Option<RunView> {
@@ -273,17 +259,19 @@ pub fn plan(h: &History, limits: &Limits, new_run: bool) -> Plan {
 /// before the next `iteration_start` / `agent_start` / `loop_start`, by no `limit_wait` ends the
 /// streak, as the loop's own reset does; a loop killed while waiting (or restarted by
 /// `kit loop --ensure-alive`) leaves the streak standing, so its successor backs off longer.
-pub fn limit_streak(events: &[Value]) -> u32 {
+pub fn limit_streak(events: &[Entry]) -> u32 {
     let mut streak = 0u32;
     let mut ended_plainly = false;
     for e in events {
-        match event_name(e) {
-            "agent_end" => ended_plainly = true,
-            "limit_wait" => {
+        match e.event {
+            Event::AgentEnd(_) => ended_plainly = true,
+            Event::LimitWait(_) => {
                 streak = streak.saturating_add(1);
                 ended_plainly = false;
             }
-            "iteration_start" | "agent_start" | "loop_start" if ended_plainly => {
+            Event::IterationStart(_) | Event::AgentStart(_) | Event::LoopStart(_)
+                if ended_plainly =>
+            {
                 streak = 0;
                 ended_plainly = false;
             }
@@ -301,12 +289,12 @@ pub fn limit_streak(events: &[Value]) -> u32 {
 /// reboot while waiting out a usage or rate limit): the last `limit_wait` of `events` (a run's)
 /// with no `iteration_start` or `agent_start` after it. A loop continuing the run retries that
 /// iteration under its own number, after waiting out what is left of the reset it recorded.
-pub fn pending_limit(events: &[Value]) -> Option<&Value> {
+pub fn pending_limit(events: &[Entry]) -> Option<&LimitWait> {
     let mut pending = None;
     for e in events {
-        match event_name(e) {
-            "limit_wait" => pending = Some(e),
-            "iteration_start" | "agent_start" => pending = None,
+        match &e.event {
+            Event::LimitWait(w) => pending = Some(w),
+            Event::IterationStart(_) | Event::AgentStart(_) => pending = None,
             _ => {}
         }
     }
@@ -317,18 +305,12 @@ pub fn pending_limit(events: &[Value]) -> Option<&Value> {
 /// `flapping`: that stop told a person to fix the criterion, so the count starts afresh after
 /// it; any other restart (a kill, `--ensure-alive`, a pause) keeps counting, as one loop
 /// process would have.
-pub fn flaps(events: &[Value]) -> std::collections::HashMap<u64, u32> {
+pub fn flaps(events: &[Entry]) -> std::collections::HashMap<u64, u32> {
     let mut out = std::collections::HashMap::new();
     for e in events {
-        match event_name(e) {
-            "flap" => {
-                if let Some(line) = e.get("line").and_then(Value::as_u64) {
-                    *out.entry(line).or_insert(0) += 1;
-                }
-            }
-            "loop_end" if e.get("outcome").and_then(Value::as_str) == Some("flapping") => {
-                out.clear()
-            }
+        match &e.event {
+            Event::Flap(f) if e.has("line") => *out.entry(f.line).or_insert(0) += 1,
+            Event::LoopEnd(l) if l.outcome == "flapping" => out.clear(),
             _ => {}
         }
     }
@@ -342,9 +324,8 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
         let reason = run
             .last_end
             .as_ref()
-            .and_then(|e| e.get("reason"))
-            .and_then(Value::as_str)
-            .unwrap_or("every criterion passes");
+            .filter(|e| !e.reason.is_empty())
+            .map_or("every criterion passes", |e| e.reason.as_str());
         return Some((format!("run {} is done: {reason}", run.id), new_run));
     }
     let s = &run.spent;
@@ -388,7 +369,11 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn en(events: &[Value]) -> Vec<Entry> {
+        events.iter().cloned().map(Entry::from_value).collect()
+    }
 
     fn limits(iterations: u64) -> Limits {
         Limits { iterations, wall: Duration::from_secs(3600), cost_usd: 10.0, no_progress: 3 }
@@ -412,35 +397,35 @@ mod tests {
         let mut ev = vec![json!({"event":"loop_start","run":1})];
         ev.extend(limited(1));
         ev.extend(limited(1));
-        assert_eq!(limit_streak(&ev), 2);
+        assert_eq!(limit_streak(&en(&ev)), 2);
         // Killed while waiting, restarted: the streak stands.
         ev.push(json!({"event":"loop_start","run":1,"resumed":true}));
         ev.extend(limited(1));
-        assert_eq!(limit_streak(&ev), 3);
+        assert_eq!(limit_streak(&en(&ev)), 3);
         // An iteration that ends without a limit resets it, even before the next starts.
         ev.extend([
             json!({"event":"iteration_start","iteration":1}),
             json!({"event":"agent_end","iteration":1}),
         ]);
-        assert_eq!(limit_streak(&ev), 0);
+        assert_eq!(limit_streak(&en(&ev)), 0);
         ev.push(json!({"event":"criteria","iteration":1}));
         ev.extend(limited(2));
-        assert_eq!(limit_streak(&ev), 1);
+        assert_eq!(limit_streak(&en(&ev)), 1);
         // An agent killed in flight (no agent_end) neither adds nor resets.
         ev.extend([
             json!({"event":"iteration_start","iteration":2}),
             json!({"event":"agent_start","iteration":2}),
             json!({"event":"loop_start","run":1}),
         ]);
-        assert_eq!(limit_streak(&ev), 1);
+        assert_eq!(limit_streak(&en(&ev)), 1);
 
         let f = |line: u64| json!({"event":"flap","line":line});
         let mut ev = vec![f(7), json!({"event":"loop_end","outcome":"interrupted"}), f(7), f(9)];
-        assert_eq!(flaps(&ev), [(7, 2), (9, 1)].into_iter().collect());
+        assert_eq!(flaps(&en(&ev)), [(7, 2), (9, 1)].into_iter().collect());
         ev.push(json!({"event":"loop_end","outcome":"flapping"}));
-        assert!(flaps(&ev).is_empty(), "a flapping stop starts the count afresh");
+        assert!(flaps(&en(&ev)).is_empty(), "a flapping stop starts the count afresh");
         ev.push(f(9));
-        assert_eq!(flaps(&ev), [(9, 1)].into_iter().collect());
+        assert_eq!(flaps(&en(&ev)), [(9, 1)].into_iter().collect());
     }
 
     #[test]
@@ -501,9 +486,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A later loop refused before its own loop_start does not reopen the run.
-        let mut refused_after = done.events.clone();
-        refused_after.push(json!({"event":"loop_end","outcome":"refused"}));
-        assert!(matches!(plan(&h(refused_after), &limits(8), false), Plan::Finished { .. }));
+        let mut refused_after = done.entries.clone();
+        refused_after.push(Entry::from_value(json!({"event":"loop_end","outcome":"refused"})));
+        let refused_after = History::from_entries(refused_after, vec![]);
+        assert!(matches!(plan(&refused_after, &limits(8), false), Plan::Finished { .. }));
         let capped = h(vec![
             json!({"event":"loop_start","run":1}),
             json!({"event":"iteration_start","iteration":1}),

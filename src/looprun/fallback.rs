@@ -176,16 +176,17 @@ impl RunCtx<'_> {
 
     /// A continued run goes on with the agent of its last `agent_switch`, when config.toml
     /// still lists it as a fallback; otherwise with the first agent, saying so.
-    pub(super) fn resume_agent(&mut self, p: &mut Prepared, events: &[Value]) -> Result<()> {
-        let Some(last) = events
-            .iter()
-            .rev()
-            .find(|e| history::event_name(e) == "agent_switch")
-            .map(|e| crate::longrun::event::Entry::from_value(e.clone()).event)
-        else {
+    pub(super) fn resume_agent(
+        &mut self,
+        p: &mut Prepared,
+        events: &[crate::longrun::event::Entry],
+    ) -> Result<()> {
+        let Some(s) = events.iter().rev().find_map(|e| match &e.event {
+            Event::AgentSwitch(s) => Some(s.clone()),
+            _ => None,
+        }) else {
             return Ok(());
         };
-        let Event::AgentSwitch(s) = last else { return Ok(()) };
         match p.settings.fallback.iter().position(|a| *a == s.to) {
             Some(i) => {
                 p.settings.take_agent(i + 1, &s.to)?;

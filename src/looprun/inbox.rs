@@ -179,14 +179,13 @@ pub fn parse(text: &str) -> Vec<Message> {
     out
 }
 
-/// The `told` events of a journal's events (JSON objects, as [`crate::longrun::journal::read`]
-/// gives them): (iteration, messages).
-fn told_events(events: &[serde_json::Value]) -> Vec<(u64, Vec<ToldMessage>)> {
+/// The `told` events of a journal's entries (as [`crate::longrun::journal::read`] gives them):
+/// (iteration, messages).
+fn told_events(events: &[Entry]) -> Vec<(u64, Vec<ToldMessage>)> {
     events
         .iter()
-        .filter(|e| e.get("event").and_then(serde_json::Value::as_str) == Some("told"))
-        .filter_map(|e| match Entry::from_value(e.clone()).event {
-            Event::Told(t) => Some((t.iteration, t.messages)),
+        .filter_map(|e| match &e.event {
+            Event::Told(t) => Some((t.iteration, t.messages.clone())),
             _ => None,
         })
         .collect()
@@ -194,7 +193,7 @@ fn told_events(events: &[serde_json::Value]) -> Vec<(u64, Vec<ToldMessage>)> {
 
 /// The messages of `inbox` that no `told` event in `events` delivered (see the module doc), in
 /// the file's order.
-pub fn pending(inbox: &[Message], events: &[serde_json::Value]) -> Vec<Message> {
+pub fn pending(inbox: &[Message], events: &[Entry]) -> Vec<Message> {
     let mut delivered: HashMap<String, usize> = HashMap::new();
     for (_, messages) in told_events(events) {
         for m in messages {
@@ -216,7 +215,7 @@ pub fn pending(inbox: &[Message], events: &[serde_json::Value]) -> Vec<Message> 
 
 /// The messages already delivered to `iteration` (an attempt of it that a usage limit or an
 /// agent switch did not count): its prompt gets them again.
-pub fn for_iteration(events: &[serde_json::Value], iteration: u64) -> Vec<Message> {
+pub fn for_iteration(events: &[Entry], iteration: u64) -> Vec<Message> {
     told_events(events)
         .into_iter()
         .filter(|(i, _)| *i == iteration)
@@ -241,7 +240,7 @@ pub fn waiting(project: &Project) -> Result<usize> {
     if inbox.is_empty() {
         return Ok(0);
     }
-    let events = crate::longrun::journal::read(&project.journal())?.events;
+    let events = crate::longrun::journal::read(&project.journal())?.entries;
     Ok(pending(&inbox, &events).len())
 }
 
@@ -394,7 +393,6 @@ mod tests {
                     messages: ms.iter().map(|m| m.to_told()).collect(),
                 }),
             )
-            .to_value()
         };
         let events = vec![event(1, &[&a, &b])];
         // The same line twice is two messages: one of them is still to deliver.

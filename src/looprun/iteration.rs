@@ -388,7 +388,7 @@ impl RunCtx<'_> {
         if messages.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let events = crate::longrun::journal::read(&self.project.journal())?.events;
+        let events = crate::longrun::journal::read(&self.project.journal())?.entries;
         let new = inbox::pending(&messages, &events);
         let mut all = inbox::for_iteration(&events, iteration);
         all.extend(new.iter().cloned());

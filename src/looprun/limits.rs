@@ -357,42 +357,7 @@ pub fn sleep_interruptibly<T>(
     (slept, None)
 }
 
-/// What `kit status` says while the loop waits: `waiting for the usage limit until 03:10 UTC`
-/// (or `… for the rate limit (backoff 4m)`) when the last `limit_wait` in `events` (the journal)
-/// has no `limit_resume` or `loop_end` after it; None otherwise.
-pub fn waiting(events: &[Value]) -> Option<String> {
-    let name = |e: &Value| e.get("event").and_then(Value::as_str).unwrap_or("").to_string();
-    let last = events
-        .iter()
-        .rev()
-        .find(|e| matches!(name(e).as_str(), "limit_wait" | "limit_resume" | "loop_end"))?;
-    if name(last) != "limit_wait" {
-        return None;
-    }
-    let kind = last["kind"].as_str().unwrap_or("usage");
-    Some(match last["until"].as_str().and_then(|t| t.parse::<Timestamp>().ok()) {
-        Some(t) => format!("waiting for the {kind} limit until {}", describe_until(t)),
-        None => format!(
-            "waiting for the {kind} limit (backoff {})",
-            describe_wait(Duration::from_secs(last["wait_s"].as_u64().unwrap_or(0)))
-        ),
-    })
-}
-
-/// `2h 4m` (or `45s`) for a wait.
-pub fn describe_wait(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, (s % 3600) / 60) {
-        (0, 0) => format!("{s}s"),
-        (0, m) => format!("{m}m"),
-        (h, m) => format!("{h}h {m}m"),
-    }
-}
-
-/// `03:10 UTC` for a reset time (UTC, as the journal's times).
-pub fn describe_until(t: Timestamp) -> String {
-    t.strftime("%H:%M UTC").to_string()
-}
+pub use crate::units::{describe_until, describe_wait};
 
 #[cfg(test)]
 mod tests {
@@ -641,14 +606,5 @@ mod tests {
         assert_eq!((done.as_secs(), why, slept), (6, Some("pause"), vec![3, 3]));
         assert_eq!(describe_wait(Duration::from_secs(2 * 3600 + 4 * 60)), "2h 4m");
         assert_eq!(describe_until(ts("2026-10-01T03:10:00Z")), "03:10 UTC");
-        let w = serde_json::json!({"event":"limit_wait","kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440});
-        let r = serde_json::json!({"event":"limit_resume","waited_s":7440});
-        assert_eq!(
-            waiting(std::slice::from_ref(&w)).as_deref(),
-            Some("waiting for the usage limit until 03:10 UTC")
-        );
-        assert_eq!(waiting(&[w.clone(), r]), None);
-        let b = serde_json::json!({"event":"limit_wait","kind":"rate","until":null,"wait_s":240});
-        assert_eq!(waiting(&[b]).as_deref(), Some("waiting for the rate limit (backoff 4m)"));
     }
 }

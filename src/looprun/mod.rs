@@ -101,7 +101,7 @@ use crate::longrun::Project;
 use crate::prices::PriceTable;
 use crate::units::format_duration;
 
-use crate::longrun::history::{self, CriterionView, History};
+use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock;
 use crate::proc as procs;
 use agent::{AgentSpec, Launch};
@@ -676,9 +676,8 @@ impl RunCtx<'_> {
             durable::Plan::Continue(r) => durable::pending_limit(r.events(&history)).cloned(),
             _ => None,
         };
-        if let Some(it) = pending.as_ref().and_then(|w| w.get("iteration")).and_then(Value::as_u64)
-        {
-            self.last_iteration = it.saturating_sub(1);
+        if let Some(w) = &pending {
+            self.last_iteration = w.iteration.saturating_sub(1);
         }
         self.announce_run();
         let mut tally = Tally::default();
@@ -690,8 +689,13 @@ impl RunCtx<'_> {
             tally.limit_streak = durable::limit_streak(r.events(&history));
             tally.flaps = durable::flaps(r.events(&history));
             for e in r.events(&history) {
-                if matches!(history::event_name(e), "baseline" | "criteria") {
-                    let views = CriterionView::all(e.get("results").unwrap_or(&Value::Null));
+                let results = match &e.event {
+                    Event::Baseline(b) => Some(&b.results),
+                    Event::Criteria(c) => Some(&c.results),
+                    _ => None,
+                };
+                if let Some(results) = results {
+                    let views = CriterionView::all(results);
                     tally.best = tally.best.max(views.iter().filter(|v| v.passed).count());
                     tally.seen_failures.insert(failure_fingerprint(&views));
                 }
@@ -1005,19 +1009,20 @@ impl RunCtx<'_> {
         let durable::Plan::Continue(r) = &self.plan else { return Ok(None) };
         let history = History::read(&self.project.journal())?;
         let events = r.events(&history);
-        let Some(tree) = events
-            .iter()
-            .filter(|e| history::event_name(e) == "baseline")
-            .find_map(|e| e.get("tree").and_then(Value::as_str))
-        else {
+        let Some(tree) = events.iter().find_map(|e| match &e.event {
+            Event::Baseline(b) => b.tree.as_deref(),
+            _ => None,
+        }) else {
             return Ok(None);
         };
         let allowed = events
             .iter()
-            .filter(|e| history::event_name(e) == "green_start")
-            .filter(|e| e.get("allowed").and_then(Value::as_bool) == Some(true))
-            .flat_map(|e| e.get("lines").and_then(Value::as_array).cloned().unwrap_or_default())
-            .filter_map(|l| l.as_u64().map(|l| l as usize))
+            .filter_map(|e| match &e.event {
+                Event::GreenStart(g) if g.allowed => Some(&g.lines),
+                _ => None,
+            })
+            .flatten()
+            .map(|&l| l as usize)
             .collect();
         Ok(Some((tree.to_string(), allowed)))
     }
@@ -1106,9 +1111,9 @@ mod tests {
         assert!(cut_appends(&path, base, &[own]).unwrap());
         let events: Vec<String> = crate::longrun::journal::read(&path)
             .unwrap()
-            .events
+            .entries
             .iter()
-            .map(|e| e["event"].as_str().unwrap().to_string())
+            .map(|e| e.name().to_string())
             .collect();
         assert_eq!(events, ["loop_start", "agent_start", "hook", "handoff_saved"]);
         assert!(std::fs::read(&path).unwrap().ends_with(b"\n"));

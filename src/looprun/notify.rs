@@ -151,7 +151,6 @@ fn tail(out: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use std::path::Path;
 
     fn project_with(config: &str) -> (tempfile::TempDir, Project, Journal) {
@@ -163,12 +162,15 @@ mod tests {
         (d, p, j)
     }
 
-    fn journaled(p: &Project) -> Vec<Value> {
+    fn journaled(p: &Project) -> Vec<crate::longrun::event::Notify> {
         crate::longrun::journal::read(&p.journal())
             .unwrap()
-            .events
+            .entries
             .into_iter()
-            .filter(|e| e["event"] == "notify")
+            .filter_map(|e| match e.event {
+                Event::Notify(n) => Some(n),
+                _ => None,
+            })
             .collect()
     }
 
@@ -206,8 +208,8 @@ mod tests {
         assert!(text.lines().any(|l| Path::new(l) == root), "{text}");
         let ev = journaled(&p);
         assert_eq!(ev.len(), 1);
-        assert_eq!(ev[0]["on"], "cap");
-        assert!(ev[0]["command"].as_str().unwrap().contains("notified.txt"));
+        assert_eq!(ev[0].on, "cap");
+        assert!(ev[0].command.as_deref().unwrap().contains("notified.txt"));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! The journal is kit's own: lines others appended while the agent or the criteria ran are cut
 //! off, except the events kit's own commands write from inside the agent's session.
 
-use super::*;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::longrun::event::Event;
 
 /// The journal's length in bytes (0 when missing).
-pub(super) fn journal_len(path: &Path) -> u64 {
+pub(crate) fn journal_len(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
@@ -17,12 +20,12 @@ pub(super) fn journal_len(path: &Path) -> u64 {
 /// whether anything was cut. A journal shorter than `base` or rewritten is the guard's business
 /// (its sealed prefix).
 ///
-/// Errors: [`Error::Io`] when the journal cannot be read or rewritten.
+/// Errors: [`crate::Error::Io`] when the journal cannot be read or rewritten.
 /// Journal events written by kit commands the agent runs during an iteration, kept by
 /// [`cut_appends`].
-pub(super) const KEPT_AGENT_EVENTS: [&str; 2] = ["hook", "handoff_saved"];
+pub(crate) const KEPT_AGENT_EVENTS: [&str; 2] = ["hook", "handoff_saved"];
 
-pub(super) fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<bool> {
+pub(crate) fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) -> Result<bool> {
     use crate::error::IoContext;
     let Ok(bytes) = std::fs::read(path) else { return Ok(false) };
     let Ok(cut) = usize::try_from(base) else { return Ok(false) };
@@ -39,8 +42,8 @@ pub(super) fn cut_appends(path: &Path, base: u64, own: &[std::ops::Range<u64>]) 
         let whole = line.ends_with(b"\n");
         let keep = whole
             && (own.contains(&range)
-                || serde_json::from_slice::<Value>(line)
-                    .is_ok_and(|v| KEPT_AGENT_EVENTS.contains(&history::event_name(&v))));
+                || serde_json::from_slice::<serde_json::Value>(line)
+                    .is_ok_and(|v| KEPT_AGENT_EVENTS.contains(&Event::from_value(v).name())));
         if keep {
             out.extend_from_slice(line);
         } else {

@@ -153,19 +153,17 @@ impl RunCtx<'_> {
         &mut self,
         p: &mut Prepared,
         tally: &mut Tally,
-        w: &Value,
+        w: &crate::longrun::event::LimitWait,
     ) -> Result<Option<Outcome>> {
         let until = w
-            .get("until")
-            .and_then(Value::as_str)
+            .until
+            .as_deref()
             .and_then(|t| t.parse::<jiff::Timestamp>().ok())
             .filter(|t| *t > crate::clock::now());
-        let (Some(until), Some(iteration)) = (until, w.get("iteration").and_then(Value::as_u64))
-        else {
-            return Ok(None);
-        };
-        let kind = match w.get("kind").and_then(Value::as_str) {
-            Some("rate") => limits::Kind::Rate,
+        let Some(until) = until else { return Ok(None) };
+        let iteration = w.iteration;
+        let kind = match w.kind.as_str() {
+            "rate" => limits::Kind::Rate,
             _ => limits::Kind::Usage,
         };
         self.say(format!(
@@ -174,7 +172,7 @@ impl RunCtx<'_> {
             kind.name(),
             limits::describe_until(until)
         ));
-        let message = w.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+        let message = w.message.clone();
         let limit = limits::Limit { kind, until: Some(until), message };
         self.wait_out_limit(p, tally, iteration, &limit)
     }

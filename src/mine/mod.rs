@@ -35,6 +35,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::longrun::event::Event;
 use crate::longrun::Project;
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
@@ -348,36 +349,33 @@ fn read_journal(
     let mut summary =
         JournalSummary { path: shown.to_path_buf(), events: 0, reverts: 0, skipped_lines: vec![] };
     let mut occ = vec![];
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let v: serde_json::Value = match serde_json::from_slice(line) {
-            Ok(v @ serde_json::Value::Object(_)) => v,
-            _ => {
-                summary.skipped_lines.push(i + 1);
-                continue;
-            }
-        };
-        let ts = v["ts"].as_str().and_then(crate::transcript::parse_ts_ms);
+    let read = crate::longrun::journal::parse(&bytes);
+    summary.skipped_lines = read.skipped;
+    for e in &read.entries {
+        let ts =
+            Some(e.ts.as_str()).filter(|t| !t.is_empty()).and_then(crate::transcript::parse_ts_ms);
         if since.is_some_and(|s| ts.is_none_or(|t| t < s)) {
             continue;
         }
         summary.events += 1;
-        let kind = v["kind"].as_str().unwrap_or("changed");
-        if v["event"] != "cheat" || NOT_FILE_REVERTS.contains(&kind) {
+        let Event::Cheat(c) = &e.event else { continue };
+        let kind = if e.has("kind") { c.kind.as_str() } else { "changed" };
+        if NOT_FILE_REVERTS.contains(&kind) || !e.has("path") {
             continue;
         }
-        let Some(file) = v["path"].as_str() else { continue };
         summary.reverts += 1;
         let iteration =
-            v["iteration"].as_u64().map(|n| format!(", iteration {n}")).unwrap_or_default();
+            if e.has("iteration") { format!(", iteration {}", c.iteration) } else { String::new() };
         occ.push(Occurrence {
             session_id: None,
             source: "journal".into(),
             path: shown.to_path_buf(),
-            line: i + 1,
-            detail: format!("{file} {} (reverted by the loop{iteration})", kind.replace('_', " ")),
+            line: e.line,
+            detail: format!(
+                "{} {} (reverted by the loop{iteration})",
+                c.path,
+                kind.replace('_', " ")
+            ),
         });
     }
     Ok((summary, occ))

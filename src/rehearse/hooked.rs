@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use crate::longrun::event::{Entry, Event, Hook};
 
 use super::plan::{Plan, Verdict};
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
@@ -119,31 +119,31 @@ pub(crate) fn rehearse(
 }
 
 /// The `hook` events of the journal.
-fn hook_events(journal: &[Value]) -> Vec<Value> {
-    journal.iter().filter(|e| e["event"] == "hook").cloned().collect()
+fn hook_events(journal: &[Entry]) -> Vec<Hook> {
+    journal
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Hook(h) => Some(h.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One hook firing in a line: `PostToolUse at 50.5 %: checkpoint (band 50)`.
-fn describe(e: &Value) -> String {
-    let pct = e["pct"].as_f64().map(|p| format!(" at {p:.1} %")).unwrap_or_default();
-    let band = e["band"].as_u64().map(|b| format!(" (band {b} %)")).unwrap_or_default();
-    format!(
-        "{}{pct}: {}{band}",
-        e["hook_event"].as_str().unwrap_or("?"),
-        e["action"].as_str().unwrap_or("?")
-    )
+fn describe(e: &Hook) -> String {
+    let pct = e.pct.map(|p| format!(" at {p:.1} %")).unwrap_or_default();
+    let band = e.band.map(|b| format!(" (band {b} %)")).unwrap_or_default();
+    let or_what = |s: &str| if s.is_empty() { "?".to_string() } else { s.to_string() };
+    format!("{}{pct}: {}{band}", or_what(&e.hook_event), or_what(&e.action))
 }
 
 /// How many firings of `action` (at `band`, when given) the journal holds.
-fn count(events: &[Value], action: &str, band: Option<u64>) -> usize {
-    events
-        .iter()
-        .filter(|e| e["action"] == action && band.is_none_or(|b| e["band"].as_u64() == Some(b)))
-        .count()
+fn count(events: &[Hook], action: &str, band: Option<u8>) -> usize {
+    events.iter().filter(|e| e.action == action && band.is_none_or(|b| e.band == Some(b))).count()
 }
 
 /// Compare what happened with what the scenario's file says it rehearses.
-fn judge(name: &str, agent: &Ran, events: &[Value], reminders: usize, verify: &Ran) -> Verdict {
+fn judge(name: &str, agent: &Ran, events: &[Hook], reminders: usize, verify: &Ran) -> Verdict {
     let bands = [
         ("checkpoint", 50, count(events, "checkpoint", Some(50))),
         ("handoff", 70, count(events, "handoff", Some(70))),
@@ -212,14 +212,13 @@ fn failed(what: &str, r: &Ran) -> Option<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn ran(code: i32, output: &str) -> Ran {
         Ran { code: Some(code), output: output.into() }
     }
 
-    fn firing(action: &str, band: Option<u64>) -> Value {
-        json!({"event": "hook", "hook_event": "PostToolUse", "action": action, "band": band})
+    fn firing(action: &str, band: Option<u8>) -> Hook {
+        Hook { hook_event: "PostToolUse".into(), action: action.into(), band, ..Hook::default() }
     }
 
     #[test]

@@ -340,9 +340,9 @@ impl Sandbox {
     }
 
     /// The events of `longrun/journal.jsonl` (empty when it does not exist yet).
-    pub(crate) fn journal(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn journal(&self) -> Vec<crate::longrun::journal::Entry> {
         let path = self.project.join("longrun/journal.jsonl");
-        crate::longrun::journal::read(&path).map(|r| r.events).unwrap_or_default()
+        crate::longrun::journal::read(&path).map(|r| r.entries).unwrap_or_default()
     }
 
     /// The fake agent's transcripts in this sandbox, sorted.

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::longrun::event::{Entry, Event, Flap, LoopEnd};
 
 use super::plan::{Plan, Verdict, STEPS};
 use super::{sample, Narrator, Ran, Running, Sandbox, COMMAND_LIMIT};
@@ -186,14 +186,17 @@ fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Resul
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut started = None;
     while started.is_none() && Instant::now() < deadline {
-        started = sb.journal().into_iter().find(|e| event(e) == "agent_start");
+        started = sb.journal().into_iter().find_map(|e| match e.event {
+            Event::AgentStart(a) => Some(a),
+            _ => None,
+        });
         if started.is_none() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
     // The group, while its leader is still the agent that was journaled (same start time).
     let agent_group = started
-        .and_then(|e| Some((i32::try_from(e["pgid"].as_i64()?).ok()?, e["starttime"].as_u64()?)))
+        .map(|a| (a.pgid, a.starttime))
         .filter(|&(g, start)| g > 1 && crate::proc::get(g).is_some_and(|p| p.starttime == start))
         .map(|(g, _)| nix::unistd::Pid::from_raw(g));
     if let Some(g) = agent_group {
@@ -223,7 +226,10 @@ fn race(sb: &Sandbox, args: &[&str], shown: &str, n: &mut Narrator<'_>) -> Resul
 fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
     let events = sb.journal();
     let end = describe_end(&events, ran);
-    let agent_end = events.iter().find(|e| event(e) == "agent_end" && e["iteration"] == 1);
+    let agent_end = events.iter().find_map(|e| match &e.event {
+        Event::AgentEnd(a) if a.iteration == 1 => Some(a),
+        _ => None,
+    });
     match name {
         "finish" => Verdict { ok: ran.code == Some(0) && end.done_at == Some(1), actual: end.text },
         "cheat" => {
@@ -232,9 +238,7 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             let restored = sample::original(rel).is_some_and(|o| o == now.as_slice());
             let cheats = events
                 .iter()
-                .filter(|e| {
-                    event(e) == "cheat" && e["path"].as_str().is_some_and(|p| p.ends_with(rel))
-                })
+                .filter(|e| matches!(&e.event, Event::Cheat(c) if c.path.ends_with(rel)))
                 .count();
             let ok = restored && cheats > 0 && ran.code == Some(0) && end.done_at == Some(2);
             let actual = format!(
@@ -246,10 +250,12 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             Verdict { ok, actual }
         }
         "hang" => {
-            let timed_out = agent_end.is_some_and(|e| e["timed_out"] == true);
-            let pgid =
-                events.iter().find(|e| event(e) == "agent_start").and_then(|e| e["pgid"].as_u64());
-            let mut left = pgid.map(|g| crate::proc::in_group(g as i32)).unwrap_or_default();
+            let timed_out = agent_end.is_some_and(|e| e.timed_out);
+            let pgid = events.iter().find_map(|e| match &e.event {
+                Event::AgentStart(a) => Some(a.pgid),
+                _ => None,
+            });
+            let mut left = pgid.map(crate::proc::in_group).unwrap_or_default();
             left.extend(crate::proc::with_env(
                 "KIT_REHEARSAL_SANDBOX",
                 &sb.env_value("KIT_REHEARSAL_SANDBOX"),
@@ -273,20 +279,20 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
             Verdict { ok: timed_out && pgid.is_some() && left.is_empty(), actual }
         }
         "hog" => {
-            let killed = agent_end.is_some_and(|e| e["memory_killed"] == true);
+            let killed = agent_end.is_some_and(|e| e.memory_killed);
             let enforcer = agent_end
-                .and_then(|e| e["enforcer"].as_str())
+                .map(|e| e.enforcer.as_str())
+                .filter(|e| !e.is_empty())
                 .or_else(|| {
-                    events
-                        .iter()
-                        .find(|e| event(e) == "memory_cap")
-                        .and_then(|e| e["enforcer"].as_str())
+                    events.iter().find_map(|e| match &e.event {
+                        Event::MemoryCap(m) => Some(m.enforcer.as_str()),
+                        _ => None,
+                    })
                 })
                 .unwrap_or("")
                 .to_string();
             let peak = agent_end
-                .and_then(|e| e["peak_rss_bytes"].as_u64())
-                .map(|b| format!(", peak {} MiB", b >> 20))
+                .map(|e| format!(", peak {} MiB", e.peak_rss_bytes >> 20))
                 .unwrap_or_default();
             let actual = if killed {
                 format!(
@@ -311,14 +317,15 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
         "ratelimit" => ratelimit(&events, ran, end),
         "flap" => flap(&events, ran),
         "crash" => {
-            let first = events.iter().find(|e| event(e) == "agent_end");
-            let signal = first.and_then(|e| e["signal"].as_i64());
-            let crashed = first.is_some_and(|e| e["iteration"] == 1) && signal.is_some();
-            let limits = events.iter().filter(|e| event(e) == "limit_wait").count();
+            let first = events.iter().find_map(|e| match &e.event {
+                Event::AgentEnd(a) => Some(a),
+                _ => None,
+            });
+            let signal = first.and_then(|e| e.signal);
+            let crashed = first.is_some_and(|e| e.iteration == 1) && signal.is_some();
+            let limits = events.iter().filter(|e| matches!(e.event, Event::LimitWait(_))).count();
             let failed = events.iter().any(|e| {
-                event(e) == "criteria"
-                    && e["iteration"] == 1
-                    && e["passed"].as_u64() < e["total"].as_u64()
+                matches!(&e.event, Event::Criteria(c) if c.iteration == 1 && c.passed < c.total)
             });
             let ok =
                 crashed && limits == 0 && failed && ran.code == Some(0) && end.done_at == Some(2);
@@ -346,18 +353,26 @@ fn judge(name: &str, sb: &Sandbox, ran: &Ran) -> Verdict {
 
 /// `ratelimit`: one `limit_wait` (usage, with its reset time), waited out in full
 /// (`limit_resume` not cut short), the iteration retried under its number, then done at 1.
-fn ratelimit(events: &[Value], ran: &Ran, end: End) -> Verdict {
-    let wait = events.iter().find(|e| event(e) == "limit_wait");
+fn ratelimit(events: &[Entry], ran: &Ran, end: End) -> Verdict {
+    let wait = events.iter().find_map(|e| match &e.event {
+        Event::LimitWait(w) => Some(w),
+        _ => None,
+    });
     let until =
-        wait.and_then(|e| e["until"].as_str()).and_then(|t| t.parse::<jiff::Timestamp>().ok());
-    let usage = wait.is_some_and(|e| e["kind"] == "usage");
-    let resume = events.iter().find(|e| event(e) == "limit_resume");
-    let waited = resume.and_then(|e| e["waited_s"].as_u64());
-    let full = resume.is_some_and(|e| e["cut_short"].is_null());
+        wait.and_then(|e| e.until.as_deref()).and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let usage = wait.is_some_and(|e| e.kind == "usage");
+    let resume = events.iter().find_map(|e| match &e.event {
+        Event::LimitResume(r) => Some(r),
+        _ => None,
+    });
+    let waited = resume.map(|e| e.waited_s);
+    let full = resume.is_some_and(|e| e.cut_short.is_none());
     let starts: Vec<u64> = events
         .iter()
-        .filter(|e| event(e) == "iteration_start")
-        .filter_map(|e| e["iteration"].as_u64())
+        .filter_map(|e| match &e.event {
+            Event::IterationStart(i) => Some(i.iteration),
+            _ => None,
+        })
         .collect();
     let retried = starts.len() >= 2 && starts[0] == starts[1];
     let ok = usage
@@ -370,7 +385,7 @@ fn ratelimit(events: &[Value], ran: &Ran, end: End) -> Verdict {
         (None, _) => format!("no usage limit waited for; {}", end.text),
         (Some(_), until) => format!(
             "waited for the {} limit until {} ({} on the virtual clock{}), {}; {}",
-            wait.and_then(|e| e["kind"].as_str()).unwrap_or("?"),
+            wait.map_or("?", |e| e.kind.as_str()),
             until.map_or("no reset time".to_string(), crate::looprun::limits::describe_until),
             waited.map_or("?".to_string(), |s| {
                 crate::looprun::limits::describe_wait(Duration::from_secs(s))
@@ -389,21 +404,19 @@ fn ratelimit(events: &[Value], ran: &Ran, end: End) -> Verdict {
 
 /// `flap`: a criterion journaled as flapping (passed and failed across runs on one tree), done
 /// never accepted, the loop stopped with outcome `flapping`, exit 3.
-fn flap(events: &[Value], ran: &Ran) -> Verdict {
-    let flaps: Vec<&Value> = events
+fn flap(events: &[Entry], ran: &Ran) -> Verdict {
+    let flaps: Vec<&Flap> = events
         .iter()
-        .filter(|e| {
-            event(e) == "flap"
-                && e["runs"].as_array().is_some_and(|r| {
-                    r.contains(&Value::Bool(true)) && r.contains(&Value::Bool(false))
-                })
+        .filter_map(|e| match &e.event {
+            Event::Flap(f) if f.runs.contains(&true) && f.runs.contains(&false) => Some(f),
+            _ => None,
         })
         .collect();
-    let end = events.iter().rev().find(|e| event(e) == "loop_end");
-    let outcome = end.and_then(|e| e["outcome"].as_str()).unwrap_or("no loop_end");
-    let done = events.iter().any(|e| event(e) == "loop_end" && e["outcome"] == "done");
+    let end = last_end(events);
+    let outcome = end.map_or("no loop_end", |e| e.outcome.as_str());
+    let done = events.iter().any(|e| matches!(&e.event, Event::LoopEnd(l) if l.outcome == "done"));
     let ok = !flaps.is_empty() && !done && outcome == "flapping" && ran.code == Some(3);
-    let line = flaps.first().and_then(|e| e["line"].as_u64());
+    let line = flaps.first().map(|e| e.line);
     let actual = format!(
         "{}, done {}; {outcome} (exit {})",
         match line {
@@ -427,12 +440,15 @@ struct End {
     cap: Option<String>,
 }
 
-fn describe_end(events: &[Value], ran: &Ran) -> End {
-    let end = events.iter().rev().find(|e| event(e) == "loop_end");
-    let outcome = end.and_then(|e| e["outcome"].as_str()).unwrap_or("");
-    let iteration = end.and_then(|e| e["iteration"].as_u64()).unwrap_or(0);
-    let iterations = end.and_then(|e| e["iterations"].as_u64()).unwrap_or(0);
-    let cap = events.iter().rev().find(|e| event(e) == "cap").and_then(|e| e["which"].as_str());
+fn describe_end(events: &[Entry], ran: &Ran) -> End {
+    let end = last_end(events);
+    let outcome = end.map_or("", |e| e.outcome.as_str());
+    let iteration = end.map_or(0, |e| e.iteration);
+    let iterations = end.map_or(0, |e| e.iterations);
+    let cap = events.iter().rev().find_map(|e| match &e.event {
+        Event::Cap(c) => Some(c.which.as_str()),
+        _ => None,
+    });
     let code = code_text(ran.code);
     match outcome {
         "done" => End {
@@ -457,7 +473,7 @@ fn describe_end(events: &[Value], ran: &Ran) -> End {
         other => End {
             text: format!(
                 "{other} at iteration {iteration} (exit {code}): {}",
-                end.and_then(|e| e["reason"].as_str()).unwrap_or("")
+                end.map_or("", |e| e.reason.as_str())
             ),
             done_at: None,
             cap: None,
@@ -465,8 +481,12 @@ fn describe_end(events: &[Value], ran: &Ran) -> End {
     }
 }
 
-fn event(e: &Value) -> &str {
-    e["event"].as_str().unwrap_or("")
+/// The journal's last `loop_end`.
+fn last_end(events: &[Entry]) -> Option<&LoopEnd> {
+    events.iter().rev().find_map(|e| match &e.event {
+        Event::LoopEnd(l) => Some(l),
+        _ => None,
+    })
 }
 
 fn code_text(code: Option<i32>) -> String {

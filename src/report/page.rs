@@ -418,6 +418,11 @@ fn loop_body(s: &Status, rows: &[Row]) -> Markup {
                 "damaged journal: skipped lines " (format!("{:?}", s.skipped_lines))
             }
         }
+        @if let Some(u) = &s.unknown_events {
+            @for line in u.describe() {
+                p.warn data-unknown-journal-events=(u.newer + u.misread.len()) { "journal: " (line) }
+            }
+        }
         (evidence(s))
         @if !rows.is_empty() {
             h3 { "Iterations" }

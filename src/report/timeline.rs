@@ -10,7 +10,8 @@
 
 use serde_json::Value;
 
-use crate::longrun::history::{event_name, History};
+use crate::longrun::event::{AgentEnd, Entry, Event};
+use crate::longrun::history::History;
 
 /// One row of the timeline.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -47,17 +48,16 @@ pub(crate) struct Row {
 pub(crate) fn rows(h: &History) -> Vec<Row> {
     let mut rows: Vec<Row> = vec![];
     let mut run = 0;
-    for e in &h.events {
-        let name = event_name(e);
-        let it = e.get("iteration").and_then(Value::as_u64).unwrap_or(0);
-        let ts = e.get("ts").and_then(Value::as_str).map(str::to_string);
-        match name {
-            "loop_start" => run += 1,
-            "baseline" => {
+    for e in &h.entries {
+        let it = e.event.iteration().unwrap_or(0);
+        let ts = Some(e.ts.clone()).filter(|t| !t.is_empty());
+        match &e.event {
+            Event::LoopStart(_) => run += 1,
+            Event::Baseline(_) => {
                 rows.push(Row { run, iteration: 0, started: ts, ..Row::default() });
                 criteria(rows.last_mut(), e);
             }
-            "iteration_start" => {
+            Event::IterationStart(_) => {
                 rows.push(Row { run, iteration: it, started: ts, ..Row::default() })
             }
             _ => {}
@@ -65,30 +65,38 @@ pub(crate) fn rows(h: &History) -> Vec<Row> {
         let at = rows.iter().rposition(|r| r.run == run && r.iteration == it);
         let last = rows.iter().rposition(|r| r.run == run);
         let row = at.map(|i| &mut rows[i]);
-        match name {
-            "agent_end" => {
+        match &e.event {
+            Event::AgentEnd(a) => {
                 if let Some(r) = row {
-                    r.duration_ms = e.get("duration_ms").and_then(Value::as_u64);
-                    r.cost_usd = e.get("cost_usd").and_then(Value::as_f64);
-                    r.agent = Some(agent_end(e));
+                    r.duration_ms = e.has("duration_ms").then_some(a.duration_ms);
+                    r.cost_usd = e.has("cost_usd").then_some(a.cost_usd);
+                    r.agent = Some(agent_end(a));
                 }
             }
-            "criteria" => criteria(row, e),
-            "cheat" => {
+            Event::Criteria(_) => criteria(row, e),
+            Event::Cheat(c) => {
                 // A revert before the first iteration belongs to the baseline (or, before it,
                 // is not shown as a row: status counts it in its reverts).
                 if let Some(r) = row {
-                    let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-                    r.reverts.push((s("path"), s("kind")));
+                    let s = |k: &str, v: &str| if e.has(k) { v.to_string() } else { "?".into() };
+                    r.reverts.push((s("path", &c.path), s("kind", &c.kind)));
                 }
             }
-            "cap" => {
+            Event::Cap(c) => {
                 if let Some(r) = last.map(|i| &mut rows[i]) {
-                    let which = e.get("which").and_then(Value::as_str).unwrap_or("?");
-                    r.cap = Some(format!("{which} {} of {}", num(&e["used"]), num(&e["limit"])));
+                    let which = if e.has("which") { c.which.as_str() } else { "?" };
+                    let n = |k: &str, x: f64| if e.has(k) { num(x) } else { "null".into() };
+                    r.cap =
+                        Some(format!("{which} {} of {}", n("used", c.used), n("limit", c.limit)));
                 }
             }
-            n if n.contains("limit") || n.contains("flap") => {
+            // Shown with their fields as written, whatever kit version wrote them: this kit's
+            // `limit_wait`, `limit_resume` and `flap`, and a newer kit's events of the kind.
+            Event::LimitWait(_) | Event::LimitResume(_) | Event::Flap(_) | Event::Unknown(_) => {
+                let n = e.name();
+                if !(n.contains("limit") || n.contains("flap")) {
+                    continue;
+                }
                 let text = format!("{n}: {}", fields(e));
                 if let Some(r) = at.or(last).map(|i| &mut rows[i]) {
                     if n.contains("flap") {
@@ -104,32 +112,35 @@ pub(crate) fn rows(h: &History) -> Vec<Row> {
     rows
 }
 
-fn criteria(row: Option<&mut Row>, e: &Value) {
+fn criteria(row: Option<&mut Row>, e: &Entry) {
     let Some(r) = row else { return };
-    let n = |k: &str| e.get(k).and_then(Value::as_u64);
-    if let (Some(p), Some(t)) = (n("passed"), n("total")) {
-        r.passed = Some((p, t));
+    let (passed, total, progress, commit) = match &e.event {
+        Event::Baseline(b) => (b.passed, b.total, None, &b.commit),
+        Event::Criteria(c) => (c.passed, c.total, Some(c.progress), &c.commit),
+        _ => return,
+    };
+    if e.has("passed") && e.has("total") {
+        r.passed = Some((passed, total));
     }
-    r.progress = e.get("progress").and_then(Value::as_bool);
-    r.commit = e.get("commit").and_then(Value::as_str).map(str::to_string);
+    r.progress = progress.filter(|_| e.has("progress"));
+    r.commit = Some(commit.clone()).filter(|_| e.has("commit"));
 }
 
-fn agent_end(e: &Value) -> String {
-    let yes = |k: &str| e.get(k).and_then(Value::as_bool).unwrap_or(false);
-    if yes("timed_out") {
+fn agent_end(e: &AgentEnd) -> String {
+    if e.timed_out {
         "timed out".into()
-    } else if yes("memory_killed") {
+    } else if e.memory_killed {
         "memory cap".into()
-    } else if yes("cost_capped") {
+    } else if e.cost_capped {
         "cost cap".into()
-    } else if yes("wall_cut") {
+    } else if e.wall_cut {
         "wall cap".into()
-    } else if yes("interrupted") {
+    } else if e.interrupted {
         "interrupted".into()
-    } else if let Some(s) = e.get("signal").and_then(Value::as_i64) {
+    } else if let Some(s) = e.signal {
         format!("signal {s}")
     } else {
-        match e.get("exit").and_then(Value::as_i64) {
+        match e.exit {
             Some(c) => format!("exit {c}"),
             None => "ended".into(),
         }
@@ -137,20 +148,21 @@ fn agent_end(e: &Value) -> String {
 }
 
 /// A number as the journal holds it, without a trailing `.0`.
-fn num(v: &Value) -> String {
-    match v.as_f64() {
-        Some(x) if x.fract() == 0.0 => format!("{x:.0}"),
-        Some(x) => format!("{x}"),
-        None => v.to_string(),
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
     }
 }
 
-/// An event's fields but `ts` and `event`, as `k=v` pairs.
-fn fields(e: &Value) -> String {
-    let Some(o) = e.as_object() else { return e.to_string() };
+/// An entry's fields as written but `ts` and `event`, as `k=v` pairs.
+fn fields(e: &Entry) -> String {
+    let v = e.to_value();
+    let Some(o) = v.as_object() else { return v.to_string() };
     o.iter()
         .filter(|(k, _)| *k != "ts" && *k != "event")
-        .map(|(k, v)| match v.as_str() {
+        .map(|(k, v): (&String, &Value)| match v.as_str() {
             Some(s) => format!("{k}={s}"),
             None => format!("{k}={v}"),
         })

@@ -12,9 +12,8 @@
 //! do. `kit status` prints all but `paused` as `needs you:` lines (`paused:` has its own line).
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::longrun::history::event_name;
+use crate::longrun::event::{Entry, Event, Flap, Review};
 
 /// One decision a person has to make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -27,80 +26,74 @@ pub(crate) struct Decision {
     pub text: String,
 }
 
-/// The decisions pending in `run` (the last run's events, in order), given whether a loop runs
+/// The decisions pending in `run` (the last run's entries, in order), given whether a loop runs
 /// now and the pause state in words (`since … by …`), if paused.
-pub(crate) fn of(run: &[Value], running: bool, paused: Option<String>) -> Vec<Decision> {
-    let mut flaps: Vec<(u64, &Value)> = Vec::new();
-    let mut asks: Vec<(u64, &Value)> = Vec::new();
+pub(crate) fn of(run: &[Entry], running: bool, paused: Option<String>) -> Vec<Decision> {
+    let mut flaps: Vec<(&Entry, &Flap)> = Vec::new();
+    let mut asks: Vec<(&Entry, &Review)> = Vec::new();
     for e in run {
-        let line = e["line"].as_u64().unwrap_or(0);
-        match event_name(e) {
-            "flap" => {
-                flaps.retain(|(l, _)| *l != line);
-                flaps.push((line, e));
+        match &e.event {
+            Event::Flap(f) => {
+                flaps.retain(|(_, x)| x.line != f.line);
+                flaps.push((e, f));
             }
-            "confirm" if e["all_pass"].as_bool() == Some(true) => flaps.clear(),
-            "loop_end" if e["outcome"] == "done" => {
+            Event::Confirm(c) if c.all_pass => flaps.clear(),
+            Event::LoopEnd(l) if l.outcome == "done" => {
                 flaps.clear();
                 asks.clear();
             }
-            "review" => {
-                asks.retain(|(l, _)| *l != line);
-                if e["verdict"] == "ask" {
-                    asks.push((line, e));
+            Event::Review(r) => {
+                asks.retain(|(_, x)| x.line != r.line);
+                if r.verdict == "ask" {
+                    asks.push((e, r));
                 }
             }
             _ => {}
         }
     }
     let mut out = Vec::new();
-    for (line, e) in flaps {
-        let runs: Vec<&str> = e["runs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| if r.as_bool() == Some(true) { "pass" } else { "fail" })
-            .collect();
+    for (e, f) in flaps {
+        let line = f.line;
+        let runs: Vec<&str> = f.runs.iter().map(|&r| if r { "pass" } else { "fail" }).collect();
         out.push(Decision {
             kind: "flap",
             line: Some(line),
             text: format!(
                 "goal.md:{line} `{}` flapped ({}) across the confirmation runs, so done is refused; \
                  make it deterministic or change the criterion, then kit loop",
-                e["criterion"].as_str().unwrap_or("?"),
+                if e.has("criterion") { f.criterion.as_str() } else { "?" },
                 runs.join(", ")
             ),
         });
     }
-    for (line, e) in asks {
-        let reason = e["reason"].as_str().unwrap_or("").trim();
+    for (e, r) in asks {
+        let line = r.line;
+        let reason = r.reason.trim();
         out.push(Decision {
             kind: "review",
             line: Some(line),
             text: format!(
                 "the review at goal.md:{line} asks{}: {}",
-                e["evaluator"].as_str().map(|c| format!(" (`{c}`)")).unwrap_or_default(),
+                if e.has("evaluator") { format!(" (`{}`)", r.evaluator) } else { String::new() },
                 if reason.is_empty() { "(no reason given)" } else { reason }
             ),
         });
     }
     // The last loop process's end, if it ended (a loop started after it, killed or running,
     // has not stopped at a cap).
-    let last_end = run
-        .iter()
-        .rev()
-        .find(|e| matches!(event_name(e), "loop_end" | "loop_start"))
-        .filter(|e| event_name(e) == "loop_end");
-    if let Some(e) = last_end.filter(|e| e["outcome"] == "cap" && !running) {
+    let last_end = run.iter().rev().find_map(|e| match &e.event {
+        Event::LoopEnd(l) => Some(Some((e, l))),
+        Event::LoopStart(_) => Some(None),
+        _ => None,
+    });
+    if let Some((e, l)) = last_end.flatten().filter(|(_, l)| l.outcome == "cap" && !running) {
         out.push(Decision {
             kind: "cap",
             line: None,
             text: format!(
                 "{}: raise the cap (flag, config.toml, or goal.md's Budget when it is the stricter) to go on, or accept where the run stands",
                 // `iterations cap reached (2 of 2 iterations used); 0 of 2 criteria pass …`
-                e["reason"]
-                    .as_str()
-                    .unwrap_or("a cap was reached")
+                if e.has("reason") { l.reason.as_str() } else { "a cap was reached" }
                     .split("; ")
                     .next()
                     .unwrap_or("")
@@ -124,14 +117,17 @@ mod tests {
 
     #[test]
     fn a_flap_a_review_that_asks_and_a_cap_are_pending_until_settled() {
-        let run = vec![
+        let en = |v: Vec<serde_json::Value>| -> Vec<Entry> {
+            v.into_iter().map(Entry::from_value).collect()
+        };
+        let run = en(vec![
             json!({"event":"loop_start"}),
             json!({"event":"flap","line":7,"criterion":"pytest -q","runs":[true,false]}),
             json!({"event":"review","line":9,"evaluator":"judge","verdict":"ask","reason":"is the API public?"}),
             json!({"event":"review","line":10,"verdict":"ask","reason":"x"}),
             json!({"event":"review","line":10,"verdict":"pass","reason":"ok"}),
             json!({"event":"loop_end","outcome":"cap","reason":"iterations cap reached (2 of 2 iterations used)"}),
-        ];
+        ]);
         let d = of(&run, false, None);
         let kinds: Vec<&str> = d.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, ["flap", "review", "cap"]);
@@ -148,13 +144,15 @@ mod tests {
         );
         // A running loop: the cap is not pending; a later clean confirmation settles the flap.
         let mut later = run.clone();
-        later.push(json!({"event":"loop_start"}));
-        later.push(json!({"event":"confirm","runs":2,"all_pass":true}));
+        later.extend(en(vec![
+            json!({"event":"loop_start"}),
+            json!({"event":"confirm","runs":2,"all_pass":true}),
+        ]));
         let d = of(&later, true, Some("since t by ada".into()));
         let kinds: Vec<&str> = d.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, ["review", "paused"]);
         // done settles everything.
-        later.push(json!({"event":"loop_end","outcome":"done"}));
+        later.extend(en(vec![json!({"event":"loop_end","outcome":"done"})]));
         assert!(of(&later, false, None).is_empty());
     }
 }

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::longrun::history::{event_name, History};
+use crate::longrun::event::{Entry, Event};
+use crate::longrun::history::History;
 use crate::longrun::Project;
 
 /// The mark file of `project`.
@@ -40,8 +41,8 @@ impl Mark {
     pub(crate) fn now(h: &History) -> Mark {
         Mark {
             seen_at: crate::clock::now_rfc3339(),
-            events: h.events.len(),
-            last_ts: h.events.last().and_then(|e| e["ts"].as_str()).map(str::to_string),
+            events: h.entries.len(),
+            last_ts: h.entries.last().and_then(ts).map(str::to_string),
         }
     }
 
@@ -67,7 +68,7 @@ impl Mark {
     pub(crate) fn fits(&self, h: &History) -> bool {
         match self.events {
             0 => true,
-            n => h.events.len() >= n && h.events[n - 1]["ts"].as_str() == self.last_ts.as_deref(),
+            n => h.entries.len() >= n && ts(&h.entries[n - 1]) == self.last_ts.as_deref(),
         }
     }
 }
@@ -141,35 +142,37 @@ impl Since {
             },
             (None, None) => return None,
         };
-        let span = &h.events[s.start.min(h.events.len())..];
+        let span = &h.entries[s.start.min(h.entries.len())..];
         s.events = span.len();
         let mut seen = std::collections::BTreeSet::new();
         let mut waiting: Option<f64> = None;
         for e in span {
-            match event_name(e) {
-                "iteration_start" => {
-                    if let Some(n) = e["iteration"].as_u64() {
-                        seen.insert(n);
-                    }
+            match &e.event {
+                Event::IterationStart(i) if e.has("iteration") => {
+                    seen.insert(i.iteration);
                 }
-                "cheat" => s.reverts += 1,
-                "limit_wait" => {
+                Event::Cheat(_) => s.reverts += 1,
+                Event::LimitWait(w) => {
                     s.limit_waits += 1;
                     s.limit_waited_s += waiting.take().unwrap_or(0.0);
-                    waiting = Some(e["wait_s"].as_f64().unwrap_or(0.0));
+                    waiting = Some(w.wait_s as f64);
                 }
-                "limit_resume" => {
+                Event::LimitResume(r) => {
                     waiting = None;
-                    s.limit_waited_s += e["waited_s"].as_f64().unwrap_or(0.0);
+                    s.limit_waited_s += r.waited_s as f64;
                 }
-                "flap" => s.flaps += 1,
-                "review" => match e["verdict"].as_str() {
-                    Some("pass") => s.reviews.pass += 1,
-                    Some("fail") => s.reviews.fail += 1,
-                    Some("ask") => s.reviews.ask += 1,
+                Event::Flap(_) => s.flaps += 1,
+                Event::Review(r) => match r.verdict.as_str() {
+                    "pass" => s.reviews.pass += 1,
+                    "fail" => s.reviews.fail += 1,
+                    "ask" => s.reviews.ask += 1,
                     _ => {}
                 },
-                "loop_end" => s.loops_ended.push(e["outcome"].as_str().unwrap_or("?").to_string()),
+                Event::LoopEnd(l) => s.loops_ended.push(if e.has("outcome") {
+                    l.outcome.clone()
+                } else {
+                    "?".to_string()
+                }),
                 _ => {}
             }
         }
@@ -262,6 +265,11 @@ fn short_time(ts: &str) -> String {
     }
 }
 
+/// An entry's `ts`, None when its line had none.
+fn ts(e: &Entry) -> Option<&str> {
+    Some(e.ts.as_str()).filter(|t| !t.is_empty())
+}
+
 /// The start of the journal's last run for [`Since::of`]: its first event's index, its number
 /// and its start time.
 pub(crate) fn run_start(h: &History) -> Option<(usize, u64, String)> {
@@ -279,8 +287,8 @@ mod tests {
             json!({"ts":"2026-10-01T09:00:01Z","event":"iteration_start","iteration":1}),
             json!({"ts":"2026-10-01T09:00:02Z","event":"cheat","iteration":1}),
             json!({"ts":"2026-10-01T09:10:00Z","event":"iteration_start","iteration":2}),
-            json!({"ts":"2026-10-01T09:10:01Z","event":"limit_wait","iteration":2,"wait_s":3900.0}),
-            json!({"ts":"2026-10-01T10:15:01Z","event":"limit_resume","iteration":2,"waited_s":3900.0}),
+            json!({"ts":"2026-10-01T09:10:01Z","event":"limit_wait","iteration":2,"wait_s":3900}),
+            json!({"ts":"2026-10-01T10:15:01Z","event":"limit_resume","iteration":2,"waited_s":3900}),
             json!({"ts":"2026-10-01T10:15:02Z","event":"iteration_start","iteration":2}),
             json!({"ts":"2026-10-01T10:20:00Z","event":"flap","line":7,"criterion":"t","runs":[true,false]}),
             json!({"ts":"2026-10-01T10:20:01Z","event":"review","line":9,"verdict":"ask","reason":"?"}),
@@ -309,7 +317,7 @@ mod tests {
     #[test]
     fn after_a_mark_only_what_came_later_counts() {
         let h = journal();
-        let first = History::from_events(h.events[..6].to_vec(), vec![]);
+        let first = History::from_entries(h.entries[..6].to_vec(), vec![]);
         let mut m = Mark::now(&first);
         m.seen_at = "2026-10-01T10:16:00Z".into();
         assert!(m.fits(&h));

@@ -2,6 +2,7 @@
 //! gets every scenario's expected outcome (issue 2's table).
 
 use crate::util::kit;
+use kit::longrun::event::Event;
 
 #[test]
 fn rehearse_ends_done_at_iteration_1() {
@@ -25,8 +26,16 @@ fn rehearse_ends_done_at_iteration_1() {
     // The journal the loop wrote says the same.
     let project = d.path().join("sb/project");
     let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
-    let end = journal.events.iter().rev().find(|e| e["event"] == "loop_end").unwrap();
-    assert_eq!((end["outcome"].as_str(), end["iteration"].as_u64()), (Some("done"), Some(1)));
+    let end = journal
+        .entries
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::LoopEnd(l) => Some(l),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((end.outcome.as_str(), end.iteration), ("done", 1));
     // The work is really done: the whole suite passes in the sandbox.
     let suite = std::process::Command::new("python3")
         .args(["-B", "-m", "unittest", "discover", "-s", "tests"])
@@ -116,10 +125,12 @@ fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
     let project = d.path().join("sb/project");
     let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     let actions: Vec<&str> = journal
-        .events
+        .entries
         .iter()
-        .filter(|e| e["event"] == "hook")
-        .filter_map(|e| e["action"].as_str())
+        .filter_map(|e| match &e.event {
+            Event::Hook(h) => Some(h.action.as_str()),
+            _ => None,
+        })
         .collect();
     assert_eq!(actions, ["checkpoint", "handoff", "wrap_up", "stop_allowed"]);
 
@@ -129,7 +140,7 @@ fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
         .args(["hook", "install", "--user", "--uninstall"])
         .env("CLAUDE_CONFIG_DIR", d.path().join("sb/home/.claude"));
     assert!(uninstall.output().unwrap().status.success());
-    let before = journal.events.len();
+    let before = journal.entries.len();
     let again = std::process::Command::new(crate::util::fake_agent_bin())
         .args(["--scenario", "bands", "-p", "again"])
         .current_dir(&project)
@@ -140,9 +151,9 @@ fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     assert!(
-        journal.events[before..].iter().all(|e| e["event"] != "hook"),
+        journal.entries[before..].iter().all(|e| !matches!(e.event, Event::Hook(_))),
         "{:?}",
-        &journal.events[before..]
+        &journal.entries[before..]
     );
 }
 

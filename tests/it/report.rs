@@ -201,6 +201,25 @@ fn report_in_a_loop_repository_shows_what_kit_status_shows_and_each_iteration() 
 }
 
 #[test]
+fn events_of_a_newer_kit_are_counted_on_the_page_not_dropped() {
+    let d = crate::util::git_repo();
+    assert!(kit(d.path()).arg("init").output().unwrap().status.success());
+    let journal = concat!(
+        r#"{"command":"kit loop","event":"loop_start","pid":7,"run":1,"ts":"2026-10-01T09:00:00Z"}"#,
+        "\n",
+        r#"{"event":"teleport","to":"mars","ts":"2026-10-01T09:00:01Z"}"#,
+        "\n",
+        r#"{"event":"loop_end","outcome":"interrupted","ts":"2026-10-01T09:00:02Z"}"#,
+        "\n",
+    );
+    std::fs::write(d.path().join("longrun/journal.jsonl"), journal).unwrap();
+    let (_, html) = report(d.path(), &[d.path().to_str().unwrap()]);
+    assert_eq!(attrs(&html, "<p class=\"warn\"", "data-unknown-journal-events"), ["1"]);
+    assert!(html.contains("journal: 1 event of a newer kit (teleport) not shown"), "{html}");
+    assert_eq!(island(&html, "kit-status")["unknown_events"]["names"][0], "teleport");
+}
+
+#[test]
 fn open_without_a_desktop_says_so_and_a_folder_is_no_out_file() {
     let d = tempfile::tempdir().unwrap();
     let root = samples().join("codex");
