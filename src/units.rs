@@ -163,6 +163,21 @@ pub(crate) fn secs(s: f64) -> String {
     }
 }
 
+/// `2h 4m` (or `4m`, `45s`) for a wait: whole minutes once it is a minute or more.
+pub fn describe_wait(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60) {
+        (0, 0) => format!("{s}s"),
+        (0, m) => format!("{m}m"),
+        (h, m) => format!("{h}h {m}m"),
+    }
+}
+
+/// `03:10 UTC` for a reset time (UTC, as the journal's times).
+pub fn describe_until(t: jiff::Timestamp) -> String {
+    t.strftime("%H:%M UTC").to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,19 +241,4 @@ mod tests {
             assert_eq!(parse_tokens(text).ok(), want, "{text:?}");
         }
     }
-}
-
-/// `2h 4m` (or `4m`, `45s`) for a wait: whole minutes once it is a minute or more.
-pub fn describe_wait(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, (s % 3600) / 60) {
-        (0, 0) => format!("{s}s"),
-        (0, m) => format!("{m}m"),
-        (h, m) => format!("{h}h {m}m"),
-    }
-}
-
-/// `03:10 UTC` for a reset time (UTC, as the journal's times).
-pub fn describe_until(t: jiff::Timestamp) -> String {
-    t.strftime("%H:%M UTC").to_string()
 }
