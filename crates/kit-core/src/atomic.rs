@@ -32,7 +32,7 @@ fn folder(path: &Path) -> &Path {
 /// program that creates a file. A symbolic link at `path` is replaced, not followed.
 ///
 /// Errors: [`crate::Error::Io`] naming `path` if any step fails; the target is then unchanged.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temp_with(path, bytes)?;
     if let Ok(meta) = fs::symlink_metadata(path) {
         if meta.is_file() {
@@ -50,7 +50,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// Errors: [`crate::Error::Io`] naming `path` if `fill` or any step fails; the target is then
 /// unchanged.
-pub(crate) fn write_atomic_with(
+pub fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
@@ -74,7 +74,7 @@ pub(crate) fn write_atomic_with(
 /// Like [`write_atomic`], and give the file the Unix permission bits `perm` (e.g. `0o755`)
 /// before it is renamed into place, so no reader ever sees the right bytes with the wrong mode.
 /// A symbolic link at `path` is replaced, not followed.
-pub(crate) fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<()> {
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let tmp = temp_with(path, bytes)?;
     tmp.as_file().set_permissions(fs::Permissions::from_mode(perm)).at(path)?;
@@ -87,12 +87,12 @@ pub(crate) fn write_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<
 /// Write `bytes` atomically, but only if `path` does not exist yet (never overwrites); the new
 /// file gets 0o666 less the umask. Returns `Ok(false)` when the file already existed and was
 /// left alone.
-pub(crate) fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
+pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
     create_new_atomic_inner(path, bytes, None)
 }
 
 /// Like [`create_new_atomic`], with the Unix permission bits `perm` set before the file appears.
-pub(crate) fn create_new_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<bool> {
+pub fn create_new_atomic_mode(path: &Path, bytes: &[u8], perm: u32) -> Result<bool> {
     create_new_atomic_inner(path, bytes, Some(perm))
 }
 
@@ -120,7 +120,7 @@ fn create_new_atomic_inner(path: &Path, bytes: &[u8], perm: Option<u32>) -> Resu
 /// Returns the byte range the line (with its `\n`, without a repair newline) occupies in the
 /// file, read from this descriptor's offset after the write: exact even when another process
 /// appends at the same instant.
-pub(crate) fn append_line(path: &Path, line: &str) -> Result<std::ops::Range<u64>> {
+pub fn append_line(path: &Path, line: &str) -> Result<std::ops::Range<u64>> {
     debug_assert!(!line.contains('\n'));
     let mut f = OpenOptions::new().create(true).append(true).read(true).open(path).at(path)?;
     let len = f.metadata().at(path)?.len();
@@ -150,7 +150,7 @@ fn sync_dir(dir: &Path) {
 }
 
 /// Create `dir` and its parents; errors name the folder.
-pub(crate) fn create_dir_all(dir: &Path) -> Result<()> {
+pub fn create_dir_all(dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).at(dir)
 }
 

@@ -10,22 +10,22 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 /// Name of the environment variable that freezes the clock.
-pub(crate) const FAKE_CLOCK_VAR: &str = "KIT_FAKE_CLOCK";
+pub const FAKE_CLOCK_VAR: &str = "KIT_FAKE_CLOCK";
 
 static VIRTUAL_MS: AtomicU64 = AtomicU64::new(0);
 
 /// The fake time if `KIT_FAKE_CLOCK` is set and valid.
-pub(crate) fn fake_base() -> Option<Timestamp> {
+pub fn fake_base() -> Option<Timestamp> {
     std::env::var(FAKE_CLOCK_VAR).ok().and_then(|s| s.trim().parse::<Timestamp>().ok())
 }
 
 /// True when the clock is frozen by `KIT_FAKE_CLOCK`.
-pub(crate) fn is_fake() -> bool {
+pub fn is_fake() -> bool {
     fake_base().is_some()
 }
 
 /// The current time: real, or the fake base plus the virtual time slept so far.
-pub(crate) fn now() -> Timestamp {
+pub fn now() -> Timestamp {
     match fake_base() {
         Some(base) => {
             let ms = VIRTUAL_MS.load(Ordering::Relaxed) as i64;
@@ -36,7 +36,7 @@ pub(crate) fn now() -> Timestamp {
 }
 
 /// Sleep for `d`: really, or (with a fake clock) by advancing the virtual offset at once.
-pub(crate) fn sleep(d: Duration) {
+pub fn sleep(d: Duration) {
     if is_fake() {
         VIRTUAL_MS.fetch_add(d.as_millis() as u64, Ordering::Relaxed);
     } else {
@@ -45,11 +45,11 @@ pub(crate) fn sleep(d: Duration) {
 }
 
 /// `now()` as RFC 3339 with second precision in UTC, e.g. `2026-10-01T09:00:00Z`.
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     format_ts(now())
 }
 
 /// Format a timestamp as RFC 3339 UTC with second precision.
-pub(crate) fn format_ts(ts: Timestamp) -> String {
+pub fn format_ts(ts: Timestamp) -> String {
     ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

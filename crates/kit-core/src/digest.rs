@@ -9,14 +9,14 @@ use sha2::{Digest, Sha256};
 use crate::error::{IoContext, Result};
 
 /// The SHA-256 of `bytes` as 64 lowercase hex digits.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 /// The SHA-256 of everything `reader` yields, as 64 lowercase hex digits.
 ///
 /// Errors: the read fails (`std::io::Error`, for the caller to name the file).
-pub(crate) fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
+pub fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
     let mut h = Sha256::new();
     std::io::copy(&mut reader, &mut h)?;
     Ok(hex::encode(h.finalize()))
@@ -25,7 +25,7 @@ pub(crate) fn sha256_reader(mut reader: impl Read) -> std::io::Result<String> {
 /// The SHA-256 of the file at `path`, read as a stream.
 ///
 /// Errors: [`crate::Error::Io`] naming `path` when it cannot be opened or read.
-pub(crate) fn sha256_file(path: &Path) -> Result<String> {
+pub fn sha256_file(path: &Path) -> Result<String> {
     let f = std::fs::File::open(path).at(path)?;
     sha256_reader(f).at(path)
 }

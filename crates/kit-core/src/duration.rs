@@ -9,7 +9,7 @@ use std::time::Duration;
 /// Parse a duration such as `90s`, `15m`, `2h`, `1h30m`, `500ms`. A bare number is seconds.
 ///
 /// Errors: a message naming the text and the accepted shapes.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(n) = t.parse::<u64>() {
         return Ok(Duration::from_secs(n));
@@ -20,7 +20,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Parse a memory size in systemd's syntax: `1073741824`, `512K`, `512M`, `4G`, `1T`
 /// (suffixes are powers of 1024; an optional trailing `B`/`iB` is accepted). Returns bytes.
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let err = || format!("`{s}` is not a memory size; write e.g. 512M or 4G");
     let upper = t.to_ascii_uppercase();
@@ -52,7 +52,7 @@ pub(crate) const MIN_MEMORY_CAP: u64 = 32 << 20;
 /// Check a memory cap parsed by [`parse_size`] against [`MIN_MEMORY_CAP`].
 ///
 /// Errors: a message naming the text and the smallest accepted value.
-pub(crate) fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
+pub fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
     if bytes < MIN_MEMORY_CAP {
         return Err(format!(
             "`{text}` is below the smallest memory cap kit accepts ({}): no agent starts in \
@@ -64,7 +64,7 @@ pub(crate) fn check_memory_cap(text: &str, bytes: u64) -> Result<(), String> {
 }
 
 /// Print a byte count the way `MemoryMax=` accepts it back, e.g. `512M`, `4G`, `1536M`.
-pub(crate) fn format_size(bytes: u64) -> String {
+pub fn format_size(bytes: u64) -> String {
     for (suffix, mult) in [("T", 1u64 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
         if bytes >= mult && bytes.is_multiple_of(mult) {
             return format!("{}{suffix}", bytes / mult);

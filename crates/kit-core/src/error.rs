@@ -15,22 +15,22 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Exit code for a successful run: the command did what it was asked, a check found nothing.
-pub(crate) const EXIT_OK: u8 = 0;
+pub const EXIT_OK: u8 = 0;
 /// Exit code for an internal error (I/O failure, a bug, a tool kit runs that does not answer).
-pub(crate) const EXIT_INTERNAL: u8 = 1;
+pub const EXIT_INTERNAL: u8 = 1;
 /// Exit code when a check ran to its end and found a difference: `kit freeze --check` found
 /// drift, `kit verify` a failing case, `kit exercise check` a differing step, `kit rehearse
 /// --all` an outcome not as expected, `kit doctor` a reason a loop cannot run. The same number
 /// as [`EXIT_INTERNAL`] (pinned by goldens and `--help`).
-pub(crate) const EXIT_CHECK_FAILED: u8 = 1;
+pub const EXIT_CHECK_FAILED: u8 = 1;
 /// Exit code for bad usage or bad input (goal.md, config.toml, a transcript under `--strict`).
-pub(crate) const EXIT_BAD_INPUT: u8 = 2;
+pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code when a loop reached a cap without the criteria passing.
-pub(crate) const EXIT_CAP: u8 = 3;
+pub const EXIT_CAP: u8 = 3;
 /// Exit code when another loop holds `longrun/.lock`.
-pub(crate) const EXIT_LOCKED: u8 = 4;
+pub const EXIT_LOCKED: u8 = 4;
 /// Exit code when a loop stopped because `longrun/PAUSE` exists.
-pub(crate) const EXIT_PAUSED: u8 = 5;
+pub const EXIT_PAUSED: u8 = 5;
 
 /// `Result` with kit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -126,7 +126,7 @@ impl Error {
 }
 
 /// Helper to attach a path to an `io::Result`.
-pub(crate) trait IoContext<T> {
+pub trait IoContext<T> {
     /// Turn an `io::Error` into [`Error::Io`] naming `path`.
     fn at(self, path: &Path) -> Result<T>;
 }
@@ -148,7 +148,7 @@ impl fmt::Display for ErrorReport<'_> {
 }
 
 /// The error as the user sees it: `kit: error: …` and, where there is one, `  next: …`.
-pub(crate) struct ErrorReport<'a>(pub &'a Error);
+pub struct ErrorReport<'a>(pub &'a Error);
 
 /// The next step when another loop owns `longrun/`: a live holder is never displaced.
 const LOCKED_HINT: &str = "kit status shows what that loop is doing; wait for it to end, or \

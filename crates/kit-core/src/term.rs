@@ -58,7 +58,7 @@ impl Theme {
 /// checks first that there is a terminal to ask.
 ///
 /// Errors: stderr cannot be written or stdin read ([`crate::Error::Io`]).
-pub(crate) fn ask_yes(question: &str) -> crate::Result<bool> {
+pub fn ask_yes(question: &str) -> crate::Result<bool> {
     let term = console::Term::stderr();
     term.write_str(&format!("{question} [y/N] ")).map_err(|e| crate::Error::io("stderr", e))?;
     let answer = term.read_line().map_err(|e| crate::Error::io("stdin", e))?;
@@ -67,24 +67,24 @@ pub(crate) fn ask_yes(question: &str) -> crate::Result<bool> {
 
 /// The progress bars' stderr, drawn only when it is a terminal (the caller checks
 /// [`stderr_is_term`]).
-pub(crate) fn progress_target() -> indicatif::ProgressDrawTarget {
+pub fn progress_target() -> indicatif::ProgressDrawTarget {
     indicatif::ProgressDrawTarget::stderr()
 }
 
 /// Clear the terminal on stdout (for a view redrawn in place); nothing when that fails.
-pub(crate) fn clear_screen() {
+pub fn clear_screen() {
     let _ = console::Term::stdout().clear_screen();
 }
 
 /// Whether stderr is a terminal (for progress bars).
-pub(crate) fn stderr_is_term() -> bool {
+pub fn stderr_is_term() -> bool {
     console::Term::stderr().is_term()
 }
 
 /// The terminal's width in characters, for tables that must not wrap: `COLUMNS` when it holds
 /// a positive number (goldens pin it; shells that export it pass the user's width), else the
 /// width of the terminal on stdout, else None (a pipe or a file: no limit).
-pub(crate) fn columns() -> Option<usize> {
+pub fn columns() -> Option<usize> {
     if let Some(n) = std::env::var("COLUMNS").ok().and_then(|v| v.trim().parse::<usize>().ok()) {
         if n > 0 {
             return Some(n);
@@ -96,19 +96,19 @@ pub(crate) fn columns() -> Option<usize> {
 /// One line on stderr that a long job rewrites in place to show which step it is at
 /// (`step 3/7 kit loop --agent fake:lie …`), cleared when dropped. Off a terminal it prints
 /// nothing, so piped output and goldens never see it.
-pub(crate) struct StepLine {
+pub struct StepLine {
     term: Option<console::Term>,
 }
 
 impl StepLine {
     /// A step line on stderr when stderr is a terminal, else one that prints nothing.
-    pub(crate) fn on_stderr() -> StepLine {
+    pub fn on_stderr() -> StepLine {
         let term = console::Term::stderr();
         StepLine { term: term.is_term().then_some(term) }
     }
 
     /// Show `step N/TOTAL COMMAND`, the command cut to the terminal's width with `…`.
-    pub(crate) fn show(&self, n: usize, total: usize, command: &str) {
+    pub fn show(&self, n: usize, total: usize, command: &str) {
         let Some(t) = &self.term else { return };
         let width = t.size_checked().map_or(80, |(_, c)| usize::from(c)).max(20);
         let line = step_line(n, total, command, width - 1);

@@ -6,17 +6,19 @@ use std::path::{Path, PathBuf};
 
 /// The real transcripts copied into the repository, `tests/fixtures/samples/<kind>` (`kind`:
 /// `claude-code` or `codex`; the `SOURCES.md` in each says where its files came from).
-pub(crate) fn samples(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/samples").join(kind)
+pub fn samples(kind: &str) -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("tests/fixtures/samples")
+        .join(kind)
 }
 
 /// A small deterministic generator for the fuzz tests (xorshift64*; Vigna, "An experimental
 /// exploration of Marsaglia's xorshift generators, scrambled", 2016). The seed must not be 0.
-pub(crate) struct Rng(pub u64);
+pub struct Rng(pub u64);
 
 impl Rng {
     /// The next 64 random bits.
-    pub(crate) fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -24,7 +26,7 @@ impl Rng {
     }
 
     /// A number in `0..n` (0 when `n` is 0).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }

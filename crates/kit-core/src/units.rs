@@ -12,7 +12,7 @@ use std::time::Duration;
 use console::Alignment;
 
 /// `1 call`, `2 calls`, `3 matches`.
-pub(crate) fn plural(n: u64, word: &str) -> String {
+pub fn plural(n: u64, word: &str) -> String {
     match (n, word.ends_with("ch")) {
         (1, _) => format!("1 {word}"),
         (_, true) => format!("{n} {word}es"),
@@ -21,13 +21,13 @@ pub(crate) fn plural(n: u64, word: &str) -> String {
 }
 
 /// The columns `s` takes on a terminal.
-pub(crate) fn width(s: &str) -> usize {
+pub fn width(s: &str) -> usize {
     console::measure_text_width(s)
 }
 
 /// Cut `s` to `n` columns, marking a cut with `…` (which takes the last column). Not
 /// `console::truncate_str`, which cuts a text that fits exactly and panics when `n` is 0.
-pub(crate) fn clip(s: &str, n: usize) -> String {
+pub fn clip(s: &str, n: usize) -> String {
     if width(s) <= n {
         return s.to_string();
     }
@@ -46,13 +46,13 @@ pub(crate) fn clip(s: &str, n: usize) -> String {
 }
 
 /// `s` padded with spaces to `w` columns, on the right (`right` false) or the left; never cut.
-pub(crate) fn pad(s: &str, w: usize, right: bool) -> String {
+pub fn pad(s: &str, w: usize, right: bool) -> String {
     let align = if right { Alignment::Right } else { Alignment::Left };
     console::pad_str(s, w, align, None).into_owned()
 }
 
 /// Tokens compactly: `950`, `12.3k`, `4.5M`.
-pub(crate) fn tokens(n: u64) -> String {
+pub fn tokens(n: u64) -> String {
     if n < 1000 {
         n.to_string()
     } else if n < 1_000_000 {
@@ -67,7 +67,7 @@ pub(crate) fn tokens(n: u64) -> String {
 /// A token count as a person writes it, and as [`tokens`] prints it: `150000`, `150_000`,
 /// `150k`, `233.3k`, `1M`, `1.5M` (k = 1,000, M = 1,000,000; either case). Errors: a text that
 /// is none of these, or a count that does not fit in 64 bits, as a sentence saying so.
-pub(crate) fn parse_tokens(text: &str) -> std::result::Result<u64, String> {
+pub fn parse_tokens(text: &str) -> std::result::Result<u64, String> {
     let t = text.trim().replace('_', "");
     let (number, scale) = match t.char_indices().last() {
         Some((i, 'k' | 'K')) => (&t[..i], 1e3),
@@ -90,7 +90,7 @@ pub(crate) fn parse_tokens(text: &str) -> std::result::Result<u64, String> {
 }
 
 /// Dollars: `$0.04`, `$12.30`, `$0.0012` for sub-cent amounts.
-pub(crate) fn usd(x: f64) -> String {
+pub fn usd(x: f64) -> String {
     if x != 0.0 && x.abs() < 0.01 {
         format!("${x:.4}")
     } else {
@@ -100,12 +100,12 @@ pub(crate) fn usd(x: f64) -> String {
 
 /// Dollars to four decimals, halves rounded up: `$0.9375`, `$0.1563` (`kit cache`'s
 /// comparisons, where cents would hide the difference).
-pub(crate) fn usd4(x: f64) -> String {
+pub fn usd4(x: f64) -> String {
     format!("${:.4}", (x * 10_000.0).round() / 10_000.0)
 }
 
 /// `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
@@ -118,7 +118,7 @@ pub(crate) fn thousands(n: u64) -> String {
 }
 
 /// Print a duration compactly: `850ms`, `12.3s`, `4m05s`, `2h10m`.
-pub(crate) fn format_duration(d: Duration) -> String {
+pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
@@ -136,7 +136,7 @@ pub(crate) fn format_duration(d: Duration) -> String {
 /// An idle time as the cache messages print it: [`format_duration`] below 48 hours, whole days
 /// and hours from 48 hours on (`3d 4h`, minutes dropped), so that a week away reads as `7d 0h`
 /// rather than `168h00m`.
-pub(crate) fn format_idle(d: Duration) -> String {
+pub fn format_idle(d: Duration) -> String {
     const HOUR: u64 = 3600;
     let s = d.as_secs();
     if s < 48 * HOUR {
@@ -147,7 +147,7 @@ pub(crate) fn format_idle(d: Duration) -> String {
 
 /// Seconds in whole units for a table column: `0s`, `59s`, `4m05s`, `2h10m`, from 100 hours on
 /// `4d02h`.
-pub(crate) fn secs(s: f64) -> String {
+pub fn secs(s: f64) -> String {
     if s <= 0.0 {
         return "0s".into();
     }

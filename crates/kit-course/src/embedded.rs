@@ -6,15 +6,15 @@
 use include_dir::{include_dir, Dir};
 
 /// `lessons/`.
-pub static LESSONS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/lessons");
+pub static LESSONS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../lessons");
 /// `exercises/`.
-pub static EXERCISES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/exercises");
+pub static EXERCISES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../exercises");
 /// `tests/cases/`: the kit test catalogue.
-pub static CASES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/tests/cases");
+pub static CASES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../tests/cases");
 
 /// `tests/fixtures/transcripts/`: real transcripts for the measure and recall goldens.
 pub static TRANSCRIPT_FIXTURES: Dir<'static> =
-    include_dir!("$CARGO_MANIFEST_DIR/tests/fixtures/transcripts");
+    include_dir!("$CARGO_MANIFEST_DIR/../../tests/fixtures/transcripts");
 
 /// Write the transcript fixtures into `home`: `claude/` as `home/.claude`, `codex/` as
 /// `home/.codex` (the golden sandbox kind `transcripts`).

@@ -160,7 +160,7 @@ pub(crate) fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> 
 /// holds a genuine marker under this user's course key; `None` anywhere else (then kit uses
 /// `$XDG_STATE_HOME`). A marker cannot be made without the course key, so no repository can
 /// redirect where kit keeps its handoff key by writing files.
-pub(crate) fn own_state_dir(root: &Path) -> Option<PathBuf> {
+pub fn own_state_dir(root: &Path) -> Option<PathBuf> {
     let key = keys::load_course_key().ok().flatten()?;
     match read(root, Some(&key)) {
         Found::Of { genuine: true, .. } => Some(root.join(".home/.local/state")),

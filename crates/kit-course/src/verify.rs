@@ -236,7 +236,9 @@ impl Checkout {
     ///
     /// Errors: [`Error::Usage`] when neither is a kit checkout (an installed binary).
     pub fn find(dir: &Path) -> Result<Checkout> {
-        Checkout::find_from(dir, Path::new(env!("CARGO_MANIFEST_DIR")))
+        // This crate's manifest folder is `crates/kit-course` in the checkout kit was built from.
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Checkout::find_from(dir, crate_dir.ancestors().nth(2).unwrap_or(crate_dir))
     }
 
     /// [`Checkout::find`] with `built` as the folder the binary was built from.

@@ -37,7 +37,7 @@ pub enum Ttl {
 
 impl Ttl {
     /// Parse `5m` or `1h` (also `300s`, `60m`…: any duration equal to one of them).
-    pub(crate) fn parse(s: &str) -> Result<Ttl> {
+    pub fn parse(s: &str) -> Result<Ttl> {
         match crate::duration::parse_duration(s) {
             Ok(d) if d == Duration::from_secs(300) => Ok(Ttl::FiveMinutes),
             Ok(d) if d == Duration::from_secs(3600) => Ok(Ttl::OneHour),
@@ -146,7 +146,7 @@ fn cold_verb(price: &ModelPrice) -> (&'static str, &'static str) {
 
 /// Where `kit cache` takes its numbers from.
 #[derive(Clone, Debug)]
-pub(crate) enum Source {
+pub enum Source {
     /// Given on the command line.
     Given {
         /// Model id.
@@ -167,7 +167,7 @@ pub(crate) enum Source {
 
 /// Options of `kit cache`, validated.
 #[derive(Clone, Debug)]
-pub(crate) struct CacheOptions {
+pub struct CacheOptions {
     /// Where the numbers come from.
     pub source: Source,
     /// TTL (default: the transcript's, else config `context.cache_ttl`, else 5m).
@@ -182,7 +182,7 @@ pub(crate) struct CacheOptions {
 ///
 /// Errors: [`Error::Usage`] for an unpriced model; [`Error::Input`] for a transcript with no API
 /// call; [`Error::Io`] for an unreadable transcript.
-pub(crate) fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(opts: &CacheOptions, out: &mut dyn Write) -> Result<u8> {
     let config = match crate::longrun::find_longrun(&opts.cwd) {
         Some(dir) => crate::longrun::config::Config::load(&dir.join("config.toml"))?,
         None => crate::longrun::config::Config::default(),

@@ -63,7 +63,7 @@ use crate::proc::find_on_path;
 
 /// `kit doctor`: print what the loop will use on this machine, and for the project containing
 /// `cwd` (if any) whether its configured agent can start.
-pub(crate) fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
+pub fn run(cwd: &Path, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     let o = Path::new("stdout");
     let (enforcer, why) = memcap::detect();
     writeln!(out, "{} {} — {why}", theme.bold("memory cap:"), enforcer.name()).at(o)?;

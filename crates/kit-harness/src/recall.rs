@@ -33,7 +33,7 @@ use crate::transcript::{format_ts_ms, parse_ts_ms, Damage, ReadLimits, Source};
 /// Who said it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Role {
+pub enum Role {
     /// The human's prompts.
     User,
     /// The model's text and thinking.
@@ -44,7 +44,7 @@ pub(crate) enum Role {
 
 impl Role {
     /// Parse `--role`. Errors: not user, assistant or tool.
-    pub(crate) fn parse(s: &str) -> Result<Role> {
+    pub fn parse(s: &str) -> Result<Role> {
         match s {
             "user" => Ok(Role::User),
             "assistant" => Ok(Role::Assistant),
@@ -65,7 +65,7 @@ impl Role {
 
 /// What `kit recall` was asked, validated.
 #[derive(Clone, Debug)]
-pub(crate) struct RecallOptions {
+pub struct RecallOptions {
     /// The text or regular expression.
     pub query: String,
     /// Roots, folders or files; empty = the default roots.
@@ -436,7 +436,7 @@ fn snippet(text: &str, s: usize, e: usize) -> (String, usize, usize) {
 }
 
 /// Run `kit recall`. Returns the exit code (0, matches or not: 1 means an internal error in kit).
-pub(crate) fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u8> {
     let found = search(opts)?;
     let io = |e| Error::io("stdout", e);
     if opts.json {

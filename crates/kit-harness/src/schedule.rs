@@ -49,7 +49,7 @@ use crate::longrun::Project;
 
 /// Which scheduler to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Backend {
+pub enum Backend {
     /// A user systemd service and timer.
     Systemd,
     /// A crontab line.
@@ -58,7 +58,7 @@ pub(crate) enum Backend {
 
 /// `kit schedule install|remove` options.
 #[derive(Clone, Debug)]
-pub(crate) struct ScheduleOptions {
+pub struct ScheduleOptions {
     /// The scheduler; None picks systemd where `systemctl --user` answers, else cron.
     pub backend: Option<Backend>,
     /// How often the timer calls `kit loop --ensure-alive` (install only).
@@ -68,7 +68,7 @@ pub(crate) struct ScheduleOptions {
 }
 
 /// The default interval of `--every`.
-pub(crate) const DEFAULT_EVERY: Duration = Duration::from_secs(600);
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(600);
 
 /// The marker that starts every file and crontab block kit writes.
 const MARKER: &str = "# kit schedule";
@@ -79,7 +79,7 @@ const MARKER: &str = "# kit schedule";
 /// does not repeat evenly, a path that cannot be written in a unit or crontab, or no scheduler;
 /// [`Error::Io`] when a file cannot be written. Exit 1 (with the command to run) when the units
 /// were written but `systemctl --user` could not enable them, or `crontab` failed.
-pub(crate) fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     let target = Target::of(&project)?;
     let backend = pick(opts.backend)?;
@@ -93,7 +93,7 @@ pub(crate) fn install(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -
 /// `kit schedule remove`: delete this repository's units or crontab block, and only those.
 ///
 /// Errors: as [`install`].
-pub(crate) fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn remove(cwd: &Path, opts: &ScheduleOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     let target = Target::of(&project)?;
     let o = Path::new("stdout");
@@ -399,11 +399,11 @@ fn fill(template: &str, fields: &[(&str, &str)]) -> String {
 }
 
 /// `kit/schedule/kit-loop.service`.
-const SERVICE_TEMPLATE: &str = include_str!("../kit/schedule/kit-loop.service");
+const SERVICE_TEMPLATE: &str = include_str!("../../../kit/schedule/kit-loop.service");
 /// `kit/schedule/kit-loop.timer`.
-const TIMER_TEMPLATE: &str = include_str!("../kit/schedule/kit-loop.timer");
+const TIMER_TEMPLATE: &str = include_str!("../../../kit/schedule/kit-loop.timer");
 /// `kit/schedule/crontab.txt`.
-const CRON_TEMPLATE: &str = include_str!("../kit/schedule/crontab.txt");
+const CRON_TEMPLATE: &str = include_str!("../../../kit/schedule/crontab.txt");
 
 fn install_systemd(
     project: &Project,

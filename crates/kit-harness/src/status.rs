@@ -53,7 +53,7 @@ use crate::units::format_duration;
 
 /// `kit status` options.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct StatusOptions {
+pub struct StatusOptions {
     /// Print JSON instead of text.
     pub json: bool,
     /// Redraw in place every `interval` until Ctrl-C (`--watch`); needs a terminal.
@@ -642,12 +642,7 @@ fn strip_comments(text: &str) -> String {
 ///
 /// Errors: [`crate::Error::Usage`] (exit 2) for `--watch` when stdout is not a terminal; those
 /// of [`gather`].
-pub(crate) fn run(
-    cwd: &Path,
-    opts: StatusOptions,
-    theme: &Theme,
-    out: &mut dyn Write,
-) -> Result<u8> {
+pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) -> Result<u8> {
     if opts.watch {
         if !opts.terminal {
             return Err(crate::Error::usage(

@@ -7,7 +7,7 @@
 use include_dir::{include_dir, Dir};
 
 /// `kit/`: templates and the rehearsal project.
-pub static KIT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/kit");
+pub static KIT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../kit");
 
 /// The text of an embedded file under `kit/`, e.g. `templates/goal.md` (`None`: no such file,
 /// or not UTF-8).

@@ -14,9 +14,25 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::longrun::config::PriceOverride;
+/// A price override for one model, USD per million tokens; unset fields keep the table's value.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PriceOverride {
+    /// Uncached input.
+    pub input: Option<f64>,
+    /// Output (and reasoning).
+    pub output: Option<f64>,
+    /// Cache write with a 5-minute TTL.
+    pub cache_write_5m: Option<f64>,
+    /// Cache write with a 1-hour TTL.
+    pub cache_write_1h: Option<f64>,
+    /// Cache read.
+    pub cache_read: Option<f64>,
+    /// `false` for a provider that bills no cache writes (OpenAI); see [`ModelPrice`].
+    pub cache_writes: Option<bool>,
+}
 
 /// Rates in USD per million tokens.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -134,7 +150,7 @@ pub enum Lookup<'a> {
     Unpriced,
 }
 
-const EMBEDDED: &str = include_str!("../kit/prices.toml");
+const EMBEDDED: &str = include_str!("../../../kit/prices.toml");
 
 impl PriceTable {
     /// The embedded table (parsed once).

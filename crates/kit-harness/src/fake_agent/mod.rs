@@ -28,7 +28,7 @@ use crate::error::{Error, ErrorReport, IoContext, Result};
 use args::Args;
 pub use scenario::names as scenario_names;
 use scenario::Scenario;
-pub(crate) use scenario::SCENARIOS;
+pub use scenario::SCENARIOS;
 use session::{OutputFormat, Session, SessionSpec};
 
 /// The fake agent on this process's arguments: the whole `fake-agent` program.

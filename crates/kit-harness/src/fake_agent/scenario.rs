@@ -272,8 +272,8 @@ fn parse_when(when: &str) -> Option<(u64, u64)> {
 }
 
 /// `fake-agent/scenarios/`.
-pub(crate) static SCENARIOS: include_dir::Dir<'static> =
-    include_dir::include_dir!("$CARGO_MANIFEST_DIR/fake-agent/scenarios");
+pub static SCENARIOS: include_dir::Dir<'static> =
+    include_dir::include_dir!("$CARGO_MANIFEST_DIR/../../fake-agent/scenarios");
 
 /// Names of the embedded scenarios (`fake-agent/scenarios/NAME.toml`), sorted.
 pub fn names() -> Vec<String> {

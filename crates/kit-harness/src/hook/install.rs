@@ -29,7 +29,7 @@ use crate::error::{Error, IoContext, Result, EXIT_OK};
 
 /// Options of `kit hook install`.
 #[derive(Clone, Debug)]
-pub(crate) struct InstallOptions {
+pub struct InstallOptions {
     /// The settings file to change.
     pub settings: PathBuf,
     /// Remove kit's entries instead of adding them.
@@ -43,7 +43,7 @@ pub(crate) struct InstallOptions {
 ///
 /// Errors: [`Error::Usage`] with `user` when neither `CLAUDE_CONFIG_DIR` nor an absolute `HOME`
 /// is set (never a path relative to `cwd`).
-pub(crate) fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
+pub fn settings_path(cwd: &Path, user: bool) -> Result<PathBuf> {
     if user {
         let roots = crate::transcript::discover::claude_roots().map_err(|e| {
             let msg = e.to_string();
@@ -535,7 +535,7 @@ fn tidy(path: &Path) -> PathBuf {
 /// not an object, naming the keys when `hooks` or one of kit's events has the wrong shape
 /// ([`misshapen`]; install only), all with the file left untouched; or when its links loop; [`Error::Io`] on read and
 /// write failures.
-pub(crate) fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(opts: &InstallOptions, out: &mut dyn Write) -> Result<u8> {
     let path = &opts.settings;
     let real = resolve_links(path)?;
     let old_text = match std::fs::read_to_string(&real) {

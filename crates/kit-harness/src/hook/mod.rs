@@ -22,8 +22,8 @@
 //! break the user's session. Without a `longrun/` folder the hook only measures.
 
 pub(crate) mod compaction;
-pub(crate) mod install;
-pub(crate) mod rehearse;
+pub mod install;
+pub mod rehearse;
 pub(crate) mod state;
 use crate::transcript::tail;
 
@@ -177,7 +177,7 @@ pub(crate) struct Outcome {
 /// `kit hook claude`: read the event on `stdin`, answer on `out`, notes on `err`; `cwd` and
 /// `own_state_dir` as in [`HookEnv`]. Always returns exit code 0 (a hook that fails must not
 /// break the session).
-pub(crate) fn run_claude(
+pub fn run_claude(
     stdin: &mut dyn Read,
     out: &mut dyn Write,
     err: &mut dyn Write,

@@ -35,7 +35,7 @@ struct Step {
 ///
 /// Errors: [`Error::Internal`] when a step does not fire as expected, or the temporary folder
 /// cannot be written.
-pub(crate) fn run(out: &mut dyn Write) -> Result<u8> {
+pub fn run(out: &mut dyn Write) -> Result<u8> {
     let dir = tempfile::tempdir()
         .map_err(|e| Error::internal(format!("cannot create a temporary folder: {e}")))?;
     let root = dir.path();

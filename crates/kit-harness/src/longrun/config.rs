@@ -50,6 +50,7 @@ use toml::Spanned;
 
 use crate::duration::{parse_duration, parse_size};
 use crate::error::{Error, Result};
+use crate::prices::PriceOverride;
 
 /// The config format this kit reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -203,24 +204,6 @@ pub struct ContextConfig {
     pub bands: Vec<u8>,
     /// Prompt-cache TTL assumed when a transcript does not say, `"5m"` or `"1h"`.
     pub cache_ttl: Spanned<Dur>,
-}
-
-/// A price override for one model, USD per million tokens; unset fields keep the table's value.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PriceOverride {
-    /// Uncached input.
-    pub input: Option<f64>,
-    /// Output (and reasoning).
-    pub output: Option<f64>,
-    /// Cache write with a 5-minute TTL.
-    pub cache_write_5m: Option<f64>,
-    /// Cache write with a 1-hour TTL.
-    pub cache_write_1h: Option<f64>,
-    /// Cache read.
-    pub cache_read: Option<f64>,
-    /// `false` for a provider that bills no cache writes (OpenAI); see `prices::ModelPrice`.
-    pub cache_writes: Option<bool>,
 }
 
 impl Default for Config {

@@ -1010,7 +1010,7 @@ mod tests {
 
     #[test]
     fn journals_in_the_repository_read_and_write_back_byte_for_byte() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let mut files = vec![root.join("tests/fixtures/mine/loop/longrun/journal.jsonl")];
         for dir in ["exercises", "tests/cases"] {
             let mut stack = vec![root.join(dir)];

@@ -37,7 +37,7 @@ pub(crate) use turns::*;
 
 /// What `kit measure` was asked, validated.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct MeasureOptions {
+pub struct MeasureOptions {
     /// Roots, project folders or files; empty = the default roots.
     pub paths: Vec<PathBuf>,
     /// Show this session's API calls (id or prefix).
@@ -57,7 +57,7 @@ pub(crate) struct MeasureOptions {
 }
 
 /// Parse `--source`. Errors: anything but `claude` or `codex`.
-pub(crate) fn parse_source(s: &str) -> Result<Source> {
+pub fn parse_source(s: &str) -> Result<Source> {
     match s {
         "claude" => Ok(Source::Claude),
         "codex" => Ok(Source::Codex),
@@ -68,7 +68,7 @@ pub(crate) fn parse_source(s: &str) -> Result<Source> {
 
 /// Parse `--since`: `YYYY-MM-DD` (UTC midnight), an RFC 3339 time, or a duration back from now
 /// (`7d`, `12h`). Returns Unix ms. Errors: none of these.
-pub(crate) fn parse_since(s: &str) -> Result<i64> {
+pub fn parse_since(s: &str) -> Result<i64> {
     let t = s.trim();
     if let Ok(ts) = t.parse::<jiff::Timestamp>() {
         return Ok(ts.as_millisecond());
@@ -300,7 +300,7 @@ impl Progress {
 }
 
 /// Run `kit measure`. Returns the exit code.
-pub(crate) fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<u8> {
     let engine = EngineOptions {
         limits: crate::transcript::ReadLimits { strict: opts.strict, ..Default::default() },
         ..EngineOptions::standard()

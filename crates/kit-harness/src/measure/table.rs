@@ -130,7 +130,7 @@ pub(super) fn write_table(
     let w = ids.iter().map(|i| width(i)).max().unwrap_or(8).max(8);
     let layout = Layout::fit(w, max);
     writeln!(out, "{}", theme.bold(&layout.row(&COLUMNS.map(|c| c.0.to_string()))))?;
-    let mut sum = SessionSummary::empty_total();
+    let mut sum = empty_total();
     for (s, id) in scan.sessions.iter().zip(&ids) {
         let mut cells = session_cells(s);
         cells[0] = id.clone();
@@ -153,7 +153,7 @@ pub(super) fn write_table(
             let rest = rest.get(cut..).unwrap_or("");
             writeln!(out, "{}", theme.dim(&format!("{}{rest}", pad(&name, cut, false))))?;
         }
-        sum.add_row(s);
+        add_row(&mut sum, s);
     }
     let mut t = session_cells(&sum);
     t[0] = "TOTAL".into();
@@ -319,56 +319,56 @@ pub(crate) fn session_cells(s: &SessionSummary) -> [String; 13] {
     ]
 }
 
-impl SessionSummary {
-    fn empty_total() -> SessionSummary {
-        SessionSummary {
-            session_id: String::new(),
-            source: Source::Claude,
-            project: String::new(),
-            path: PathBuf::new(),
-            start: None,
-            end: None,
-            duration_s: 0.0,
-            active_s: 0.0,
-            turns: 0,
-            api_calls: 0,
-            compactions: vec![],
-            tokens: Tokens::default(),
-            cache_hit_ratio: None,
-            cost_usd: None,
-            peak_context_tokens: 0,
-            peak_context_pct: 0.0,
-            compaction_point: 0,
-            resumes: 0,
-            resume_tokens: 0,
-            resume_cost_usd: 0.0,
-            resume_premium_usd: 0.0,
-            unpriced_models: Default::default(),
-            models: Default::default(),
-            subagents: vec![],
-            damage: Damage::default(),
-            end_ms: None,
-            start_ms: None,
-        }
+/// The totals row before any session is added to it (the type is `transcript`'s).
+fn empty_total() -> SessionSummary {
+    SessionSummary {
+        session_id: String::new(),
+        source: Source::Claude,
+        project: String::new(),
+        path: PathBuf::new(),
+        start: None,
+        end: None,
+        duration_s: 0.0,
+        active_s: 0.0,
+        turns: 0,
+        api_calls: 0,
+        compactions: vec![],
+        tokens: Tokens::default(),
+        cache_hit_ratio: None,
+        cost_usd: None,
+        peak_context_tokens: 0,
+        peak_context_pct: 0.0,
+        compaction_point: 0,
+        resumes: 0,
+        resume_tokens: 0,
+        resume_cost_usd: 0.0,
+        resume_premium_usd: 0.0,
+        unpriced_models: Default::default(),
+        models: Default::default(),
+        subagents: vec![],
+        damage: Damage::default(),
+        end_ms: None,
+        start_ms: None,
     }
+}
 
-    fn add_row(&mut self, s: &SessionSummary) {
-        self.duration_s += s.duration_s;
-        self.active_s += s.active_s;
-        self.turns += s.turns;
-        self.api_calls += s.api_calls;
-        self.compactions.extend(s.compactions.iter().cloned());
-        self.tokens.add(&s.tokens);
-        self.cache_hit_ratio = self.tokens.cache_hit_ratio();
-        self.cost_usd = match (self.cost_usd, s.cost_usd) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
-        self.resumes += s.resumes;
-        self.resume_tokens += s.resume_tokens;
-        self.resume_premium_usd += s.resume_premium_usd;
-        self.unpriced_models.extend(s.unpriced_models.iter().cloned());
-    }
+/// Adds session `s` to the totals row `sum`.
+fn add_row(sum: &mut SessionSummary, s: &SessionSummary) {
+    sum.duration_s += s.duration_s;
+    sum.active_s += s.active_s;
+    sum.turns += s.turns;
+    sum.api_calls += s.api_calls;
+    sum.compactions.extend(s.compactions.iter().cloned());
+    sum.tokens.add(&s.tokens);
+    sum.cache_hit_ratio = sum.tokens.cache_hit_ratio();
+    sum.cost_usd = match (sum.cost_usd, s.cost_usd) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    sum.resumes += s.resumes;
+    sum.resume_tokens += s.resume_tokens;
+    sum.resume_premium_usd += s.resume_premium_usd;
+    sum.unpriced_models.extend(s.unpriced_models.iter().cloned());
 }
 
 /// The last component of a working directory, for narrow columns.

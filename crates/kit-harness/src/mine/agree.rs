@@ -25,7 +25,9 @@ use crate::transcript::discover::{self, Job};
 use crate::transcript::{claude, codex, tail, ApiCall, Damage, EngineOptions, Source};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/one-model").join(name)
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("tests/fixtures/one-model")
+        .join(name)
 }
 
 const CLAUDE: &str = "5e1f0a2b-7c3d-4e5f-8a9b-0c1d2e3f4a5b.jsonl";

@@ -48,7 +48,7 @@ pub(crate) const SCHEMA: &str = "kit.mine/1";
 
 /// What `kit mine` was asked, validated.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct MineOptions {
+pub struct MineOptions {
     /// Roots, project folders, transcript files, or `longrun/journal.jsonl` files; empty = the
     /// default roots.
     pub paths: Vec<PathBuf>,
@@ -167,7 +167,7 @@ pub(crate) struct Report {
 }
 
 /// The text after `kit mine --help`'s options: what is written when, and the thresholds.
-pub(crate) fn after_help() -> String {
+pub fn after_help() -> String {
     use patterns::*;
     format!(
         "Nothing is written without --apply. --apply FILE appends every rule listed (or those of \
@@ -387,7 +387,7 @@ fn read_journal(
 ///
 /// Errors: as [`mine`]; `--only` naming an id not found; `--agent`'s command failing to start
 /// or exiting non-zero; `--apply`'s file not readable as UTF-8 or not writable.
-pub(crate) fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8> {
     let report = mine(opts)?;
     let io = |e| Error::io("stdout", e);
     if opts.json {

@@ -44,7 +44,7 @@ use crate::units;
 
 /// `kit report`'s options.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ReportOptions {
+pub struct ReportOptions {
     /// The folder kit runs in (the loop is looked for from here; relative paths start here).
     pub cwd: PathBuf,
     /// Roots, project folders or transcript files, as for `kit measure` (relative ones from
@@ -64,7 +64,7 @@ pub(crate) const DEFAULT_NAME: &str = "kit-report.html";
 ///
 /// Errors: a PATH that does not exist (as `kit measure`), a page that cannot be written.
 /// An unreadable `longrun/` or damaged transcripts are shown on the page instead.
-pub(crate) fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
+pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(&opts.cwd).ok();
     let status;
     let rows;

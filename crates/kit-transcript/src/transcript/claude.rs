@@ -32,7 +32,7 @@ use super::discover::SessionFiles;
 
 /// A session read whole: its summary and the main conversation's API calls in order.
 #[derive(Debug)]
-pub(crate) struct SessionRead {
+pub struct SessionRead {
     /// The summary (subagents as sub-rows).
     pub summary: SessionSummary,
     /// The main conversation's calls, with gaps, resumes and costs.
@@ -44,14 +44,14 @@ pub(crate) struct SessionRead {
 }
 
 /// Read a session's files. Errors: I/O, or the first damaged line under `strict`.
-pub(crate) fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
+pub fn read(files: &SessionFiles, opts: EngineOptions<'_>) -> Result<SessionRead> {
     read_without(files, opts, &HashSet::new())
 }
 
 /// [`read`], leaving out the calls whose key is in `drop` (calls another session holds first,
 /// [`super::dedup::losers`]): they are in no figure of the session, tokens, cost, context or
 /// resumes; its lines still count for its time and turns. Errors: those of [`read`].
-pub(crate) fn read_without(
+pub fn read_without(
     files: &SessionFiles,
     opts: EngineOptions<'_>,
     drop: &HashSet<CallKey>,

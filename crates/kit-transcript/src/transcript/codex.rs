@@ -29,7 +29,7 @@ use crate::error::Result;
 
 /// A rollout read whole: its summary and its API calls in order.
 #[derive(Debug)]
-pub(crate) struct SessionRead {
+pub struct SessionRead {
     /// The summary.
     pub summary: SessionSummary,
     /// The calls, with gaps and costs.
@@ -37,7 +37,7 @@ pub(crate) struct SessionRead {
 }
 
 /// Read one rollout. Errors: I/O, or the first damaged line under `strict`.
-pub(crate) fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
+pub fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
     let mut b = Builder::new(opts, Source::Codex, id_from_name(path), path.to_path_buf());
     let mut st = State::default();
     let mut damage = std::mem::take(&mut b.damage);

@@ -32,7 +32,7 @@ use std::hash::{DefaultHasher, Hasher};
 /// n² / 2¹²⁹: 1.5 × 10⁻²⁵ for ten million calls (years of heavy use). A collision would drop
 /// one call from its later session. The hash is only compared within one process, so that std
 /// may change its algorithm between releases does not matter.
-pub(crate) type CallKey = u128;
+pub type CallKey = u128;
 
 /// The [`CallKey`] of a dedup key's text.
 pub(crate) fn call_key(key: &str) -> CallKey {
@@ -47,7 +47,7 @@ pub(crate) fn call_key(key: &str) -> CallKey {
 
 /// One session's copy of a call: its key, the timestamp of its first line and its tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Held {
+pub struct Held {
     /// The call's key.
     pub key: CallKey,
     /// When this session logged it (Unix ms), `i64::MAX` when the line had no timestamp.
@@ -66,7 +66,7 @@ pub(crate) type Drops = HashMap<u32, HashSet<CallKey>>;
 /// loses at least one call, the keys to drop from it; empty when no call is in two sessions.
 /// The owner of a call is the session with the largest token total, then the smallest
 /// (timestamp, path rank), among its copies; a missing timestamp sorts last.
-pub(crate) fn losers(held: impl IntoIterator<Item = (u32, Held)>, path_rank: &[u32]) -> Drops {
+pub fn losers(held: impl IntoIterator<Item = (u32, Held)>, path_rank: &[u32]) -> Drops {
     #[derive(Clone, Copy)]
     struct Row {
         key: CallKey,

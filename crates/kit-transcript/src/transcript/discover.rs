@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 
 /// One unit of work: a session's files.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Job {
+pub enum Job {
     /// A Claude Code session (main file and subagents).
     Claude(SessionFiles),
     /// A Codex rollout.
@@ -33,7 +33,7 @@ pub(crate) enum Job {
 
 impl Job {
     /// The source.
-    pub(crate) fn source(&self) -> Source {
+    pub fn source(&self) -> Source {
         match self {
             Job::Claude(_) => Source::Claude,
             Job::Codex(_) => Source::Codex,
@@ -41,7 +41,7 @@ impl Job {
     }
 
     /// All files of the job.
-    pub(crate) fn files(&self) -> Vec<&Path> {
+    pub fn files(&self) -> Vec<&Path> {
         match self {
             Job::Claude(s) => s.all().map(|p| p.as_path()).collect(),
             Job::Codex(p) => vec![p.as_path()],
@@ -51,7 +51,7 @@ impl Job {
 
 /// The files of one Claude Code session.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SessionFiles {
+pub struct SessionFiles {
     /// Session id (the main file's stem).
     pub session_id: String,
     /// The project folder's name (the encoded working directory).
@@ -75,7 +75,7 @@ impl SessionFiles {
 /// Errors: [`Error::Usage`] when a root would come from `HOME` (no `CLAUDE_CONFIG_DIR` or
 /// `CODEX_HOME`) and `HOME` is unset or not absolute: kit would read relative to the current
 /// folder instead, as `kit hook install --user` refuses to.
-pub(crate) fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+pub fn default_roots() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     default_roots_in(&|k| std::env::var_os(k))
 }
 
@@ -120,7 +120,7 @@ fn config_dirs(var: &dyn Fn(&str) -> Option<OsString>) -> Option<Vec<PathBuf>> {
 ///
 /// Errors: [`Error::Usage`] when no transcript or more than one matches, or when the
 /// roots are unknown ([`claude_roots`]).
-pub(crate) fn find_session(id: &str) -> Result<PathBuf> {
+pub fn find_session(id: &str) -> Result<PathBuf> {
     let mut found = Vec::new();
     for root in claude_roots()? {
         let projects = root.join("projects");
@@ -154,12 +154,12 @@ pub(crate) fn find_session(id: &str) -> Result<PathBuf> {
 /// Errors: [`Error::Usage`] ("HOME is not set", with the next step) when neither
 /// variable names a folder, or `HOME` is not an absolute path: kit never falls back to a path
 /// relative to the current folder, which would read or write the project's `.claude/` instead.
-pub(crate) fn claude_roots() -> Result<Vec<PathBuf>> {
+pub fn claude_roots() -> Result<Vec<PathBuf>> {
     claude_roots_in(&|k| std::env::var_os(k))
 }
 
 /// [`claude_roots`] with the environment as a function (tests give their own).
-pub(crate) fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
+pub fn claude_roots_in(var: &dyn Fn(&str) -> Option<OsString>) -> Result<Vec<PathBuf>> {
     if let Some(dirs) = config_dirs(var) {
         return Ok(dirs);
     }
@@ -185,7 +185,7 @@ const HOME_HINT: &str =
 /// Folders that exist but cannot be read are noted in `damage.unreadable`.
 ///
 /// Errors: a given PATH that does not exist ([`Error::Usage`]).
-pub(crate) fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
+pub fn discover(paths: &[PathBuf], damage: &mut Damage) -> Result<Vec<Job>> {
     let mut claude_files = vec![];
     let mut codex_files = vec![];
     let mut w = Walker { seen: HashSet::new(), damage };
@@ -262,7 +262,7 @@ pub(crate) fn is_transcript_name(p: &Path) -> bool {
 }
 
 /// The file name without `.jsonl` / `.jsonl.zst`.
-pub(crate) fn stem(p: &Path) -> String {
+pub fn stem(p: &Path) -> String {
     let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let n = n.strip_suffix(".zst").unwrap_or(&n);
     n.strip_suffix(".jsonl").unwrap_or(n).to_string()

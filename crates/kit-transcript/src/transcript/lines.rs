@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::error::{Error, IoContext, Result};
 
 /// Default cap on one line (bytes). Longer lines are skipped without being held in memory.
-pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
+pub const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// How many examples of damage (path:line) a report keeps.
 const MAX_EXAMPLES: usize = 20;
@@ -27,7 +27,7 @@ const MAX_EXAMPLES: usize = 20;
 /// The kinds of damage a scan counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(crate) enum DamageKind {
+pub enum DamageKind {
     /// The last line of a file ends without a newline and does not parse (a live or cut file).
     Truncated,
     /// Repaired: the line is not valid UTF-8; the bad bytes were replaced by U+FFFD and the
@@ -54,7 +54,7 @@ impl DamageKind {
     }
 
     /// A short phrase for reports.
-    pub(crate) fn describe(self) -> &'static str {
+    pub fn describe(self) -> &'static str {
         match self {
             DamageKind::Truncated => "truncated last line",
             DamageKind::InvalidUtf8 => "invalid UTF-8 (read, bad bytes replaced)",
@@ -69,7 +69,7 @@ impl DamageKind {
 
 /// One example of damage.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct DamageExample {
+pub struct DamageExample {
     /// The file.
     pub path: PathBuf,
     /// 1-based line (the first line of a multi-line object).
@@ -80,7 +80,7 @@ pub(crate) struct DamageExample {
 
 /// Counts of damaged lines, per kind, with the first few examples.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub(crate) struct Damage {
+pub struct Damage {
     /// Partial last lines skipped.
     pub truncated: u64,
     /// Lines with invalid UTF-8, read with the bad bytes replaced.
@@ -104,7 +104,7 @@ pub(crate) struct Damage {
 
 /// A file or folder a scan could not read, and why (the operating system's words).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Unreadable {
+pub struct Unreadable {
     /// The file or folder.
     pub path: PathBuf,
     /// Why, e.g. `Too many levels of symbolic links (os error 40)`.
@@ -113,17 +113,17 @@ pub(crate) struct Unreadable {
 
 impl Damage {
     /// Lines skipped (all kinds but the repaired ones).
-    pub(crate) fn skipped(&self) -> u64 {
+    pub fn skipped(&self) -> u64 {
         self.truncated + self.oversized + self.malformed + self.unknown_type
     }
 
     /// Lines repaired and read.
-    pub(crate) fn repaired(&self) -> u64 {
+    pub fn repaired(&self) -> u64 {
         self.crlf + self.pretty_printed + self.invalid_utf8
     }
 
     /// Note a file or folder that could not be read.
-    pub(crate) fn add_unreadable(&mut self, path: &Path, reason: impl Into<String>) {
+    pub fn add_unreadable(&mut self, path: &Path, reason: impl Into<String>) {
         self.unreadable.push(Unreadable { path: path.to_path_buf(), reason: reason.into() });
     }
 
@@ -148,7 +148,7 @@ impl Damage {
     }
 
     /// Add another report's counts (examples kept up to the limit).
-    pub(crate) fn merge(&mut self, other: &Damage) {
+    pub fn merge(&mut self, other: &Damage) {
         self.truncated += other.truncated;
         self.invalid_utf8 += other.invalid_utf8;
         self.oversized += other.oversized;
@@ -166,7 +166,7 @@ impl Damage {
     }
 
     /// `(kind, count)` for every kind with a non-zero count, skipped kinds first.
-    pub(crate) fn counts(&self) -> Vec<(DamageKind, u64)> {
+    pub fn counts(&self) -> Vec<(DamageKind, u64)> {
         use DamageKind::*;
         [
             (Truncated, self.truncated),
@@ -184,7 +184,7 @@ impl Damage {
 }
 
 /// What a source parser says about one record.
-pub(crate) enum Parsed {
+pub enum Parsed {
     /// Understood (or deliberately ignored).
     Known,
     /// A JSON object with a `type` this version does not know.
@@ -193,7 +193,7 @@ pub(crate) enum Parsed {
 
 /// How to read.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ReadLimits {
+pub struct ReadLimits {
     /// Fail on the first damaged line.
     pub strict: bool,
     /// Cap on one line, bytes.
@@ -209,7 +209,7 @@ impl Default for ReadLimits {
 /// Open a transcript for reading, decompressing `.zst` as a stream. Only a regular file is
 /// opened (see [`open_regular`]): a FIFO or a link to a device under a root is refused, never
 /// waited on.
-pub(crate) fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
+pub fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
     let f = open_regular(path)?;
     if path.extension().is_some_and(|e| e == "zst") {
         let d = zstd::stream::read::Decoder::new(f).at(path)?;
@@ -224,7 +224,7 @@ pub(crate) fn open(path: &Path) -> Result<Box<dyn Read + Send>> {
 ///
 /// Errors: [`crate::Error::Io`] when it does not exist or cannot be read; [`crate::Error::Input`]
 /// when it is not a regular file.
-pub(crate) fn open_regular(path: &Path) -> Result<File> {
+pub fn open_regular(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).at(path)?;
     if !meta.is_file() {
         return Err(crate::Error::input(
@@ -237,7 +237,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<File> {
 }
 
 /// One line from [`LineReader`].
-pub(crate) enum Line<'a> {
+pub enum Line<'a> {
     /// A line without its `\n`; `terminated` is false for a last line without one.
     Text { no: usize, bytes: &'a [u8], terminated: bool },
     /// A line over the cap, skipped without being held.
@@ -245,7 +245,7 @@ pub(crate) enum Line<'a> {
 }
 
 /// Splits a byte stream into lines with `memchr`, reusing one buffer.
-pub(crate) struct LineReader<R> {
+pub struct LineReader<R> {
     r: R,
     buf: Vec<u8>,
     start: usize,
@@ -259,7 +259,7 @@ const CHUNK: usize = 256 << 10;
 
 impl<R: Read> LineReader<R> {
     /// A reader with a line cap of `max` bytes.
-    pub(crate) fn new(r: R, max: usize) -> Self {
+    pub fn new(r: R, max: usize) -> Self {
         LineReader { r, buf: vec![0; CHUNK], start: 0, end: 0, eof: false, line_no: 0, max }
     }
 
@@ -306,7 +306,7 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The next line, or None at the end.
-    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         let mut scanned = 0;
         loop {
             let hay = &self.buf[self.start + scanned..self.end];
@@ -358,7 +358,7 @@ impl<R: Read> LineReader<R> {
 /// `parse` returns `Err` when the bytes are not an object it can read; the error decides
 /// between *truncated* (EOF on the last line), the start of a pretty-printed object, and
 /// *malformed*.
-pub(crate) fn for_each_record(
+pub fn for_each_record(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,
@@ -374,7 +374,7 @@ pub(crate) fn for_each_record(
 /// A file that cannot be opened or read to the end (a symlink loop, no permission, a cut or
 /// garbage `.zst` frame) is noted in `damage.unreadable` and the records read before the
 /// failure stay counted; under `limits.strict` it is an [`Error::Input`] naming the file.
-pub(crate) fn for_each_record_where(
+pub fn for_each_record_where(
     path: &Path,
     limits: ReadLimits,
     damage: &mut Damage,

@@ -12,15 +12,15 @@
 //! Facts used here come from the format reference `formats/claude-code.md` (§4.2 dedup, §4.3 context,
 //! §4.5 compaction point) and the format reference `formats/codex.md` (§5.1, §10 token accounting).
 
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod dedup;
-pub(crate) mod discover;
-pub(crate) mod line;
-pub(crate) mod lines;
-pub(crate) mod point;
-pub(crate) mod skim;
-pub(crate) mod tail;
+pub mod claude;
+pub mod codex;
+pub mod dedup;
+pub mod discover;
+pub mod line;
+pub mod lines;
+pub mod point;
+pub mod skim;
+pub mod tail;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub(crate) use lines::{Damage, ReadLimits};
+pub use lines::{Damage, ReadLimits};
 
 use crate::prices::{Lookup, PriceTable, Usage};
 
@@ -38,7 +38,7 @@ use crate::prices::{Lookup, PriceTable, Usage};
 pub(crate) const IDLE_THRESHOLD_S: i64 = 30 * 60;
 
 /// Prompt-cache TTLs (seconds) of Anthropic's two cache-write kinds.
-pub(crate) const TTL_5M_S: i64 = 5 * 60;
+pub const TTL_5M_S: i64 = 5 * 60;
 /// One-hour cache TTL (seconds).
 pub(crate) const TTL_1H_S: i64 = 60 * 60;
 
@@ -48,7 +48,7 @@ pub(crate) const DEFAULT_WINDOW: u64 = 200_000;
 /// Which agent wrote a transcript.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Source {
+pub enum Source {
     /// Claude Code (`~/.claude/projects/<project>/<session>.jsonl`).
     Claude,
     /// OpenAI Codex CLI (`~/.codex/sessions/YYYY/MM/DD/rollout-….jsonl`).
@@ -57,7 +57,7 @@ pub(crate) enum Source {
 
 impl Source {
     /// `claude` or `codex`.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Source::Claude => "claude",
             Source::Codex => "codex",
@@ -69,7 +69,7 @@ impl Source {
 /// input (for Codex: input − cached − cache write); `reasoning` is informational and already
 /// inside `output`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub(crate) struct Tokens {
+pub struct Tokens {
     /// Uncached input tokens.
     pub input_tokens: u64,
     /// Cache write tokens, both TTLs.
@@ -99,7 +99,7 @@ impl Tokens {
     }
 
     /// Add another sum.
-    pub(crate) fn add(&mut self, o: &Tokens) {
+    pub fn add(&mut self, o: &Tokens) {
         self.input_tokens += o.input_tokens;
         self.cache_write_tokens += o.cache_write_tokens;
         self.cache_write_5m_tokens += o.cache_write_5m_tokens;
@@ -110,12 +110,12 @@ impl Tokens {
     }
 
     /// All tokens billed: input + cache writes + cache reads + output.
-    pub(crate) fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.input_tokens + self.cache_write_tokens + self.cache_read_tokens + self.output_tokens
     }
 
     /// Cache reads over all input-side tokens (0–1), None without input.
-    pub(crate) fn cache_hit_ratio(&self) -> Option<f64> {
+    pub fn cache_hit_ratio(&self) -> Option<f64> {
         let all = self.input_tokens + self.cache_write_tokens + self.cache_read_tokens;
         (all > 0).then(|| self.cache_read_tokens as f64 / all as f64)
     }
@@ -129,7 +129,7 @@ pub(crate) fn context_from_usage(u: &Usage) -> u64 {
 
 /// Environment settings that move Claude Code's auto-compaction point (claude-code.md §4.5).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CompactionOverrides {
+pub struct CompactionOverrides {
     /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW` (tokens, 100,000–1,000,000).
     pub auto_compact_window: Option<u64>,
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (1–100): can only lower the point.
@@ -192,7 +192,7 @@ pub(crate) fn codex_compaction_point(model_context_window: u64) -> u64 {
 
 /// One API call (one model response), after deduplication.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ApiCall {
+pub struct ApiCall {
     /// When the response was logged (Unix ms), if the line had a timestamp.
     pub ts_ms: Option<i64>,
     /// The model id as logged.
@@ -220,7 +220,7 @@ pub(crate) struct ApiCall {
 
 /// One compaction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Compaction {
+pub struct Compaction {
     /// When (RFC 3339), if known.
     pub at: Option<String>,
     /// `auto`, `manual`, or `unknown` (Codex does not log it).
@@ -236,7 +236,7 @@ pub(crate) struct Compaction {
 
 /// Everything measured about one session (or one subagent of it).
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct SessionSummary {
+pub struct SessionSummary {
     /// Session id (Claude: the file name, a UUID; Codex: `session_meta.id`).
     pub session_id: String,
     /// `claude` or `codex`.
@@ -300,7 +300,7 @@ pub(crate) struct SessionSummary {
 
 /// What a reader needs besides the files.
 #[derive(Clone, Copy)]
-pub(crate) struct EngineOptions<'a> {
+pub struct EngineOptions<'a> {
     /// Prices.
     pub prices: &'a PriceTable,
     /// Damage handling.
@@ -311,7 +311,7 @@ pub(crate) struct EngineOptions<'a> {
 
 impl<'a> EngineOptions<'a> {
     /// Embedded prices, lenient reading, overrides from the environment.
-    pub(crate) fn standard() -> EngineOptions<'static> {
+    pub fn standard() -> EngineOptions<'static> {
         EngineOptions {
             prices: PriceTable::embedded(),
             limits: ReadLimits::default(),
@@ -353,7 +353,7 @@ impl Clock {
 }
 
 /// Parse an RFC 3339 timestamp into Unix ms (fast path for `YYYY-MM-DDTHH:MM:SS.mmmZ`).
-pub(crate) fn parse_ts_ms(s: &str) -> Option<i64> {
+pub fn parse_ts_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() == 24 && b[4] == b'-' && b[10] == b'T' && b[19] == b'.' && b[23] == b'Z' {
         let n = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -389,7 +389,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// Format Unix ms as RFC 3339 UTC with milliseconds.
-pub(crate) fn format_ts_ms(ms: i64) -> String {
+pub fn format_ts_ms(ms: i64) -> String {
     match jiff::Timestamp::from_millisecond(ms) {
         Ok(t) => t.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         Err(_) => ms.to_string(),

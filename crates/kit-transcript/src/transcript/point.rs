@@ -32,7 +32,7 @@ pub(crate) const WINDOW_1M: u64 = 1_000_000;
 
 /// Everything the compaction point depends on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PointInputs {
+pub struct PointInputs {
     /// `[context] compaction_point` of config.toml (0 = derive).
     pub configured: u64,
     /// The model, as best known: with its `[1m]` suffix where `system/init` or SessionStart
@@ -51,7 +51,7 @@ pub(crate) struct PointInputs {
 /// The environment variables of [`PointInputs`] (unparsable values are ignored, as Claude Code
 /// ignores them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct PointEnv {
+pub struct PointEnv {
     /// `CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`,
     /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`.
     pub overrides: CompactionOverrides,
@@ -63,7 +63,7 @@ pub(crate) struct PointEnv {
 
 impl PointEnv {
     /// Read the variables through `var`.
-    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> PointEnv {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> PointEnv {
         let on = |k: &str| var(k).is_some_and(|v| matches!(v.trim(), "1" | "true"));
         PointEnv {
             overrides: CompactionOverrides::from_vars(&var),
@@ -81,7 +81,7 @@ impl PointEnv {
 /// How Claude Code reaches the point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Trigger {
+pub enum Trigger {
     /// Claude Code compacts on its own at the point.
     Proactive,
     /// No proactive point: it compacts when the API refuses the prompt, at the window.
@@ -92,7 +92,7 @@ pub(crate) enum Trigger {
 
 /// A resolved compaction point.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Point {
+pub struct Point {
     /// Tokens of context at which the session compacts.
     pub tokens: u64,
     /// The context window assumed (tokens).
@@ -145,7 +145,7 @@ fn k(tokens: u64) -> String {
 }
 
 /// Resolve the compaction point (the rule is this module's doc). Never fails.
-pub(crate) fn resolve(i: &PointInputs) -> Point {
+pub fn resolve(i: &PointInputs) -> Point {
     let model = i.model.as_deref().unwrap_or("");
     let f = family(model);
     let name = if model.is_empty() { "no model known".to_string() } else { model.to_string() };
@@ -223,7 +223,7 @@ fn reserve(o: &CompactionOverrides) -> u64 {
 /// (`<config root>/settings.json`, `<project>/.claude/settings.json`, then
 /// `<project>/.claude/settings.local.json`; a later file wins). Missing or broken files count as
 /// empty. Returns (window in tokens, disabled).
-pub(crate) fn settings(files: &[std::path::PathBuf]) -> (Option<u64>, bool) {
+pub fn settings(files: &[std::path::PathBuf]) -> (Option<u64>, bool) {
     let (mut window, mut disabled) = (None, false);
     for f in files {
         let Ok(text) = std::fs::read(f) else { continue };

@@ -12,7 +12,7 @@
 /// The raw bytes of each top-level field of the object in `b`, in order: `f(key, value)`.
 /// `key` is the key's raw bytes without quotes (escapes not decoded). Returns None if `b` is
 /// not a well-formed object (as far as the skimmer checks).
-pub(crate) fn fields<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> Option<()> {
+pub fn fields<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) -> Option<()> {
     let mut i = ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
@@ -66,7 +66,7 @@ pub(crate) fn elements<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8])) -> Option<(
 }
 
 /// The content of a raw JSON string value (`"…"`) if it has no escapes (borrowed as is).
-pub(crate) fn plain_str(v: &[u8]) -> Option<&str> {
+pub fn plain_str(v: &[u8]) -> Option<&str> {
     let inner = v.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
     if memchr::memchr(b'\\', inner).is_some() {
         return None;

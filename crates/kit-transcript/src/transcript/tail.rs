@@ -28,7 +28,7 @@ pub(crate) const MAX_TAIL_BYTES: u64 = 32 * 1024 * 1024;
 
 /// One main-chain API call, as its assistant line reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ApiCall {
+pub struct ApiCall {
     /// `message.model`, e.g. `claude-opus-4-6`.
     pub model: String,
     /// Uncached input tokens.
@@ -50,14 +50,14 @@ pub(crate) struct ApiCall {
 
 impl ApiCall {
     /// Context in tokens: input + cache writes + cache reads.
-    pub(crate) fn context(&self) -> u64 {
+    pub fn context(&self) -> u64 {
         self.input + self.cache_write_5m + self.cache_write_1h + self.cache_read
     }
 }
 
 /// A `system/compact_boundary` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Compaction {
+pub struct Compaction {
     /// `compactMetadata.trigger`: `auto` or `manual`.
     pub trigger: String,
     /// `compactMetadata.preTokens`.
@@ -70,7 +70,7 @@ pub(crate) struct Compaction {
 
 /// What the end of a transcript says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Tail {
+pub struct Tail {
     /// The last main-chain API call with usage, if one was found within [`MAX_TAIL_BYTES`].
     pub last_call: Option<ApiCall>,
     /// The latest compaction boundary written after `last_call` (or anywhere in the scanned
@@ -84,7 +84,7 @@ impl Tail {
     /// Current context in tokens: the last call's, or after a compaction its `postTokens`
     /// (else 0: unknown until the next call, which the bands treat as empty). `None` when the
     /// transcript holds no call at all.
-    pub(crate) fn context(&self) -> Option<u64> {
+    pub fn context(&self) -> Option<u64> {
         match (&self.compaction_after, &self.last_call) {
             (Some(c), _) => Some(c.post_tokens.unwrap_or(0)),
             (None, Some(call)) => Some(call.context()),
@@ -97,7 +97,7 @@ impl Tail {
 ///
 /// Errors: [`crate::Error::Io`] when the file cannot be opened or read. Malformed, partial and
 /// unknown lines are skipped, never an error.
-pub(crate) fn read_tail(path: &Path) -> Result<Tail> {
+pub fn read_tail(path: &Path) -> Result<Tail> {
     scan_back(path, None, MAX_TAIL_BYTES)
 }
 
@@ -107,7 +107,7 @@ pub(crate) fn read_tail(path: &Path) -> Result<Tail> {
 /// (no [`MAX_TAIL_BYTES`] limit: `kit cache --at` asks about any moment of a session).
 ///
 /// Errors: as [`read_tail`].
-pub(crate) fn read_tail_at(path: &Path, at: Timestamp) -> Result<Tail> {
+pub fn read_tail_at(path: &Path, at: Timestamp) -> Result<Tail> {
     scan_back(path, Some(at), u64::MAX)
 }
 
@@ -144,7 +144,7 @@ fn scan_back(path: &Path, at: Option<Timestamp>, max_bytes: u64) -> Result<Tail>
 }
 
 /// Open `path` only when it is a regular file; see [`crate::transcript::lines::open_regular`].
-pub(crate) fn open_regular(path: &Path) -> Result<File> {
+pub fn open_regular(path: &Path) -> Result<File> {
     crate::transcript::lines::open_regular(path)
 }
 

@@ -671,7 +671,7 @@ fn globs() {
 /// (16 unittest tests: 9 in tests/test_durations.py), and `tools/run.sh`, a wrapper script.
 fn lab() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let here = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let project = here.join("kit/rehearsal/project");
     for f in [
         "confload/__init__.py",

@@ -23,7 +23,7 @@ use crate::transcript::skim;
 
 /// One transcript line: the envelope fields kit reads (§2.1); everything else is skipped.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct Line<'a> {
+pub struct Line<'a> {
     /// `type`: `user`, `assistant`, `system`, `progress`, … (§2).
     #[serde(rename = "type", borrow)]
     pub ty: Option<Cow<'a, str>>,
@@ -71,7 +71,7 @@ pub(crate) struct Line<'a> {
 
 /// `message` of a user or assistant line (§3).
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct Message<'a> {
+pub struct Message<'a> {
     /// `message.id` (`msg_…`), shared by all lines of one API response.
     #[serde(borrow)]
     pub id: Option<Cow<'a, str>>,
@@ -87,7 +87,7 @@ pub(crate) struct Message<'a> {
 
 /// `compactMetadata` (§2.2).
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct CompactMeta {
+pub struct CompactMeta {
     /// `auto` or `manual`.
     pub trigger: Option<String>,
     /// Context tokens at compaction time.
@@ -100,7 +100,7 @@ pub(crate) struct CompactMeta {
 
 /// `message.usage` as logged (§4.1), tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-pub(crate) struct LoggedUsage {
+pub struct LoggedUsage {
     /// Uncached input.
     pub input_tokens: Option<u64>,
     /// Cache writes, both TTLs.
@@ -115,7 +115,7 @@ pub(crate) struct LoggedUsage {
 
 /// `usage.cache_creation`: the cache writes by TTL.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-pub(crate) struct CacheCreation {
+pub struct CacheCreation {
     /// Writes at the 5-minute TTL.
     pub ephemeral_5m_input_tokens: Option<u64>,
     /// Writes at the 1-hour TTL.
@@ -160,7 +160,7 @@ impl LoggedUsage {
 
 /// What one assistant line bills: one line of an API response (§3.3; several lines share it).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Call<'b> {
+pub struct Call<'b> {
     /// `message.id`, when logged.
     pub id: Option<&'b str>,
     /// `requestId`, when logged.
@@ -180,7 +180,7 @@ pub(crate) const SYNTHETIC_MODEL: &str = "<synthetic>";
 impl<'a> Line<'a> {
     /// Parse one line (without its newline). Errors: serde's, when the line is not a JSON
     /// object of this shape (the caller counts it as damage).
-    pub(crate) fn parse(bytes: &'a [u8]) -> serde_json::Result<Line<'a>> {
+    pub fn parse(bytes: &'a [u8]) -> serde_json::Result<Line<'a>> {
         match skim_line(bytes) {
             Some(l) => Ok(l),
             None => serde_json::from_slice(bytes),
@@ -188,13 +188,13 @@ impl<'a> Line<'a> {
     }
 
     /// `type`, or "" when missing.
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         self.ty.as_deref().unwrap_or("")
     }
 
     /// Whether this is a `system/compact_boundary` line (§2.2; the words alone, in prose or a
     /// tool's input, are not).
-    pub(crate) fn is_compact_boundary(&self) -> bool {
+    pub fn is_compact_boundary(&self) -> bool {
         self.kind() == "system" && self.subtype.as_deref() == Some("compact_boundary")
     }
 
@@ -203,7 +203,7 @@ impl<'a> Line<'a> {
     /// model's (§2.1, §4.3 rule 2; ccusage skips them too). Sidechain lines are calls (they
     /// cost) with [`Call::sidechain`] set: the context of the main conversation leaves them
     /// out.
-    pub(crate) fn call(&self) -> Option<Call<'_>> {
+    pub fn call(&self) -> Option<Call<'_>> {
         if self.kind() != "assistant" || self.is_api_error == Some(true) {
             return None;
         }
@@ -223,20 +223,20 @@ impl<'a> Line<'a> {
     }
 
     /// `toolUseResult`, the fields mine reads (§3.4). None when absent or another shape.
-    pub(crate) fn tool_use_result(&self) -> Option<ToolUseResult<'a>> {
+    pub fn tool_use_result(&self) -> Option<ToolUseResult<'a>> {
         self.tool_use_result.and_then(|r| r.decode().ok())
     }
 
     /// `permission_denials` of a `result` line (§7); empty when absent. An entry that is not
     /// an object is skipped.
-    pub(crate) fn permission_denials(&self) -> Vec<PermissionDenial<'a>> {
+    pub fn permission_denials(&self) -> Vec<PermissionDenial<'a>> {
         let Some(raw) = self.permission_denials else { return vec![] };
         let items: Vec<Raw<'a>> = raw.decode().unwrap_or_default();
         items.iter().filter_map(|r| r.decode().ok()).collect()
     }
 
     /// `attachment` of an `attachment` line; None when absent or not an object.
-    pub(crate) fn attachment(&self) -> Option<Attachment<'a>> {
+    pub fn attachment(&self) -> Option<Attachment<'a>> {
         self.attachment.and_then(|r| r.decode().ok())
     }
 }
@@ -244,7 +244,7 @@ impl<'a> Line<'a> {
 /// `toolUseResult` of a Write or Edit (§3.4): `{type: "create"|"update", filePath, content,
 /// originalFile}`. Fields stay raw: other tools put other shapes under the same names.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct ToolUseResult<'a> {
+pub struct ToolUseResult<'a> {
     /// `create` or `update`.
     #[serde(rename = "type", borrow)]
     pub ty: Option<Raw<'a>>,
@@ -258,7 +258,7 @@ pub(crate) struct ToolUseResult<'a> {
 
 /// One entry of a `result` line's `permission_denials` (§7).
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct PermissionDenial<'a> {
+pub struct PermissionDenial<'a> {
     /// The tool refused, e.g. `Bash`.
     #[serde(borrow)]
     pub tool_name: Option<Raw<'a>>,
@@ -273,7 +273,7 @@ pub(crate) struct PermissionDenial<'a> {
 /// `attachment` of an `attachment` line (`formats/real-clis.md` §3): the fields of a hook's
 /// block, `{type: "hook_blocking_error", hookEvent, …}`.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct Attachment<'a> {
+pub struct Attachment<'a> {
     /// e.g. `hook_blocking_error`.
     #[serde(rename = "type", borrow)]
     pub ty: Option<Raw<'a>>,
@@ -284,7 +284,7 @@ pub(crate) struct Attachment<'a> {
 
 /// `message.content`, decoded (§3.1–§3.2).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Content<'a> {
+pub enum Content<'a> {
     /// A plain string (a typed prompt, a command echo, a compaction summary…).
     Text(Cow<'a, str>),
     /// A list of blocks; elements that are not objects are left out.
@@ -296,7 +296,7 @@ pub(crate) enum Content<'a> {
 /// One content block: `text`, `thinking`, `tool_use` or `tool_result` (§3.2, §3.4), with the
 /// fields of all four (each block has its own).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub(crate) struct Block<'a> {
+pub struct Block<'a> {
     /// `text`, `thinking`, `tool_use`, `tool_result`, `image`, …
     #[serde(rename = "type", borrow)]
     pub ty: Option<Cow<'a, str>>,
@@ -351,12 +351,12 @@ impl<'a> Block<'a> {
     }
 
     /// The block's `type`, or "".
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         self.ty.as_deref().unwrap_or("")
     }
 
     /// Whether a tool_result says `is_error: true`.
-    pub(crate) fn is_error(&self) -> bool {
+    pub fn is_error(&self) -> bool {
         self.is_error.is_some_and(|r| r.bytes() == b"true")
     }
 }
@@ -364,7 +364,7 @@ impl<'a> Block<'a> {
 impl<'a> Message<'a> {
     /// The content, decoded: a string, or the blocks that decode (a block with a field of an
     /// unexpected type is left out, as is anything not an object).
-    pub(crate) fn content(&self) -> Content<'a> {
+    pub fn content(&self) -> Content<'a> {
         let Some(raw) = self.content else { return Content::None };
         match raw.bytes().first() {
             Some(b'"') => raw.as_str().map_or(Content::None, Content::Text),

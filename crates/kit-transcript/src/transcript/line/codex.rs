@@ -17,7 +17,7 @@ use super::Raw;
 use crate::prices::Usage;
 
 /// One rollout line.
-pub(crate) struct Envelope<'a> {
+pub struct Envelope<'a> {
     /// `timestamp`, UTC with milliseconds.
     pub timestamp: Option<Cow<'a, str>>,
     /// The payload, by `type`.
@@ -25,7 +25,7 @@ pub(crate) struct Envelope<'a> {
 }
 
 /// A line's payload, by the envelope's `type` (§2).
-pub(crate) enum Payload<'a> {
+pub enum Payload<'a> {
     /// `session_meta` (§3).
     SessionMeta(SessionMeta<'a>),
     /// `turn_context`: the settings of the next requests.
@@ -44,7 +44,7 @@ pub(crate) enum Payload<'a> {
 
 /// `session_meta` (§3): only the fields kit reads.
 #[derive(Deserialize)]
-pub(crate) struct SessionMeta<'a> {
+pub struct SessionMeta<'a> {
     /// The session (thread) id.
     #[serde(borrow)]
     pub id: Option<Cow<'a, str>>,
@@ -55,7 +55,7 @@ pub(crate) struct SessionMeta<'a> {
 
 /// `turn_context`.
 #[derive(Deserialize)]
-pub(crate) struct TurnContext<'a> {
+pub struct TurnContext<'a> {
     /// The model of the next requests.
     #[serde(borrow)]
     pub model: Option<Cow<'a, str>>,
@@ -66,7 +66,7 @@ pub(crate) struct TurnContext<'a> {
 
 /// `event_msg` (§5).
 #[derive(Deserialize)]
-pub(crate) struct EventMsg<'a> {
+pub struct EventMsg<'a> {
     /// e.g. `token_count`, `user_message`, `task_started`, `item_completed`.
     #[serde(rename = "type", borrow)]
     pub ty: Option<Cow<'a, str>>,
@@ -79,7 +79,7 @@ pub(crate) struct EventMsg<'a> {
 
 /// `token_count.info` (§5.1).
 #[derive(Clone, Copy, Deserialize)]
-pub(crate) struct Info {
+pub struct Info {
     /// The thread's cumulative usage.
     pub total_token_usage: Option<Counters>,
     /// The last response's usage (or a context estimate after a compaction).
@@ -91,7 +91,7 @@ pub(crate) struct Info {
 /// An `item_completed` item: `{type, id, command, status, aggregated_output | stdout/stderr,
 /// exit_code}` for a `CommandExecution`; `{type: "UserMessage", …}` for a prompt.
 #[derive(Deserialize)]
-pub(crate) struct Item<'a> {
+pub struct Item<'a> {
     /// `UserMessage`, `AgentMessage`, `CommandExecution`, …
     #[serde(rename = "type", borrow)]
     pub ty: Option<Cow<'a, str>>,
@@ -127,7 +127,7 @@ pub(crate) struct Item<'a> {
 /// `response_item` (§4): the model-visible conversation, with the fields of every kind kit
 /// reads (each kind has its own).
 #[derive(Deserialize)]
-pub(crate) struct ResponseItem<'a> {
+pub struct ResponseItem<'a> {
     /// `message`, `reasoning`, `function_call`, `function_call_output`, `custom_tool_call`,
     /// `custom_tool_call_output`, `local_shell_call`, `compaction`, …
     #[serde(rename = "type", borrow)]
@@ -163,7 +163,7 @@ pub(crate) struct ResponseItem<'a> {
 
 impl<'a> ResponseItem<'a> {
     /// The item's `type`, or "".
-    pub(crate) fn kind(&self) -> &str {
+    pub fn kind(&self) -> &str {
         self.ty.as_deref().unwrap_or("")
     }
 
@@ -173,7 +173,7 @@ impl<'a> ResponseItem<'a> {
     }
 
     /// The `text` of each element of a list field (message content, reasoning summary).
-    pub(crate) fn texts(field: Option<Raw<'a>>) -> Vec<Cow<'a, str>> {
+    pub fn texts(field: Option<Raw<'a>>) -> Vec<Cow<'a, str>> {
         #[derive(Deserialize)]
         struct Part<'a> {
             #[serde(borrow)]
@@ -191,7 +191,7 @@ impl<'a> ResponseItem<'a> {
 /// `TokenUsage` (§5.1); newer builds add `cache_write_input_tokens`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
-pub(crate) struct Counters {
+pub struct Counters {
     /// Input, cached and written included.
     pub input_tokens: i64,
     /// Cached input (cache reads).
@@ -270,13 +270,13 @@ impl Counters {
 /// difference from the previous cumulative, so the calls add up to the file's last cumulative.
 /// A cumulative that goes down (`fill_to_context_window`) re-baselines without billing.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Cumulative {
+pub struct Cumulative {
     prev: Counters,
 }
 
 impl Cumulative {
     /// The next record's cumulative: what it bills when it is an API call, None when not.
-    pub(crate) fn next(&mut self, total: Counters) -> Option<Counters> {
+    pub fn next(&mut self, total: Counters) -> Option<Counters> {
         if total == self.prev {
             return None; // an echo, or a context estimate
         }
@@ -306,7 +306,7 @@ pub(crate) const KNOWN_TYPES: &[&str] = &[
 
 impl<'a> Envelope<'a> {
     /// Parse one line. Errors: serde's, when it is not a JSON object of this shape.
-    pub(crate) fn parse(bytes: &'a [u8]) -> serde_json::Result<Envelope<'a>> {
+    pub fn parse(bytes: &'a [u8]) -> serde_json::Result<Envelope<'a>> {
         serde_json::from_slice(bytes)
     }
 }

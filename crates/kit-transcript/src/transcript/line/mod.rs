@@ -10,8 +10,8 @@
 //! inputs and results — is kept as [`Raw`] JSON and decoded on demand, so the engine and the
 //! hook pay for none of it.
 
-pub(crate) mod claude;
-pub(crate) mod codex;
+pub mod claude;
+pub mod codex;
 
 use std::borrow::Cow;
 
@@ -24,7 +24,7 @@ use super::skim;
 /// one JSON value) or by the skimmer ([`super::skim`], which checks only its brackets and
 /// strings; a decode then reports what the skimmer did not check).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Raw<'a>(&'a [u8]);
+pub struct Raw<'a>(&'a [u8]);
 
 impl<'a> Raw<'a> {
     /// The value's bytes as they appear in the line.
@@ -38,18 +38,18 @@ impl<'a> Raw<'a> {
     }
 
     /// Decode the value as `T`. Errors: the value is not a `T` (serde's message).
-    pub(crate) fn decode<T: Deserialize<'a>>(&self) -> serde_json::Result<T> {
+    pub fn decode<T: Deserialize<'a>>(&self) -> serde_json::Result<T> {
         serde_json::from_slice(self.0)
     }
 
     /// The value as free-form JSON (tool inputs and results, whose shape is the tool's own).
     /// `Null` when it does not decode.
-    pub(crate) fn value(&self) -> serde_json::Value {
+    pub fn value(&self) -> serde_json::Value {
         self.decode().unwrap_or(serde_json::Value::Null)
     }
 
     /// The value as a string, when it is one (escapes decoded; borrowed when it has none).
-    pub(crate) fn as_str(&self) -> Option<Cow<'a, str>> {
+    pub fn as_str(&self) -> Option<Cow<'a, str>> {
         if self.0.first() != Some(&b'"') {
             return None;
         }
@@ -76,7 +76,7 @@ impl<'a> Raw<'a> {
     /// (arrays in order, object members by key): tool inputs and results, whose shape is the
     /// tool's own. Skimmed; walked as a `Value` when the skimmer cannot (escaped or repeated
     /// keys, damage).
-    pub(crate) fn strings(&self) -> Vec<Cow<'a, str>> {
+    pub fn strings(&self) -> Vec<Cow<'a, str>> {
         let mut out = vec![];
         if walk(self.0, &mut out).is_none() {
             out.clear();
@@ -134,7 +134,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 }
 
 /// A raw field's text: None when absent or not a string (escapes decoded).
-pub(crate) fn text(field: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
+pub fn text(field: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
     field.and_then(|r| r.as_str())
 }
 
