@@ -3,7 +3,7 @@
 //! sandbox's Claude Code settings (`kit hook install --user`). The fake agent reads those settings
 //! as Claude Code does and starts the real `kit hook claude` process at each hook event; the judge
 //! reads what that process journaled (`hook` events of `longrun/journal.jsonl`, see
-//! `src/hook/mod.rs`), the hook context the agent received (in its transcript) and what
+//! `kit_harness::hook`), the hook context the agent received (in its transcript) and what
 //! `kit handoff verify --transcript` says of the handoff.
 
 use std::path::Path;

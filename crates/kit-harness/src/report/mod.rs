@@ -12,11 +12,11 @@
 //! - **Self-contained.** Styles, charts and the few lines of script (sorting the session table,
 //!   opening every per-call table before printing) are inline; nothing is fetched. The page
 //!   reads the same without JavaScript.
-//! - **Charts** are drawn by plotters' SVG backend (`src/report/charts.rs`), one function per
+//! - **Charts** are drawn by plotters' SVG backend (`charts.rs`), one function per
 //!   chart, into inline `<svg>`; plotters is the most used plotting crate in Rust and draws
 //!   SVG without fonts or a browser, so each chart is built from the records, not from
 //!   coordinates written by hand. The HTML around them is maud templates
-//!   (`src/report/page.rs`): compiled, and every text interpolated is escaped.
+//!   (`page.rs`): compiled, and every text interpolated is escaped.
 //! - **Fast.** Sessions are read in parallel as for `kit measure`, and each session's article
 //!   (charts and per-call table) is rendered on the thread that read it while its calls are in
 //!   memory; only the article's text is kept.

@@ -1,5 +1,5 @@
 //! A loop's iterations as rows, read from the journal's events as `kit status` reads them
-//! ([`History`]; event fields as `src/looprun/mod.rs` documents them). One row per baseline and
+//! ([`History`]; event fields as `looprun` documents them). One row per baseline and
 //! per `iteration_start`, in journal order; later events carrying the same `iteration` attach
 //! to it: `agent_end` (duration, cost, how the agent ended), `criteria` (passing, progress,
 //! commit), `cheat` (what kit reverted), `cap` (the cap reached after it).
