@@ -1,26 +1,31 @@
-//! The guard on kit's layering (the list in `src/lib.rs`'s module doc): reads every `src/**/*.rs`
-//! file, collects the `crate::NAME` paths it uses (outside comments), and fails when
+//! The guard on kit's layering (the list in `src/lib.rs`'s module doc): reads every `.rs` file
+//! under `src/` and `crates/*/src/`, collects the `crate::NAME` and `kit_…::NAME` paths it uses
+//! (outside comments; a crate's `lib.rs` brings the lower crates' modules in under their
+//! `crate::` names), and fails when
 //!
 //! - two or more top-level modules import each other, directly or round a circle (the message
 //!   names the circle and one line per import in it);
 //! - a module imports from a layer above its own in the list (a harness module that imports the
 //!   course is named as crossing that border);
-//! - a top-level module is missing from the list;
-//! - the files of one folder (`src/goal/lint/*.rs`, …) import each other round a circle, by
+//! - a top-level module is missing from the list, or two crates have a module of one name;
+//! - the files of one folder (`crates/kit-harness/src/goal/lint/*.rs`, …) import each other
+//!   round a circle, by
 //!   `super::NAME` or by their full `crate::…` path ([`KNOWN_FOLDER_CIRCLES`] lists the ones not
 //!   yet undone).
 //!
-//! A module may import from its own layer as long as that makes no circle. The check reads the
-//! source as text, as a reviewer does; it compiles into the unit tests only.
+//! A module may import from its own layer as long as that makes no circle. Between crates Cargo
+//! enforces the order (`kit-core` <- `kit-transcript` <- `kit-harness` <- `kit-course` <- `kit`;
+//! the harness cannot name the course); this check keeps the finer order inside a crate. It
+//! reads the source as text, as a reviewer does; it compiles into the unit tests only.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// `from -> to -> the lines (file:line) where `from` names `crate::to`.
+/// `from -> to -> the lines (file:line) where `from` names `crate::to` (or `kit_…::to`).
 type Imports = BTreeMap<String, BTreeMap<String, Vec<String>>>;
 
 /// The first layer of the course in `src/lib.rs`'s list: layers below it are the harness, which
-/// must not import the course.
+/// must not import the course (and cannot: the course's crate depends on the harness's).
 const COURSE_LAYER: usize = 7;
 
 /// Circles between the files of one folder that are known and still to be undone (folder, the
@@ -40,58 +45,95 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file under `src/` belongs to (`None`: the crate root or the binary).
+/// Module names found in more than one source folder, with those folders.
+type Twice = Vec<(String, Vec<PathBuf>)>;
+
+/// The path prefixes by which a file names a top-level module: its own crate, or a kit crate's
+/// library by name.
+const PREFIXES: &[&str] =
+    &["crate::", "kit_core::", "kit_transcript::", "kit_harness::", "kit_course::"];
+
+/// The source folders of the workspace, relative to the repository root: the `kit` package's
+/// `src/` and every `crates/*/src/`, sorted.
+fn source_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("src").is_dir())
+        .map(|p| p.strip_prefix(root).unwrap().join("src"))
+        .collect();
+    crates.sort();
+    dirs.extend(crates);
+    dirs
+}
+
+/// The top-level module a file under a `src/` belongs to (`None`: the crate root or a binary).
 fn top_module(rel: &Path) -> Option<String> {
     let first = rel.components().next()?.as_os_str().to_str()?;
     let name = first.strip_suffix(".rs").unwrap_or(first);
     (!matches!(name, "lib" | "main")).then(|| name.to_string())
 }
 
-/// The lowercase names `line` reaches as `crate::NAME` before any `//` comment.
+/// The lowercase names `line` reaches as `crate::NAME` or `kit_…::NAME` ([`PREFIXES`]) before
+/// any `//` comment.
 fn crate_paths(line: &str) -> Vec<String> {
     let code = line.split("//").next().unwrap_or("");
     let mut out = Vec::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        let before = &rest[..at];
-        rest = &rest[at + "crate::".len()..];
-        if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue; // `$crate::`, `mycrate::`
-        }
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
-            .collect();
-        if !name.is_empty() {
-            out.push(name);
+    for prefix in PREFIXES {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            let before = &rest[..at];
+            rest = &rest[at + prefix.len()..];
+            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue; // `$crate::`, `mycrate::`
+            }
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                .collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
         }
     }
     out
 }
 
-fn imports(src: &Path) -> (BTreeSet<String>, Imports) {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
+/// The top-level modules of every source folder under `root` ([`source_dirs`]) and the imports
+/// between them; a module name found in two source folders goes into `twice` (name, folders).
+fn imports(root: &Path) -> (BTreeSet<String>, Imports, Twice) {
     let mut modules = BTreeSet::new();
     let mut edges = Imports::new();
-    for f in files {
-        let rel = f.strip_prefix(src).unwrap();
-        let Some(from) = top_module(rel) else { continue };
-        if from == "layering" {
-            continue;
-        }
-        modules.insert(from.clone());
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            for to in crate_paths(line) {
-                if to != from {
-                    let at = format!("src/{}:{}", rel.display(), i + 1);
-                    edges.entry(from.clone()).or_default().entry(to).or_default().push(at);
+    let mut homes: BTreeMap<String, BTreeSet<PathBuf>> = BTreeMap::new();
+    for src in source_dirs(root) {
+        let mut files = Vec::new();
+        rust_files(&root.join(&src), &mut files);
+        for f in files {
+            let rel = f.strip_prefix(root.join(&src)).unwrap();
+            let Some(from) = top_module(rel) else { continue };
+            if from == "layering" {
+                continue;
+            }
+            modules.insert(from.clone());
+            homes.entry(from.clone()).or_default().insert(src.clone());
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                for to in crate_paths(line) {
+                    if to != from {
+                        let at = format!("{}:{}", src.join(rel).display(), i + 1);
+                        edges.entry(from.clone()).or_default().entry(to).or_default().push(at);
+                    }
                 }
             }
         }
     }
-    (modules, edges)
+    let twice = homes
+        .into_iter()
+        .filter(|(_, h)| h.len() > 1)
+        .map(|(m, h)| (m, h.into_iter().collect()))
+        .collect();
+    (modules, edges, twice)
 }
 
 /// The strongly connected components of more than one module (Tarjan), each sorted.
@@ -236,10 +278,12 @@ fn sibling_paths(line: &str, module_path: &str, direct: bool) -> Vec<String> {
     out
 }
 
-/// For every folder under `src/`: its child modules (`NAME.rs`, `NAME/`) and the imports
+/// For every folder under `src` (a source folder relative to `root`): its child modules (`NAME.rs`, `NAME/`) and the imports
 /// between them, read from `NAME.rs`, `NAME/mod.rs` and every file under `NAME/` (full paths
 /// only for the latter). The folder's own `mod.rs` is not a node: it declares the children.
-fn folder_imports(src: &Path) -> Vec<(String, BTreeSet<String>, Imports)> {
+fn folder_imports(root: &Path, src: &Path) -> Vec<(String, BTreeSet<String>, Imports)> {
+    let label = src;
+    let src = &root.join(src);
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let mut folders: BTreeMap<PathBuf, (BTreeSet<String>, Imports)> = BTreeMap::new();
@@ -262,7 +306,7 @@ fn folder_imports(src: &Path) -> Vec<(String, BTreeSet<String>, Imports)> {
             for (i, line) in text.lines().enumerate() {
                 for to in sibling_paths(line, &module_path, direct) {
                     if to != child {
-                        let at = format!("src/{}:{}", rel.display(), i + 1);
+                        let at = format!("{}:{}", label.join(rel).display(), i + 1);
                         entry
                             .1
                             .entry(child.to_string())
@@ -282,7 +326,7 @@ fn folder_imports(src: &Path) -> Vec<(String, BTreeSet<String>, Imports)> {
             for targets in edges.values_mut() {
                 targets.retain(|to, _| modules.contains(to));
             }
-            (format!("src/{}", folder.display()), modules, edges)
+            (label.join(folder).display().to_string(), modules, edges)
         })
         .collect()
 }
@@ -291,7 +335,8 @@ fn folder_imports(src: &Path) -> Vec<(String, BTreeSet<String>, Imports)> {
 fn the_files_of_a_folder_form_no_circle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut problems = Vec::new();
-    for (folder, modules, edges) in folder_imports(&root.join("src")) {
+    let folders = source_dirs(root).into_iter().flat_map(|src| folder_imports(root, &src));
+    for (folder, modules, edges) in folders {
         for circle in circles(&modules, &edges) {
             let known = KNOWN_FOLDER_CIRCLES.iter().any(|(f, c)| {
                 *f == folder && c.iter().copied().eq(circle.iter().map(String::as_str))
@@ -312,9 +357,13 @@ fn the_files_of_a_folder_form_no_circle() {
 #[test]
 fn top_level_modules_form_no_circle_and_keep_to_their_layers() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (modules, edges) = imports(&root.join("src"));
+    let (modules, edges, twice) = imports(root);
     let mut problems: Vec<String> =
         circles(&modules, &edges).iter().map(|c| describe(c, &edges)).collect();
+    for (m, homes) in &twice {
+        let homes: Vec<String> = homes.iter().map(|h| h.display().to_string()).collect();
+        problems.push(format!("module `{m}` is in more than one crate: {}\n", homes.join(", ")));
+    }
     let layer = layers(&std::fs::read_to_string(root.join("src/lib.rs")).unwrap());
     for m in &modules {
         if !layer.contains_key(m) {
@@ -379,6 +428,10 @@ fn the_guard_sees_a_circle_and_names_it() {
         Vec::<String>::new()
     );
     assert_eq!(crate_paths("$crate::atomic::write(crate::Error::x)"), Vec::<String>::new());
+    assert_eq!(
+        crate_paths("use kit_core::units; kit_harness::looprun::x; ::kit_course::verify"),
+        vec!["units", "looprun", "verify"]
+    );
     assert_eq!(
         layers("//! `a`\n//! # Layers\n//! See `x`.\n//!\n//! 1. base: `error`,\n//!    `atomic`\n//! 2. `longrun`\n//! # Next\n//! 3. `y`"),
         [("atomic".to_string(), 1), ("error".into(), 1), ("longrun".into(), 2)].into()

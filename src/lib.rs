@@ -1,8 +1,21 @@
 //! kit: a harness for running a coding agent (Claude Code, Codex) unattended for hours, and the
 //! course that teaches it. See `DESIGN.md` in the shared folder for the specification.
 //!
-//! The library owns every concept; `src/main.rs` is glue. Terminal output goes through
-//! [`term`]; the clock through [`clock`], so goldens can pin exact text.
+//! kit is a Cargo workspace (`crates/README.md`). This package, `kit`, is the command edge: it
+//! owns the binaries (`kit`, `fake-agent`), parses the command line ([`cli`]) and hands it to the
+//! libraries ([`run`]); the libraries own every concept. Terminal output goes through
+//! `kit_core::term`; the clock through `kit_core::clock`, so goldens can pin exact text.
+//!
+//! # Crates
+//!
+//! Each crate depends only on the ones before it in this list; Cargo enforces it.
+//!
+//! - `kit-core` (`crates/kit-core`): layer 1 below
+//! - `kit-transcript` (`crates/kit-transcript`): `prices` and `transcript`
+//! - `kit-harness` (`crates/kit-harness`): layers 2 (but `prices`) and 4 to 6; it knows nothing
+//!   of the course
+//! - `kit-course` (`crates/kit-course`): layer 7
+//! - `kit` (this package, the repository root): layer 8, the binaries and the integration tests
 //!
 //! # Layers
 //!
@@ -10,14 +23,16 @@
 //! and no two top-level modules import each other, directly or round a circle. Layers 1 to 6
 //! are the harness, 7 the course: the harness knows nothing of the course, which passes down
 //! what it needs (an identity in the sandbox's environment, the state folder a sandbox keeps for
-//! its handoff key as a function the command edge hands to `handoff` and `hook`). The unit test
-//! in `src/layering.rs` reads the `crate::…` paths of every file and fails on a circle, on an
-//! import from a later layer (naming the harness–course border when it is that one), on a
-//! module missing from the list, and on a circle between the files of one folder.
+//! its handoff key as a function the command edge hands to `handoff` and `hook`). Between
+//! crates, Cargo enforces the order; within a crate (a crate's `lib.rs` brings the lower
+//! crates' modules in under their `crate::` names), the unit test in `src/layering.rs` reads the
+//! `crate::…` and `kit_…::` paths of every file of every crate and fails on a circle, on an
+//! import from a later layer, on a module missing from the list, and on a circle between the
+//! files of one folder.
 //!
 //! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
 //!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
-//!    (per-user keys, HMAC), `testing` (unit tests only)
+//!    (per-user keys, HMAC), `testing` (what the unit tests share)
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`,
 //!    `templates` (`kit/`: what `kit init` and the loop write from)
 //! 3. reading agents' transcripts: `transcript`
@@ -29,54 +44,24 @@
 //!    `embedded` (lessons, exercises, cases), `matcher`, `golden`, `rehearse`, `course`, `verify`
 //! 8. the command line: `cli`, `run`
 
-// Crate-private by default: an item is `pub` only where the binaries (`kit`, `fake-agent`) or
-// the integration tests reach it through a `pub mod` above; everything else is `pub(crate)`.
+// Crate-private by default: an item is `pub` only where the binaries (`kit`, `fake-agent`) reach
+// it; everything else is `pub(crate)`.
 #![warn(unreachable_pub)]
 // Terminal output goes through `term` and the writers the command edge (`run`) hands down; the
 // library prints nothing itself.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub(crate) mod atomic;
-pub(crate) mod cache;
 pub(crate) mod cli;
-pub(crate) mod clock;
-pub mod course;
-pub(crate) mod digest;
-pub(crate) mod doctor;
-pub(crate) mod duration;
-pub mod embedded;
-pub(crate) mod error;
-pub mod fake_agent;
-pub mod frozen;
-pub mod git;
-pub mod goal;
-pub mod golden;
-pub mod handoff;
-pub(crate) mod hook;
-pub mod keys;
-pub mod longrun;
-pub mod looprun;
-pub(crate) mod matcher;
-pub(crate) mod measure;
-pub(crate) mod mine;
-pub mod prices;
-pub mod proc;
-pub(crate) mod recall;
-pub mod rehearse;
-pub(crate) mod report;
 pub mod run;
-pub(crate) mod sandbox;
-pub(crate) mod schedule;
-pub(crate) mod status;
-pub mod templates;
-pub(crate) mod term;
-#[cfg(test)]
-mod testing;
-pub(crate) mod transcript;
-pub(crate) mod units;
-pub mod verify;
+
+// The libraries' modules under their old `crate::` paths (private: nothing is re-exported).
+use kit_core::{duration, error, term, units};
+use kit_course::{course, rehearse, sandbox, verify};
+use kit_harness::{
+    cache, doctor, frozen, goal, handoff, hook, longrun, looprun, measure, mine, recall, report,
+    schedule, status,
+};
+use kit_transcript::transcript;
 
 #[cfg(test)]
 mod layering;
-
-pub use error::{Error, Result};

@@ -1,5 +1,5 @@
 //! One test per `kit verify` case: every catalogue case (`tests/cases/*.md`), every exercise's
-//! solution and start, every lesson, built by `kit::verify::jobs` and run by `Job::check_or_bless`,
+//! solution and start, every lesson, built by `kit_course::verify::jobs` and run by `Job::check_or_bless`,
 //! the same code `kit verify` runs, so a failure names its case and the cases run in parallel
 //! (`--test-threads`). `cargo test --test cases -- NAME` runs the cases whose name contains NAME;
 //! `KIT_GOLDEN=overwrite cargo test --test cases` rewrites the failing ones' expected lines in
@@ -7,21 +7,21 @@
 
 use std::path::PathBuf;
 
-use kit::golden::Binaries;
-use kit::verify::{Checkout, Options};
+use kit_course::golden::Binaries;
+use kit_course::verify::{Checkout, Options};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
     let mut args = Arguments::from_args();
     // The cases mostly wait on their children, as in `kit verify`: as many at once by default.
-    args.test_threads = args.test_threads.or(Some(kit::verify::default_jobs()));
+    args.test_threads = args.test_threads.or(Some(kit_course::verify::default_jobs()));
     let bins = Binaries {
         kit: PathBuf::from(env!("CARGO_BIN_EXE_kit")),
         fake_agent: Some(PathBuf::from(env!("CARGO_BIN_EXE_fake-agent"))),
     };
-    let bless = kit::verify::overwrite_requested()
+    let bless = kit_course::verify::overwrite_requested()
         .then(|| Checkout(PathBuf::from(env!("CARGO_MANIFEST_DIR"))));
-    let mut jobs = kit::verify::jobs(&Options::default());
+    let mut jobs = kit_course::verify::jobs(&Options::default());
     // The cases that wait for seconds start first, as `kit verify` starts them.
     jobs.sort_by_key(|j| !j.waits());
     let trials = jobs

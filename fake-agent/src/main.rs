@@ -1,6 +1,6 @@
-//! The `fake-agent` binary: the fake agent of the library ([`kit::fake_agent`]), which the
+//! The `fake-agent` binary: the fake agent of the library ([`kit_harness::fake_agent`]), which the
 //! `kit` binary also is (`kit fake-agent …`).
 
 fn main() -> std::process::ExitCode {
-    kit::fake_agent::main()
+    kit_harness::fake_agent::main()
 }

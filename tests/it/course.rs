@@ -22,24 +22,24 @@ fn kit_in(dir: &Path, lab: &Path, args: &[&str]) -> Output {
 }
 
 fn learner(dir: &Path, lab: &Path) -> std::process::Command {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
     let mut c = std::process::Command::new(kit_bin());
     c.current_dir(dir)
         .env_clear()
-        .envs(kit::golden::golden_env(lab.parent().unwrap(), &bins))
+        .envs(kit_course::golden::golden_env(lab.parent().unwrap(), &bins))
         .env("KIT_LAB", lab);
     c
 }
 
 /// `sh -c script` in `dir` with the learner's environment.
 fn sh_in(dir: &Path, lab: &Path, script: &str) -> Output {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
     std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
         .current_dir(dir)
         .env_clear()
-        .envs(kit::golden::golden_env(lab.parent().unwrap(), &bins))
+        .envs(kit_course::golden::golden_env(lab.parent().unwrap(), &bins))
         .env("KIT_LAB", lab)
         .output()
         .unwrap()
@@ -243,8 +243,8 @@ fn every_lesson_folder_holds_lesson_toml_and_readme_only() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // The embedded course loads: every file parses and numbers match folders.
-    let exercises = kit::course::exercise::load_all().unwrap();
-    let lessons = kit::course::lesson::load_all().unwrap();
+    let exercises = kit_course::course::exercise::load_all().unwrap();
+    let lessons = kit_course::course::lesson::load_all().unwrap();
     assert!(!exercises.is_empty() && !lessons.is_empty());
 }
 
@@ -275,7 +275,7 @@ fn started(n: u32) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let lab = d.path().join("lab");
     let o = kit_in(d.path(), &lab, &["exercise", "start", &n.to_string()]);
     assert!(o.status.success(), "{}", text(&o));
-    let slug = kit::course::exercise::load_all()
+    let slug = kit_course::course::exercise::load_all()
         .unwrap()
         .into_iter()
         .find(|e| e.meta.id == n)
@@ -517,7 +517,7 @@ fn check_copies_the_sandbox_without_nested_labs_or_other_sandboxes() {
     std::fs::write(s9.join(".home/.local/state/kit/handoff.key"), "k\n").unwrap();
     std::fs::write(s9.join(".home/notes.txt"), "x").unwrap();
     let to = tempfile::tempdir().unwrap();
-    kit::course::check::copy_sandbox(&s9, "transcripts", to.path()).unwrap();
+    kit_course::course::check::copy_sandbox(&s9, "transcripts", to.path()).unwrap();
     let rel = one.strip_prefix(&s9).unwrap();
     assert_eq!(std::fs::read(to.path().join(rel)).unwrap(), pristine);
     assert!(to.path().join(".home/.local/state/kit/handoff.key").is_file());
@@ -541,18 +541,18 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn verify_start_fails_only_at_the_step_the_learners_work_changes() {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    let all = kit::course::exercise::load_all().unwrap();
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let all = kit_course::course::exercise::load_all().unwrap();
     let one = all.iter().find(|e| e.meta.id == 1).unwrap();
     assert_eq!(one.meta.start_fails_at.as_deref(), Some("ls longrun"));
-    let ok = kit::course::check::run_start_fails(one, &bins).unwrap();
+    let ok = kit_course::course::check::run_start_fails(one, &bins).unwrap();
     assert!(ok.failure.is_none(), "{:?}", ok.failure);
     // A golden broken before the learner's step (a typo) fails on the start state too, and must
     // not count as "start fails".
     let mut broken = one.clone();
     broken.golden =
         Box::leak(format!("```console\n$ catt NOTES.md\n```\n\n{}", one.golden).into_boxed_str());
-    let o = kit::course::check::run_start_fails(&broken, &bins).unwrap();
+    let o = kit_course::course::check::run_start_fails(&broken, &bins).unwrap();
     let f = o.failure.expect("a start failing at the wrong step is a failure");
     assert!(
         f.detail.contains(
@@ -563,7 +563,7 @@ fn verify_start_fails_only_at_the_step_the_learners_work_changes() {
     );
     let mut unnamed = one.clone();
     unnamed.meta.start_fails_at = None;
-    let o = kit::course::check::run_start_fails(&unnamed, &bins).unwrap();
+    let o = kit_course::course::check::run_start_fails(&unnamed, &bins).unwrap();
     assert!(o.failure.unwrap().detail.contains("has no start_fails_at"));
 }
 
@@ -732,7 +732,8 @@ fn a_lesson_is_called_done_only_when_every_exercise_of_it_passed() {
     let (d, lab, ex1) = started(1);
     let o = kit_in(d.path(), &lab, &["exercise", "start", "2"]);
     assert!(o.status.success(), "{}", text(&o));
-    let two = kit::course::exercise::load_all().unwrap().into_iter().find(|e| e.meta.id == 2);
+    let two =
+        kit_course::course::exercise::load_all().unwrap().into_iter().find(|e| e.meta.id == 2);
     let two = two.unwrap();
     assert_eq!(two.meta.lesson, 1);
     let sandbox2 = lab.join(&two.slug);
@@ -767,11 +768,12 @@ fn checking_an_earlier_exercise_once_all_passed_says_the_course_is_done() {
     pass_exercise_1(&lab, &sandbox);
     // Every other exercise passed too (stamped under this learner's course key, as kit would).
     let key_file = d.path().join(".home/.local/state/kit/course.key");
-    let key = kit::keys::load(&key_file).unwrap().unwrap();
-    let mut p = kit::course::lab::Progress::load_with(&lab, Some(&key)).unwrap();
-    for ex in kit::course::exercise::load_all().unwrap().into_iter().skip(1) {
+    let key = kit_core::keys::load(&key_file).unwrap().unwrap();
+    let mut p = kit_course::course::lab::Progress::load_with(&lab, Some(&key)).unwrap();
+    for ex in kit_course::course::exercise::load_all().unwrap().into_iter().skip(1) {
         let dir = lab.join(&ex.slug);
-        let pass = kit::course::lab::Pass::new(&key, ex.meta.id, &ex.slug, &lab, &dir, "d".into());
+        let pass =
+            kit_course::course::lab::Pass::new(&key, ex.meta.id, &ex.slug, &lab, &dir, "d".into());
         let e = p.entry(&ex.slug);
         e.dir = Some(dir);
         e.started = Some(pass.time.clone());

@@ -24,8 +24,8 @@ fn sandbox() -> Sandbox {
     let project = root.join("p");
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    kit::rehearse::sample::write_sample_project(&project).unwrap();
-    kit::rehearse::sample::commit_sample_project(&project, &git_env()).unwrap();
+    kit_course::rehearse::sample::write_sample_project(&project).unwrap();
+    kit_course::rehearse::sample::commit_sample_project(&project, &git_env()).unwrap();
     Sandbox { _tmp: tmp, project, home }
 }
 
@@ -141,14 +141,14 @@ fn finish_makes_all_14_tests_pass() {
     // The frozen tests are untouched.
     assert_eq!(
         sb.read("tests/test_durations.py"),
-        kit::rehearse::sample::original("tests/test_durations.py").unwrap()
+        kit_course::rehearse::sample::original("tests/test_durations.py").unwrap()
     );
 }
 
 #[test]
 fn cheat_weakens_a_test_on_call_1_and_does_the_work_on_call_2() {
     let sb = sandbox();
-    let original = kit::rehearse::sample::original("tests/test_durations.py").unwrap();
+    let original = kit_course::rehearse::sample::original("tests/test_durations.py").unwrap();
 
     // Invocation numbers from the counter in .git, as when nothing sets KIT_FAKE_INVOCATION.
     assert!(sb.run("cheat", None).status.success());
@@ -239,8 +239,8 @@ fn stream_json_starts_with_init_and_ends_with_a_result_with_usage_and_cost() {
     assert_eq!(t.len(), 1);
     let mut seen = std::collections::HashSet::new();
     let mut sum = 0.0;
-    let kit::prices::Lookup::Priced(price) =
-        kit::prices::PriceTable::embedded().lookup("claude-sonnet-4-5-20250929")
+    let kit_transcript::prices::Lookup::Priced(price) =
+        kit_transcript::prices::PriceTable::embedded().lookup("claude-sonnet-4-5-20250929")
     else {
         panic!("sonnet 4.5 is priced");
     };
@@ -260,7 +260,7 @@ fn stream_json_starts_with_init_and_ends_with_a_result_with_usage_and_cost() {
         // The last line of a response carries the final output count (formats §3.3).
         let last = lines.iter().rfind(|x| x["message"]["id"] == m["id"]).unwrap();
         let u = &last["message"]["usage"];
-        let usage = kit::prices::Usage {
+        let usage = kit_transcript::prices::Usage {
             input: u["input_tokens"].as_u64().unwrap(),
             cache_write_5m: u["cache_creation"]["ephemeral_5m_input_tokens"].as_u64().unwrap(),
             cache_write_1h: u["cache_creation"]["ephemeral_1h_input_tokens"].as_u64().unwrap(),
@@ -638,8 +638,8 @@ fn an_interrupted_invocation_is_done_again_and_kit_iteration_does_not_skip_the_w
 fn fake_sessions_in_two_projects_have_different_ids() {
     let a = sandbox();
     let b_root = a.home.parent().unwrap().join("q");
-    kit::rehearse::sample::write_sample_project(&b_root).unwrap();
-    kit::rehearse::sample::commit_sample_project(&b_root, &git_env()).unwrap();
+    kit_course::rehearse::sample::write_sample_project(&b_root).unwrap();
+    kit_course::rehearse::sample::commit_sample_project(&b_root, &git_env()).unwrap();
     let b = Sandbox { _tmp: tempfile::tempdir().unwrap(), project: b_root, home: a.home.clone() };
     assert!(a.run("lie", Some(1)).status.success());
     assert!(b.run("lie", Some(1)).status.success());
@@ -668,7 +668,8 @@ fn a_fake_loop_interrupted_in_its_first_call_does_the_work_when_resumed() {
     };
     std::fs::write(root.join(".git/info/exclude"), "/.home/\n").unwrap();
     kit(&["init"]);
-    std::fs::write(root.join("longrun/goal.md"), kit::rehearse::sample::goal_text()).unwrap();
+    std::fs::write(root.join("longrun/goal.md"), kit_course::rehearse::sample::goal_text())
+        .unwrap();
     kit(&["freeze", "tests", "tools"]);
     let git = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "goal"])

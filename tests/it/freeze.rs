@@ -8,9 +8,9 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use kit::frozen::guard::{Drift, DriftKind, Guard};
-use kit::frozen::manifest::Manifest;
-use kit::longrun::Project;
+use kit_harness::frozen::guard::{Drift, DriftKind, Guard};
+use kit_harness::frozen::manifest::Manifest;
+use kit_harness::longrun::Project;
 use sha2::{Digest, Sha256};
 
 use crate::util::{fake_agent_bin, git_repo, kit, kit_bin};
@@ -20,11 +20,11 @@ const HELPER: &str = "def helper():\n    return 42\n";
 const RUN_SH: &str = "#!/bin/sh\nexec python3 -m unittest discover -s tests\n";
 
 fn git(dir: &Path, args: &[&str]) {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
     let st = Command::new("git")
         .args(args)
         .current_dir(dir)
-        .envs(kit::golden::golden_env(dir, &bins))
+        .envs(kit_course::golden::golden_env(dir, &bins))
         .output()
         .unwrap();
     assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
@@ -120,11 +120,11 @@ fn init_creates_the_seven_files_and_the_gitignore_entries() {
     let d = git_repo();
     let (code, text) = run_kit(d.path(), &["init"]);
     assert_eq!(code, 0, "{text}");
-    for name in kit::longrun::STATE_FILES {
+    for name in kit_harness::longrun::STATE_FILES {
         let p = d.path().join("longrun").join(name);
         assert!(p.is_file(), "{name}");
         assert!(text.contains(&format!("created longrun/{name}")), "{text}");
-        let template = kit::templates::kit_file(&format!("templates/{name}")).unwrap();
+        let template = kit_harness::templates::kit_file(&format!("templates/{name}")).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), template);
     }
     assert_eq!(fs::read(d.path().join("longrun/journal.jsonl")).unwrap(), b"");
@@ -188,9 +188,10 @@ fn init_outside_git_exits_2_and_names_git_init() {
 
 #[test]
 fn the_config_template_parses_with_the_defaults() {
-    let text = kit::templates::kit_file("templates/config.toml").unwrap();
-    let parsed = kit::longrun::config::Config::parse(Path::new("config.toml"), text).unwrap();
-    let defaults = kit::longrun::config::Config::default();
+    let text = kit_harness::templates::kit_file("templates/config.toml").unwrap();
+    let parsed =
+        kit_harness::longrun::config::Config::parse(Path::new("config.toml"), text).unwrap();
+    let defaults = kit_harness::longrun::config::Config::default();
     assert_eq!(
         serde_json::to_value(&parsed).unwrap(),
         serde_json::to_value(&defaults).unwrap(),
@@ -584,8 +585,8 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
     let d = frozen_repo();
     let root = d.path();
     let journal_path = root.join("longrun/journal.jsonl");
-    let journal = kit::longrun::journal::Journal::new(&journal_path);
-    use kit::longrun::event::{self as ev, Event};
+    let journal = kit_harness::longrun::journal::Journal::new(&journal_path);
+    use kit_harness::longrun::event::{self as ev, Event};
     journal.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
     let cheat = ev::Cheat { path: "tests/test_x.py".into(), ..ev::Cheat::default() };
     journal.append(&Event::Cheat(cheat)).unwrap();

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kit::goal::{run_criterion, Criterion, Expectation, Kind};
+use kit_harness::goal::{run_criterion, Criterion, Expectation, Kind};
 
 fn criterion(command: &str, expect: &[&str], exit: i32) -> Criterion {
     let expectations = expect
@@ -157,6 +157,6 @@ fn results_serialize_for_the_journal() {
     assert_eq!(v["kind"], "function");
     assert_eq!(v["passed"], true);
     assert!(v["duration_ms"].is_u64());
-    let back: kit::goal::CriterionResult = serde_json::from_value(v).unwrap();
+    let back: kit_harness::goal::CriterionResult = serde_json::from_value(v).unwrap();
     assert_eq!(back.output_tail, "OK");
 }

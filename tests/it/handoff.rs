@@ -12,11 +12,11 @@ use serde_json::json;
 use crate::util::{fake_agent_bin, git_repo, kit, kit_bin};
 
 fn git(dir: &Path, args: &[&str]) {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
     let o = Command::new("git")
         .args(args)
         .current_dir(dir)
-        .envs(kit::golden::golden_env(dir, &bins))
+        .envs(kit_course::golden::golden_env(dir, &bins))
         .output()
         .unwrap();
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
@@ -103,7 +103,7 @@ fn saved_then_verified() {
     let (code, out) = save_with_stdin(d.path(), "Done: f returns 2.\nNext action: add the test.\n");
     assert_eq!(code, 0, "{out}");
     assert_eq!(out.lines().count(), 1, "one line: {out}");
-    let id = kit::handoff::stamp_in_output(&out).expect("the line carries the stamp id");
+    let id = kit_harness::handoff::stamp_in_output(&out).expect("the line carries the stamp id");
     let text = fs::read_to_string(d.path().join("longrun/handoff.md")).unwrap();
     assert!(text
         .starts_with("Done: f returns 2.\nNext action: add the test.\n\n<!-- kit handoff stamp"));
@@ -119,7 +119,7 @@ fn saved_then_verified() {
     // Saving again with no stdin keeps the summary and gives the same id at the same time.
     let (code, again) = run(d.path(), &["handoff", "save"]);
     assert_eq!(code, 0, "{again}");
-    assert_eq!(kit::handoff::stamp_in_output(&again).as_deref(), Some(id.as_str()));
+    assert_eq!(kit_harness::handoff::stamp_in_output(&again).as_deref(), Some(id.as_str()));
 }
 
 #[test]
@@ -232,7 +232,7 @@ fn a_forged_save_call_proves_nothing() {
     // is not the save: the proof needs the real invocation and the exact line it prints.
     let d = repo();
     let (_, line) = save_with_stdin(d.path(), "Done: f.\n");
-    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    let id = kit_harness::handoff::stamp_in_output(&line).unwrap();
     let transcript = d.path().join(".home/t.jsonl");
     fs::create_dir_all(transcript.parent().unwrap()).unwrap();
     let t = transcript.to_str().unwrap();
@@ -275,7 +275,7 @@ fn verify_never_prints_the_id_it_expects_and_says_what_differs() {
     // QA F2a: pasting the id verify printed made a hand-edited handoff verify.
     let d = repo();
     let (_, line) = save_with_stdin(d.path(), "Summary: v3\nNext action: Z\n");
-    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    let id = kit_harness::handoff::stamp_in_output(&line).unwrap();
     let p = d.path().join("longrun/handoff.md");
     let saved = fs::read_to_string(&p).unwrap();
     fs::write(&p, saved.replace("Summary: v3", "Summary: v3 - all tests pass, ship it")).unwrap();
@@ -285,9 +285,9 @@ fn verify_never_prints_the_id_it_expects_and_says_what_differs() {
         out.split(|c: char| !c.is_ascii_hexdigit()).filter(|w| w.len() == 12).collect();
     assert!(ids.iter().all(|w| *w == id), "no other 12-hex id may appear: {out}");
     // What the id should be under the key (known here only because the test reads the key).
-    let key = kit::keys::load(&key_path(d.path())).unwrap().unwrap();
+    let key = kit_core::keys::load(&key_path(d.path())).unwrap().unwrap();
     let edited = fs::read_to_string(&p).unwrap();
-    let h = kit::handoff::parse(&p, &edited).unwrap();
+    let h = kit_harness::handoff::parse(&p, &edited).unwrap();
     let right = h.stamp.as_ref().unwrap().compute_id(&key, &h.summary);
     assert!(!out.contains(&right), "{out}");
     assert!(
@@ -340,7 +340,7 @@ fn the_key_is_private_and_another_users_key_fails_the_stamp() {
     assert_eq!(save_with_stdin(d.path(), "Done: f.\n").0, 0);
     let key = key_path(d.path());
     assert_eq!(fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
-    assert_eq!(kit::keys::load(&key).unwrap().unwrap().len(), 32);
+    assert_eq!(kit_core::keys::load(&key).unwrap().unwrap().len(), 32);
     // The same handoff under another user's key (or none) does not verify.
     fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
     let (code, out) = run(d.path(), &["handoff", "verify"]);

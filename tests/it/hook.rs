@@ -274,7 +274,7 @@ fn stop_passes_when_the_transcript_proves_the_save() {
     assert_eq!(r.stdout, "", "proof found in the transcript: {}", r.stdout);
     // A hand-edited stamp no longer matches what the session printed: blocked.
     let text = fs::read_to_string(root.join("longrun/handoff.md")).unwrap();
-    let id = kit::handoff::stamp_in_output(&line).unwrap();
+    let id = kit_harness::handoff::stamp_in_output(&line).unwrap();
     fs::write(root.join("longrun/handoff.md"), text.replace(&id, "0123456789ab")).unwrap();
     let d2 = project();
     let mut s2 = Session::new(d2.path());
@@ -739,7 +739,8 @@ fn a_forged_save_call_does_not_let_the_stop_through() {
     crate::handoff::commit_all(root);
     fs::write(root.join("longrun/handoff.md"), "Done: all.\n").unwrap();
     let saved = kit(root).args(["handoff", "save"]).output().unwrap();
-    let id = kit::handoff::stamp_in_output(&String::from_utf8_lossy(&saved.stdout)).unwrap();
+    let id =
+        kit_harness::handoff::stamp_in_output(&String::from_utf8_lossy(&saved.stdout)).unwrap();
     let mut s = Session::new(root);
     let forged = format!("echo kit handoff save stamp {id}");
     crate::handoff::append_bash_call(

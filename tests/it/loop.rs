@@ -79,16 +79,16 @@ fn last_line(o: &Output) -> String {
 
 /// Every journal line, asserting none is torn.
 /// The journal's lines. Each must read as one of kit's typed events and write back as the
-/// same bytes (`kit::longrun::event`): whatever a loop journals, in any of these tests.
+/// same bytes (`kit_harness::longrun::event`): whatever a loop journals, in any of these tests.
 fn journal(root: &Path) -> Vec<Value> {
     read(root, "longrun/journal.jsonl")
         .lines()
         .map(|l| {
             let v: Value =
                 serde_json::from_str(l).unwrap_or_else(|e| panic!("torn journal line {l:?}: {e}"));
-            let entry = kit::longrun::event::Entry::from_value(v.clone());
+            let entry = kit_harness::longrun::event::Entry::from_value(v.clone());
             assert!(
-                !matches!(entry.event, kit::longrun::event::Event::Unknown(_)),
+                !matches!(entry.event, kit_harness::longrun::event::Event::Unknown(_)),
                 "not a known event: {l}"
             );
             assert!(entry.absent.is_empty() && entry.extra.is_empty(), "{l}: {entry:?}");
@@ -105,7 +105,7 @@ fn events(root: &Path, name: &str) -> Vec<Value> {
 
 /// Live (non-zombie) processes whose process group is `pgid`.
 fn group_alive(pgid: i64) -> Vec<i32> {
-    kit::proc::snapshot()
+    kit_core::proc::snapshot()
         .into_iter()
         .filter(|p| i64::from(p.pgid) == pgid && !p.is_zombie())
         .map(|p| p.pid)
@@ -372,7 +372,7 @@ fn stray_agent(root: &Path, sh: &str, until: Option<&str>) {
 /// The cwd tells them from the same test's processes in another checkout's run on this machine.
 fn processes_running(root: &Path, marker: &str) -> usize {
     let root = root.canonicalize().unwrap();
-    kit::proc::snapshot()
+    kit_core::proc::snapshot()
         .iter()
         .filter(|p| !p.is_zombie())
         .filter(|p| {
@@ -924,7 +924,7 @@ fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
     let me = std::process::id();
     let record = format!(
         r#"{{"pid":{me},"host":"{}","started":"2026-01-01T00:00:00Z","command":"kit loop"}}"#,
-        kit::longrun::lock::host_name()
+        kit_harness::longrun::lock::host_name()
     );
     write(d.path(), "longrun/.lock", &record);
     let mut holder = Command::new("flock")
@@ -933,7 +933,7 @@ fn a_lock_record_that_does_not_name_the_flock_holder_is_not_believed() {
         .spawn()
         .unwrap();
     wait_for("the flock", Duration::from_secs(60), || {
-        kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_some()
+        kit_harness::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_some()
     });
     let o = kit_loop(d.path(), &["--agent", "true"]);
     holder.kill().unwrap();
@@ -1012,7 +1012,7 @@ fn an_agent_that_is_not_installed_is_named_before_anything_runs() {
     // A PATH with only what kit and the criteria need, so `codex` is missing on any machine.
     let bin = tempfile::tempdir().unwrap();
     for tool in ["git", "python3", "sh"] {
-        let found = kit::proc::find_on_path(tool).unwrap();
+        let found = kit_core::proc::find_on_path(tool).unwrap();
         std::os::unix::fs::symlink(found, bin.path().join(tool)).unwrap();
     }
     let o =
@@ -1140,7 +1140,7 @@ fn an_unknown_fake_scenario_exits_2_before_the_lock_naming_the_scenarios() {
     assert!(
         t.contains(&format!(
             "no fake-agent scenario `bogus`; the scenarios are: {}\n",
-            kit::fake_agent::scenario_names().join(", ")
+            kit_harness::fake_agent::scenario_names().join(", ")
         )),
         "{t}"
     );
@@ -1568,7 +1568,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
         !events(d.path(), "loop_start").is_empty()
     });
     assert_eq!(events(d.path(), "loop_start").len(), 1);
-    let holder = kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
+    let holder = kit_harness::longrun::lock::live_holder(&d.path().join("longrun/.lock")).unwrap();
     assert_eq!(holder.pid as i32, pid, "the lock was taken before ensure-alive returned");
     // Detached: its own session, stdin from /dev/null, output under longrun/.runs/.
     let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -1590,7 +1590,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
     // SIGKILL leaves a dead holder's record in the lock: 20 calls take it over exactly once.
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL)
         .unwrap();
-    wait_for("the loop to die", Duration::from_secs(30), || !kit::proc::is_alive(pid));
+    wait_for("the loop to die", Duration::from_secs(30), || !kit_core::proc::is_alive(pid));
     let second = the_one_started(&ensure_alive_at_once(d.path(), 20, &args));
     assert_ne!(second, pid);
     // It returned once the loop held the lock; the loop journals its start just after.
@@ -1611,7 +1611,7 @@ fn ensure_alive_20_at_once_starts_one_loop_and_after_a_kill_takes_over_once() {
     let end = events(d.path(), "loop_end").pop().unwrap();
     assert_eq!((end["outcome"].as_str(), end["run_iterations"].as_u64()), (Some("cap"), Some(3)));
     wait_for("the lock's release", Duration::from_secs(30), || {
-        kit::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
+        kit_harness::longrun::lock::live_holder(&d.path().join("longrun/.lock")).is_none()
     });
     let o = kit(d.path()).args(["loop", "--ensure-alive"]).args(args).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -1715,7 +1715,7 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
         assert!(o.status.success(), "kit {args:?}: {}", text(&o));
         assert!(!text(&o).contains("problem:"), "kit {args:?}: {}", text(&o));
     }
-    kit::longrun::config::Config::load(&root.join("longrun/config.toml")).unwrap();
+    kit_harness::longrun::config::Config::load(&root.join("longrun/config.toml")).unwrap();
     assert_eq!(read(root, "longrun/.lock"), "");
     assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
 }

@@ -2,7 +2,7 @@
 //! gets every scenario's expected outcome (issue 2's table).
 
 use crate::util::kit;
-use kit::longrun::event::Event;
+use kit_harness::longrun::event::Event;
 
 #[test]
 fn rehearse_ends_done_at_iteration_1() {
@@ -25,7 +25,7 @@ fn rehearse_ends_done_at_iteration_1() {
 
     // The journal the loop wrote says the same.
     let project = d.path().join("sb/project");
-    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let journal = kit_harness::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     let end = journal
         .entries
         .iter()
@@ -100,7 +100,7 @@ fn rehearse_works_with_kit_alone_as_after_cargo_run() {
         .args(["rehearse", "--keep", "sb"])
         .current_dir(&work)
         .env("NO_COLOR", "1")
-        .env("KIT_FAKE_CLOCK", kit::golden::GOLDEN_CLOCK)
+        .env("KIT_FAKE_CLOCK", kit_course::golden::GOLDEN_CLOCK)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -123,7 +123,8 @@ fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
     let settings = std::fs::read_to_string(d.path().join("sb/home/.claude/settings.json")).unwrap();
     assert_eq!(settings.matches("\"kit hook claude\"").count(), 5, "{settings}");
     let project = d.path().join("sb/project");
-    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let journal =
+        kit_harness::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     let actions: Vec<&str> = journal
         .entries
         .iter()
@@ -149,7 +150,8 @@ fn rehearse_bands_runs_the_real_hook_from_the_installed_settings() {
         .output()
         .unwrap();
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
-    let journal = kit::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let journal =
+        kit_harness::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     assert!(
         journal.entries[before..].iter().all(|e| !matches!(e.event, Event::Hook(_))),
         "{:?}",

@@ -200,7 +200,7 @@ fn the_cron_line_runs_ensure_alive_in_the_repository() {
 fn systemd_reads_the_units_as_written_where_systemd_analyze_is_installed() {
     // systemd's own parser is the judge of the quoting (a path with a space and a `%`); on a
     // machine without it there is nothing to ask, and the golden cases pin the text.
-    let Some(analyze) = kit::proc::find_on_path("systemd-analyze") else { return };
+    let Some(analyze) = kit_core::proc::find_on_path("systemd-analyze") else { return };
     let dir = git_repo();
     let repo = dir.path().join("my 100% repo");
     std::fs::create_dir(&repo).unwrap();

@@ -54,8 +54,8 @@ fn lone_kit(d: &Path) -> (std::path::PathBuf, Vec<(String, String)>) {
     let old = std::env::var_os("PATH").unwrap_or_default();
     let dirs = std::env::split_paths(&old).filter(|p| !p.starts_with(&target));
     let path = std::env::join_paths(std::iter::once(bin.clone()).chain(dirs)).unwrap();
-    let bins = kit::golden::Binaries { kit: lone.clone(), fake_agent: None };
-    let mut env = kit::golden::golden_env(d, &bins);
+    let bins = kit_course::golden::Binaries { kit: lone.clone(), fake_agent: None };
+    let mut env = kit_course::golden::golden_env(d, &bins);
     env.retain(|(k, _)| k != "PATH");
     env.push(("PATH".into(), path.to_string_lossy().into_owned()));
     (lone, env)
@@ -117,7 +117,7 @@ fn kit_alone_loops_with_the_built_in_fake_agent() {
     let (lone, env) = lone_kit(d.path());
     let proj = d.path().join("project");
     std::fs::create_dir(&proj).unwrap();
-    kit::golden::build_sandbox("rehearsal", &proj, &env).unwrap();
+    kit_course::golden::build_sandbox("rehearsal", &proj, &env).unwrap();
     let run = |args: &[&str]| {
         let out = std::process::Command::new(&lone)
             .args(args)
@@ -135,7 +135,8 @@ fn kit_alone_loops_with_the_built_in_fake_agent() {
     };
     let (code, text) = run(&["init"]);
     assert_eq!(code, Some(0), "{text}");
-    std::fs::write(proj.join("longrun/goal.md"), kit::rehearse::sample::goal_text()).unwrap();
+    std::fs::write(proj.join("longrun/goal.md"), kit_course::rehearse::sample::goal_text())
+        .unwrap();
     let (code, text) = run(&["freeze", "tests", "tools"]);
     assert_eq!(code, Some(0), "{text}");
     let (code, text) = run(&["loop", "--agent", "fake:finish"]);

@@ -44,8 +44,8 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// `kit` as the learner runs it: their HOME beside the lab, `fakes` (if any) first on PATH.
 fn learner(top: &Path, lab: &Path, fakes: Option<&Path>) -> std::process::Command {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    let mut env = kit::golden::golden_env(top, &bins);
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let mut env = kit_course::golden::golden_env(top, &bins);
     for (k, v) in env.iter_mut() {
         if k == "PATH" {
             if let Some(f) = fakes {

@@ -18,17 +18,18 @@ pub fn fake_agent_bin() -> PathBuf {
 /// A `kit` command running in `dir` with the deterministic golden environment
 /// (fake clock, NO_COLOR, HOME and CLAUDE_CONFIG_DIR inside `dir/.home`).
 pub fn kit(dir: &Path) -> Command {
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
     let mut c = Command::new(kit_bin());
-    c.current_dir(dir).envs(kit::golden::golden_env(dir, &bins));
+    c.current_dir(dir).envs(kit_course::golden::golden_env(dir, &bins));
     c
 }
 
 /// A fresh git repository with one empty commit, in a temporary folder.
 pub fn git_repo() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    let bins = kit::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
-    kit::git::init_sandbox(d.path(), &kit::golden::golden_env(d.path(), &bins)).unwrap();
+    let bins = kit_course::golden::Binaries { kit: kit_bin(), fake_agent: Some(fake_agent_bin()) };
+    kit_core::git::init_sandbox(d.path(), &kit_course::golden::golden_env(d.path(), &bins))
+        .unwrap();
     d
 }
 

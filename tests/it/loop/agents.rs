@@ -320,7 +320,7 @@ fn the_fake_codex_agent_is_priced_from_its_rollout_and_measured_alike() {
         .as_str()
         .unwrap()
         .to_string();
-    let rollout = kit::looprun::agent::codex_rollout(&home, &tid).expect("rollout");
+    let rollout = kit_harness::looprun::agent::codex_rollout(&home, &tid).expect("rollout");
     let m = crate::measure::measure_json(root, &[rollout.to_str().unwrap()]);
     let s = &m["sessions"][0];
     assert_eq!(s["source"], "codex");

@@ -1,5 +1,5 @@
 //! Issue 13's layered verification: the flake guard (`confirm_runs`, a flapping criterion) and
-//! review criteria judged by an evaluator command (see `kit::looprun` `confirm`, `kit::goal::review`).
+//! review criteria judged by an evaluator command (see `kit_harness::looprun` `confirm`, `kit_harness::goal::review`).
 //! The evaluators are small shell scripts kept in `.git/` (outside the work tree the agent edits).
 
 use super::*;
@@ -126,10 +126,10 @@ fn a_malformed_verdict_is_a_fail_and_a_review_without_evaluator_is_refused() {
 fn a_flapping_criterion_never_yields_done_and_stops_the_loop_the_second_time() {
     let d = git_repo();
     let root = d.path();
-    kit::rehearse::sample::write_sample_project(root).unwrap();
+    kit_course::rehearse::sample::write_sample_project(root).unwrap();
     write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
     kit_ok(root, &["init"]);
-    write(root, "longrun/goal.md", kit::rehearse::sample::goal_text());
+    write(root, "longrun/goal.md", kit_course::rehearse::sample::goal_text());
     write(root, "longrun/config.toml", CONFIG);
     kit_ok(root, &["freeze", "tests", "tools"]);
     let git = |args: &[&str]| {
@@ -177,10 +177,10 @@ fn a_flapping_criterion_never_yields_done_and_stops_the_loop_the_second_time() {
 fn a_continued_run_counts_the_flaps_of_the_loop_before() {
     let d = git_repo();
     let root = d.path();
-    kit::rehearse::sample::write_sample_project(root).unwrap();
+    kit_course::rehearse::sample::write_sample_project(root).unwrap();
     write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
     kit_ok(root, &["init"]);
-    write(root, "longrun/goal.md", kit::rehearse::sample::goal_text());
+    write(root, "longrun/goal.md", kit_course::rehearse::sample::goal_text());
     write(root, "longrun/config.toml", CONFIG);
     kit_ok(root, &["freeze", "tests", "tools"]);
     for args in [&["add", "-A"][..], &["commit", "-qm", "rehearsal project"]] {
