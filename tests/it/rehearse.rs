@@ -25,7 +25,8 @@ fn rehearse_ends_done_at_iteration_1() {
 
     // The journal the loop wrote says the same.
     let project = d.path().join("sb/project");
-    let journal = kit_harness::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
+    let journal =
+        kit_harness::longrun::journal::read(&project.join("longrun/journal.jsonl")).unwrap();
     let end = journal
         .entries
         .iter()
