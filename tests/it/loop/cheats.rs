@@ -318,6 +318,32 @@ fn a_clean_filter_planted_in_gitattributes_never_runs_as_kit() {
 }
 
 #[test]
+fn a_clean_filter_named_by_info_attributes_or_a_configured_attributes_file_never_runs_as_kit() {
+    // GIT_ATTR_SOURCE (the empty tree) does not cover `.git/info/attributes`, nor a file that the
+    // repository's config names as core.attributesFile: the first is blanked driver by driver,
+    // the second is pinned to /dev/null.
+    for (how, plant) in [
+        ("info/attributes", "mkdir -p .git/info && printf '*.py filter=evil\\n' >> .git/info/attributes"),
+        ("core.attributesFile", "printf '*.py filter=evil\\n' > evil-attrs && git config core.attributesFile \"$PWD/evil-attrs\""),
+    ] {
+        let d = project(false);
+        let root = d.path();
+        write(
+            root,
+            "evil.sh",
+            "echo ran >> filter-ran\nprintf 'import unittest\\n' > tests/test_calc.py\ncat\n",
+        );
+        let agent = format!(
+            "{plant} && git config filter.evil.clean 'sh evil.sh' && echo '# touched' >> calc.py"
+        );
+        let o = kit_loop(root, &["--agent", &agent, "--max-iterations", "1"]);
+        assert_eq!(o.status.code(), Some(3), "{how}: {}", text(&o));
+        assert!(!root.join("filter-ran").exists(), "{how}: kit ran the agent's clean filter: {}", text(&o));
+        assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC, "{how}");
+    }
+}
+
+#[test]
 fn an_honest_fix_is_done_and_the_done_line_says_what_the_canary_proved() {
     let d = project(false);
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n");
