@@ -293,6 +293,30 @@ pub fn work_tree(
     info_exclude: &[u8],
     skip: &str,
 ) -> Result<WorkTree> {
+    read_work_tree(root, base, info_exclude, skip, true)
+}
+
+/// [`WorkTree::tree`] alone (what [`work_tree`] gives, without the list of changed paths, one git
+/// command fewer): the loop's tree identity.
+///
+/// Errors: as [`work_tree`].
+pub fn work_tree_id(
+    root: &Path,
+    base: Option<&str>,
+    info_exclude: &[u8],
+    skip: &str,
+) -> Result<String> {
+    read_work_tree(root, base, info_exclude, skip, false).map(|w| w.tree)
+}
+
+/// [`work_tree`], listing the changed paths only when `changes` (else `changed` is empty).
+fn read_work_tree(
+    root: &Path,
+    base: Option<&str>,
+    info_exclude: &[u8],
+    skip: &str,
+    changes: bool,
+) -> Result<WorkTree> {
     let scratch = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let index = scratch.path().join("index");
     let exclude = scratch.path().join("exclude");
@@ -327,12 +351,9 @@ pub fn work_tree(
         }
         Ok(out.stdout)
     };
+    // read-tree and diff-tree take a commit as its tree: no rev-parse first.
     let base_tree = match base {
-        Some(b) => {
-            let spec = format!("{b}^{{tree}}");
-            let out = run(&["rev-parse", "--verify", "-q", &spec], None)?;
-            String::from_utf8_lossy(&out).trim().to_string()
-        }
+        Some(b) => format!("{b}^{{tree}}"),
         None => EMPTY_TREE.to_string(),
     };
     run(&["read-tree", &base_tree], None)?;
@@ -343,13 +364,22 @@ pub fn work_tree(
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect()
     };
-    let mut paths: std::collections::BTreeSet<String> =
-        split(run(&["ls-files", "-z"], None)?).into_iter().collect();
+    // The base's files and the untracked ones not ignored, in one listing: the exclude rules
+    // filter only the untracked (`--cached` shows every index entry unless `--ignored`).
     let exclude_from = format!("--exclude-from={}", exclude.display());
-    paths.extend(split(run(
-        &["ls-files", "--others", "-z", "--exclude-per-directory=.gitignore", &exclude_from],
+    let mut paths: std::collections::BTreeSet<String> = split(run(
+        &[
+            "ls-files",
+            "--cached",
+            "--others",
+            "-z",
+            "--exclude-per-directory=.gitignore",
+            &exclude_from,
+        ],
         None,
-    )?));
+    )?)
+    .into_iter()
+    .collect();
     paths.extend(
         split(run(&["ls-files", "--others", "-z"], None)?)
             .into_iter()
@@ -366,10 +396,14 @@ pub fn work_tree(
         run(&["update-index", "--add", "--remove", "-z", "--stdin"], Some(&stdin))?;
     }
     let tree = String::from_utf8_lossy(&run(&["write-tree"], None)?).trim().to_string();
-    let changed = split(run(
-        &["diff-tree", "-r", "-z", "--no-renames", "--name-only", &base_tree, &tree],
-        None,
-    )?);
+    let changed = if changes {
+        split(run(
+            &["diff-tree", "-r", "-z", "--no-renames", "--name-only", &base_tree, &tree],
+            None,
+        )?)
+    } else {
+        Vec::new()
+    };
     Ok(WorkTree { tree, changed })
 }
 
