@@ -48,13 +48,99 @@ const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 /// attributes come from the empty tree, and each filter or diff driver defined in the
 /// repository's config is blanked on the command line. Use it for every git call on a
 /// repository the agent could have touched.
+///
+/// Attributes come from three more places, which the empty tree does not cover: the user-wide
+/// file (`core.attributesFile`, pinned to `/dev/null` here, so that one named by the
+/// repository's config is not read), the system-wide one (`GIT_ATTR_NOSYSTEM=1`), and the
+/// repository's `info/attributes`. The drivers are blanked when git is older than 2.40 (no
+/// `GIT_ATTR_SOURCE`) or the repository has an `info/attributes` ([`drivers_selectable`]); else no
+/// attribute can name a driver and the config is not read (that query was half of the git
+/// commands a loop ran).
 pub fn command_in(root: &std::path::Path) -> Command {
     let mut c = command();
-    c.arg("-C").arg(root).env("GIT_ATTR_SOURCE", EMPTY_TREE);
-    for setting in blanked_drivers(root) {
-        c.arg("-c").arg(setting);
+    c.arg("-C")
+        .arg(root)
+        .arg("-c")
+        .arg("core.attributesFile=/dev/null")
+        .env("GIT_ATTR_SOURCE", EMPTY_TREE)
+        .env("GIT_ATTR_NOSYSTEM", "1");
+    if drivers_selectable(root) {
+        for setting in blanked_drivers(root) {
+            c.arg("-c").arg(setting);
+        }
     }
     c
+}
+
+/// Whether an attribute could name a filter or diff driver in a git command of [`command_in`]
+/// on the repository at `root`: true when git ignores `GIT_ATTR_SOURCE` (before 2.40), when the
+/// repository has an `info/attributes` (in its common folder, which a linked worktree shares),
+/// and whenever kit cannot tell cheaply (`root` is not the top of a repository whose git folder
+/// kit can read, or `GIT_DIR`-like variables point git elsewhere): then the config is read and
+/// every driver blanked.
+fn drivers_selectable(root: &Path) -> bool {
+    const ELSEWHERE: [&str; 4] =
+        ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES"];
+    if !attr_source_honoured() || ELSEWHERE.iter().any(|k| std::env::var_os(k).is_some()) {
+        return true;
+    }
+    match common_dir(root) {
+        Some(common) => common.join("info").join("attributes").symlink_metadata().is_ok(),
+        None => true,
+    }
+}
+
+/// The common git folder of the repository whose top is `root`, read from the files git reads
+/// (`root/.git` as a folder, or a `gitdir: PATH` file, then that folder's `commondir`); None when
+/// `root/.git` is neither or the folder holds no `HEAD` (git would look further up).
+fn common_dir(root: &Path) -> Option<std::path::PathBuf> {
+    let dot = root.join(".git");
+    let meta = dot.symlink_metadata().ok()?;
+    let git_dir = if meta.is_dir() {
+        dot
+    } else if meta.is_file() {
+        let text = std::fs::read_to_string(&dot).ok()?;
+        let p = std::path::PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+        if p.is_absolute() {
+            p
+        } else {
+            root.join(p)
+        }
+    } else {
+        return None;
+    };
+    if !git_dir.join("HEAD").is_file() {
+        return None;
+    }
+    match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(c) => {
+            let p = std::path::PathBuf::from(c.trim());
+            Some(if p.is_absolute() { p } else { git_dir.join(p) })
+        }
+        Err(_) => Some(git_dir),
+    }
+}
+
+/// Whether the `git` on PATH is 2.40 or later, which reads attributes from `GIT_ATTR_SOURCE`:
+/// asked once per process (`git --version`); false when it cannot say.
+fn attr_source_honoured() -> bool {
+    static HONOURED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HONOURED.get_or_init(|| {
+        let Ok(out) = command().arg("--version").stdin(Stdio::null()).output() else {
+            return false;
+        };
+        version_at_least(&String::from_utf8_lossy(&out.stdout), (2, 40))
+    })
+}
+
+/// Whether `git --version`'s output (`git version 2.47.3`, `git version 2.39.5 (Apple Git-154)`)
+/// names a version at least `want` (major, minor).
+fn version_at_least(text: &str, want: (u32, u32)) -> bool {
+    let Some(v) = text.trim().strip_prefix("git version ") else { return false };
+    let mut parts = v.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = parts.next().and_then(|p| p.parse::<u32>().ok());
+    matches!((major, minor), (Some(a), Some(b)) if (a, b) >= want)
 }
 
 /// `filter.NAME.clean=`, `filter.NAME.smudge=`, `filter.NAME.process=`, `diff.NAME.textconv=`,
@@ -207,6 +293,30 @@ pub fn work_tree(
     info_exclude: &[u8],
     skip: &str,
 ) -> Result<WorkTree> {
+    read_work_tree(root, base, info_exclude, skip, true)
+}
+
+/// [`WorkTree::tree`] alone (what [`work_tree`] gives, without the list of changed paths, one git
+/// command fewer): the loop's tree identity.
+///
+/// Errors: as [`work_tree`].
+pub fn work_tree_id(
+    root: &Path,
+    base: Option<&str>,
+    info_exclude: &[u8],
+    skip: &str,
+) -> Result<String> {
+    read_work_tree(root, base, info_exclude, skip, false).map(|w| w.tree)
+}
+
+/// [`work_tree`], listing the changed paths only when `changes` (else `changed` is empty).
+fn read_work_tree(
+    root: &Path,
+    base: Option<&str>,
+    info_exclude: &[u8],
+    skip: &str,
+    changes: bool,
+) -> Result<WorkTree> {
     let scratch = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let index = scratch.path().join("index");
     let exclude = scratch.path().join("exclude");
@@ -241,12 +351,9 @@ pub fn work_tree(
         }
         Ok(out.stdout)
     };
+    // read-tree and diff-tree take a commit as its tree: no rev-parse first.
     let base_tree = match base {
-        Some(b) => {
-            let spec = format!("{b}^{{tree}}");
-            let out = run(&["rev-parse", "--verify", "-q", &spec], None)?;
-            String::from_utf8_lossy(&out).trim().to_string()
-        }
+        Some(b) => format!("{b}^{{tree}}"),
         None => EMPTY_TREE.to_string(),
     };
     run(&["read-tree", &base_tree], None)?;
@@ -257,13 +364,22 @@ pub fn work_tree(
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect()
     };
-    let mut paths: std::collections::BTreeSet<String> =
-        split(run(&["ls-files", "-z"], None)?).into_iter().collect();
+    // The base's files and the untracked ones not ignored, in one listing: the exclude rules
+    // filter only the untracked (`--cached` shows every index entry unless `--ignored`).
     let exclude_from = format!("--exclude-from={}", exclude.display());
-    paths.extend(split(run(
-        &["ls-files", "--others", "-z", "--exclude-per-directory=.gitignore", &exclude_from],
+    let mut paths: std::collections::BTreeSet<String> = split(run(
+        &[
+            "ls-files",
+            "--cached",
+            "--others",
+            "-z",
+            "--exclude-per-directory=.gitignore",
+            &exclude_from,
+        ],
         None,
-    )?));
+    )?)
+    .into_iter()
+    .collect();
     paths.extend(
         split(run(&["ls-files", "--others", "-z"], None)?)
             .into_iter()
@@ -280,10 +396,14 @@ pub fn work_tree(
         run(&["update-index", "--add", "--remove", "-z", "--stdin"], Some(&stdin))?;
     }
     let tree = String::from_utf8_lossy(&run(&["write-tree"], None)?).trim().to_string();
-    let changed = split(run(
-        &["diff-tree", "-r", "-z", "--no-renames", "--name-only", &base_tree, &tree],
-        None,
-    )?);
+    let changed = if changes {
+        split(run(
+            &["diff-tree", "-r", "-z", "--no-renames", "--name-only", &base_tree, &tree],
+            None,
+        )?)
+    } else {
+        Vec::new()
+    };
     Ok(WorkTree { tree, changed })
 }
 
@@ -294,4 +414,71 @@ pub fn info_exclude(root: &Path) -> Vec<u8> {
         .and_then(|l| l.into_iter().next())
         .and_then(|p| std::fs::read(p).ok())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_versions_are_read_from_git_version_output() {
+        let cases: &[(&str, bool)] = &[
+            ("git version 2.47.3\n", true),
+            ("git version 2.40.0", true),
+            ("git version 2.39.5 (Apple Git-154)", false),
+            ("git version 3.0.0", true),
+            ("git version 1.9", false),
+            ("not git", false),
+            ("", false),
+        ];
+        for (text, want) in cases {
+            assert_eq!(version_at_least(text, (2, 40)), *want, "{text}");
+        }
+    }
+
+    fn blanks(c: &Command) -> bool {
+        c.get_args().any(|a| a.to_string_lossy().starts_with("filter.evil."))
+    }
+
+    #[test]
+    fn drivers_are_blanked_when_an_info_attributes_file_could_select_one() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let git = |args: &[&str]| {
+            let mut c = command();
+            c.arg("-C").arg(root).args(["-c", "user.name=k", "-c", "user.email=k@k"]);
+            assert!(c.args(args).output().unwrap().status.success(), "git {args:?}")
+        };
+        git(&["init", "-q"]);
+        git(&["config", "filter.evil.clean", "sh evil.sh"]);
+        // No attribute source outside the empty tree: nothing to blank (when git reads
+        // GIT_ATTR_SOURCE), and core.attributesFile is pinned whatever the config says.
+        assert_eq!(blanks(&command_in(root)), !attr_source_honoured());
+        assert!(command_in(root).get_args().any(|a| a == "core.attributesFile=/dev/null"));
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(root.join(".git/info/attributes"), "*.py filter=evil\n").unwrap();
+        assert!(blanks(&command_in(root)), "info/attributes names a driver: it must be blanked");
+        // A linked worktree shares the common folder's info/attributes.
+        let wt = tempfile::tempdir().unwrap();
+        let linked = wt.path().join("linked");
+        git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+        let out = command()
+            .arg("-C")
+            .arg(root)
+            .args(["-c", "user.name=k", "-c", "user.email=k@k"])
+            .args(["worktree", "add", "-q"])
+            .arg(&linked)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            assert!(
+                blanks(&command_in(&linked)),
+                "a linked worktree reads the common info/attributes"
+            );
+        }
+        // A folder that is not the top of a repository: kit cannot tell, so it blanks.
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::remove_file(root.join(".git/info/attributes")).unwrap();
+        assert!(blanks(&command_in(&root.join("sub"))));
+    }
 }

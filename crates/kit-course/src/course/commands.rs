@@ -151,7 +151,12 @@ fn lay_out(ex: &Exercise, lab: &Path, folder: &Path, err: &mut dyn Write) -> Res
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let key = stamp::key()?;
     std::fs::create_dir_all(folder).at(folder)?;
-    let env = crate::golden::golden_env(folder, &bins);
+    let mut env = crate::golden::golden_env(folder, &bins);
+    let seed = match std::env::var(exercise::SEED_VAR) {
+        Ok(s) if !s.is_empty() => s,
+        _ => exercise::new_seed()?,
+    };
+    env.push((exercise::SEED_VAR.into(), seed));
     exercise::build_sandbox(ex, folder, &env, &key, false)?;
     let mut progress = Progress::load(lab)?;
     progress.print_notes(err);

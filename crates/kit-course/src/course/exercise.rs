@@ -211,8 +211,31 @@ pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
     })
 }
 
+/// The variable that gives an exercise's `setup` commands the lab's seed: a text they may derive
+/// what differs from lab to lab from (exercise 13 shuffles which handoff is which with it), so
+/// that one learner's answer is not another's. `kit exercise start` takes it from its own
+/// environment when set (that is how `kit verify`'s proofs lay a lab out), else picks a new
+/// one ([`new_seed`]); a sandbox built with no seed in its environment gets [`VERIFY_SEED`].
+pub const SEED_VAR: &str = "KIT_LAB_SEED";
+
+/// The seed of every lab `kit verify` lays out (its solution, start and proof cases), so that
+/// an exercise's stored answers fit its verify labs.
+pub const VERIFY_SEED: &str = "kit-verify";
+
+/// A new lab seed: 16 hex digits from `/dev/urandom`.
+///
+/// Errors: `/dev/urandom` cannot be read.
+pub fn new_seed() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    let urandom = Path::new("/dev/urandom");
+    std::fs::File::open(urandom).and_then(|mut f| f.read_exact(&mut bytes)).at(urandom)?;
+    Ok(hex::encode(bytes))
+}
+
 /// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
-/// init` where the kind has none, `start/`, `setup` commands, commit `start`, the sandbox's
+/// init` where the kind has none, `start/`, `setup` commands (with [`SEED_VAR`] set: `env`'s,
+/// else [`VERIFY_SEED`]), commit `start`, the sandbox's
 /// marker ([`crate::sandbox`], stamped under `marker_key`) and, when `with_solution`,
 /// `solution/` laid over it without a commit, then its `solution_steps` run.
 ///
@@ -231,8 +254,12 @@ pub fn build_sandbox(
         crate::git::init_sandbox(dir, env)?;
     }
     crate::embedded::write_files(dir, &ex.start)?;
+    let mut setup_env = env.to_vec();
+    if !setup_env.iter().any(|(k, _)| k == SEED_VAR) {
+        setup_env.push((SEED_VAR.into(), VERIFY_SEED.into()));
+    }
     for cmd in &ex.meta.setup {
-        let out = sh(cmd, dir, env)?;
+        let out = sh(cmd, dir, &setup_env)?;
         if !out.status.success() {
             return Err(Error::input(
                 format!("exercises/{}/exercise.toml", ex.slug),

@@ -44,6 +44,7 @@ pub fn run(ex: &Exercise, proof: &Proof, bins: &Binaries) -> Result<Outcome> {
     env.extend(
         [
             ("KIT_LAB", lab.to_string_lossy().as_ref()),
+            (super::exercise::SEED_VAR, super::exercise::VERIFY_SEED),
             ("NO_COLOR", "1"),
             ("LANG", "C.UTF-8"),
             ("TZ", "UTC"),

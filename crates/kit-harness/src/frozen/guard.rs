@@ -77,7 +77,8 @@ pub const RUNNER_SHADOWS: [&str; 12] = [
 /// (so a local `difflib.py`, a sourceless `traceback.pyc` or a `re/__init__.py` package is
 /// imported instead, inside the runner). Found with `python3 -X importtime -m unittest -h` and
 /// `python3 -X importtime -m pytest --version` (CPython 3.11, pytest 8). Only an entry that
-/// is new and untracked during a run is removed, so a project's own tracked `types.py` stays.
+/// is new and untracked during a run is removed; one that git tracks stays, but the loop
+/// refuses done while it is there ([`shadows_stdlib_entry`], [`Guard::stdlib_shadows`]).
 pub const STDLIB_SHADOWS: &[&str] = &[
     "abc",
     "argparse",
@@ -173,6 +174,31 @@ pub fn shadows_runner_entry(name: &str, is_package: bool) -> bool {
         return STDLIB_SHADOWS.contains(&stem);
     }
     is_package && STDLIB_SHADOWS.contains(&name)
+}
+
+/// Names of [`STDLIB_SHADOWS`] that are not the standard library's but pytest's own modules: a
+/// project may have its own package named like one (`packaging/`), so [`shadows_stdlib_entry`]
+/// leaves them to the guard's rule for new, untracked entries.
+const THIRD_PARTY_SHADOWS: [&str; 4] = ["_pytest", "pluggy", "iniconfig", "packaging"];
+
+/// True for an entry on the criteria's import path that replaces a module of Python's standard
+/// library which the runners import (`unittest/` with an `__init__.py`, `unittest.py`,
+/// `difflib.py`, a sourceless `traceback.pyc`, `sitecustomize.py`), whether git tracks it or
+/// not: the loop refuses done while one is there ([`Guard::stdlib_shadows`]). A folder without
+/// `__init__.py` is a namespace package, which a regular module later on `sys.path` wins over,
+/// so `is_package` must be true for a folder to count.
+pub fn shadows_stdlib_entry(name: &str, is_package: bool) -> bool {
+    let stdlib = |stem: &str| {
+        stem == "unittest"
+            || (STDLIB_SHADOWS.contains(&stem) && !THIRD_PARTY_SHADOWS.contains(&stem))
+    };
+    if matches!(name, "sitecustomize.py" | "usercustomize.py") {
+        return true;
+    }
+    match name.strip_suffix(".py").or_else(|| name.strip_suffix(".pyc")) {
+        Some(stem) => stdlib(stem),
+        None => is_package && stdlib(name),
+    }
 }
 
 impl DriftKind {
@@ -543,6 +569,24 @@ impl Guard {
         Ok(reverts)
     }
 
+    /// Entries on the criteria's import path (the root, the frozen folders and their parents)
+    /// that replace a standard-library module the test runner imports ([`shadows_stdlib_entry`]),
+    /// tracked by git or not, relative to the root: `python3 -m unittest` puts the folder it runs
+    /// in first on `sys.path`, so a committed `unittest/` is the runner that runs. The guard
+    /// removes only new, untracked shadows; the loop refuses done while any of these is there.
+    pub fn stdlib_shadows(&self) -> Vec<String> {
+        self.shadows()
+            .into_iter()
+            .filter(|rel| {
+                let path = self.root.join(rel);
+                let name = rel.rsplit('/').next().unwrap_or(rel);
+                let package = path.is_dir()
+                    && (path.join("__init__.py").is_file() || path.join("__init__.pyc").is_file());
+                shadows_stdlib_entry(name, package)
+            })
+            .collect()
+    }
+
     /// Entries on the import path whose name shadows the test runner or Python's start-up,
     /// relative to the root.
     fn shadows(&self) -> BTreeSet<String> {
@@ -720,6 +764,30 @@ pub(crate) fn unlisted_at_base(root: &Path, manifest: &Manifest) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_stdlib_shadow_is_a_standard_library_module_file_or_package_only() {
+        let cases: &[(&str, bool, bool)] = &[
+            ("unittest", true, true),
+            ("unittest", false, false), // a namespace folder: the standard one wins
+            ("unittest.py", false, true),
+            ("difflib.py", false, true),
+            ("traceback.pyc", false, true),
+            ("signal", true, true),
+            ("sitecustomize.py", false, true),
+            ("packaging", true, false),
+            ("pluggy.py", false, false),
+            ("conftest.py", false, false),
+            ("pytest.py", false, false),
+            ("calc_tools", true, false),
+            (".python-version", false, false),
+            ("GNUmakefile", false, false),
+        ];
+        for (name, package, want) in cases {
+            assert_eq!(shadows_stdlib_entry(name, *package), *want, "{name} package={package}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -112,8 +112,6 @@ pub struct BytecodeCache {
     /// The kept folder, or None for a temporary one.
     kept: Option<PathBuf>,
     temporary: Mutex<Option<tempfile::TempDir>>,
-    /// Whether the standard library's links were made by this environment yet.
-    seeded: Mutex<bool>,
 }
 
 /// A run's folders: fresh wrappers of the pinned programs and, when the bytecode folder could
@@ -136,7 +134,7 @@ impl BytecodeCache {
         let kept = get("XDG_CACHE_HOME")
             .or_else(|| get("HOME").map(|h| h.join(".cache")))
             .map(|c| c.join("kit").join("pycache"));
-        BytecodeCache { kept, temporary: Mutex::default(), seeded: Mutex::default() }
+        BytecodeCache { kept, temporary: Mutex::default() }
     }
 
     /// The folder for the next run in `root`, tidied (see [`BytecodeCache`]); None when it
@@ -162,13 +160,24 @@ impl BytecodeCache {
                 gone(std::fs::remove_dir_all(&own)).ok()?;
             }
         }
-        tidy(&dir, &dir, stdlib).ok()?;
-        let mut seeded = self.seeded.lock().unwrap_or_else(|p| p.into_inner());
-        if !*seeded {
-            for (lib, tag) in stdlib {
-                seed(&dir, lib, tag).ok()?;
+        let mut kept = std::collections::HashSet::new();
+        let removed = tidy(&dir, &dir, stdlib, &mut kept).ok()?;
+        // Seeded once per process and folder, and again after tidy removed something (a link
+        // replaced, a file planted): the links stay from run to run (tidy keeps them), and
+        // walking the standard library for each run cost thousands of symlink() calls that found
+        // the link there.
+        static SEEDED: Mutex<BTreeMap<PathBuf, Vec<(PathBuf, String)>>> =
+            Mutex::new(BTreeMap::new());
+        let mut seeded = SEEDED.lock().unwrap_or_else(|p| p.into_inner());
+        let done = seeded.entry(dir.clone()).or_default();
+        if removed > 0 {
+            done.clear();
+        }
+        for (lib, tag) in stdlib {
+            if !done.iter().any(|(l, t)| l == lib && t == tag) {
+                seed(&dir, lib, tag, &kept).ok()?;
+                done.push((lib.clone(), tag.clone()));
             }
-            *seeded = true;
         }
         Some(dir)
     }
@@ -185,9 +194,16 @@ fn gone(r: std::io::Result<()>) -> std::io::Result<()> {
 /// Remove from `dir` (inside the bytecode folder `base`) every entry but folders and the links
 /// [`seed`] makes: `base/<folder F>/NAME.TAG.pyc` → `/<F>/__pycache__/NAME.TAG.pyc`, F inside
 /// one of the `stdlib` folders.
-fn tidy(base: &Path, dir: &Path, stdlib: &[(PathBuf, String)]) -> std::io::Result<()> {
+/// The links kept are added to `kept`; returns how many entries were removed.
+fn tidy(
+    base: &Path,
+    dir: &Path,
+    stdlib: &[(PathBuf, String)],
+    kept: &mut std::collections::HashSet<PathBuf>,
+) -> std::io::Result<usize> {
+    let mut removed = 0;
     let entries = match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         r => r?,
     };
     for entry in entries {
@@ -198,7 +214,7 @@ fn tidy(base: &Path, dir: &Path, stdlib: &[(PathBuf, String)]) -> std::io::Resul
             r => r?,
         };
         if kind.is_dir() {
-            tidy(base, &path, stdlib)?;
+            removed += tidy(base, &path, stdlib, kept)?;
             continue;
         }
         let keep = kind.is_symlink()
@@ -214,11 +230,14 @@ fn tidy(base: &Path, dir: &Path, stdlib: &[(PathBuf, String)]) -> std::io::Resul
                         folder.starts_with(lib) && name.ends_with(&format!(".{tag}.pyc"))
                     })
             });
-        if !keep {
+        if keep {
+            kept.insert(path);
+        } else {
             gone(std::fs::remove_file(&path))?;
+            removed += 1;
         }
     }
-    Ok(())
+    Ok(removed)
 }
 
 /// Folders of a standard library whose bytecode is not linked: third-party packages (not the
@@ -229,8 +248,14 @@ const STDLIB_SKIPPED: [&str; 7] =
 /// Link, under `prefix`, each `NAME.TAG.pyc` of the `__pycache__` folders of the standard library
 /// at `lib`, where `PYTHONPYCACHEPREFIX` looks for it: `prefix/<folder of NAME.py>/NAME.TAG.pyc`
 /// (PEP 3147 and the `pycache_prefix` of `importlib._bootstrap_external.cache_from_source`).
-/// A folder that cannot be read is skipped; errors only when a link cannot be made.
-fn seed(prefix: &Path, lib: &Path, tag: &str) -> std::io::Result<()> {
+/// A link in `kept` (found by [`tidy`]) is not made again. A folder that cannot be read is
+/// skipped; errors only when a link cannot be made.
+fn seed(
+    prefix: &Path,
+    lib: &Path,
+    tag: &str,
+    kept: &std::collections::HashSet<PathBuf>,
+) -> std::io::Result<()> {
     let suffix = format!(".{tag}.pyc");
     let mut folders = vec![lib.to_path_buf()];
     while let Some(dir) = folders.pop() {
@@ -243,10 +268,16 @@ fn seed(prefix: &Path, lib: &Path, tag: &str) -> std::io::Result<()> {
             if name == "__pycache__" {
                 let into = prefix.join(dir.strip_prefix("/").unwrap_or(&dir));
                 let Ok(pycs) = std::fs::read_dir(entry.path()) else { continue };
+                let mut made = false;
                 for pyc in pycs.flatten() {
-                    if pyc.file_name().to_string_lossy().ends_with(&suffix) {
-                        std::fs::create_dir_all(&into)?;
-                        match std::os::unix::fs::symlink(pyc.path(), into.join(pyc.file_name())) {
+                    let link = into.join(pyc.file_name());
+                    if pyc.file_name().to_string_lossy().ends_with(&suffix) && !kept.contains(&link)
+                    {
+                        if !made {
+                            std::fs::create_dir_all(&into)?;
+                            made = true;
+                        }
+                        match std::os::unix::fs::symlink(pyc.path(), link) {
                             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
                                 return Err(e)
                             }
@@ -707,9 +738,10 @@ mod tests {
         assert_eq!(prefix(&run), folder);
         assert_eq!(
             files(&folder),
-            vec![format!("{lib_rel}/json/decoder.cpython-311.pyc")],
-            "every planted entry removed, the repository's bytecode too"
+            linked,
+            "every planted entry removed, the repository's bytecode too, and the replaced link made again"
         );
+        assert_eq!(std::fs::read_to_string(under(&folder, "os.cpython-311.pyc")).unwrap(), "os");
         drop(run);
         // A new environment (the next loop) links the standard library again.
         let e2 = CriteriaEnv { cache: Arc::new(BytecodeCache::new(&e.vars)), ..e.clone() };

@@ -10,6 +10,7 @@ impl Check {
             && self.late.is_empty()
             && self.canary_missed.is_empty()
             && self.tampered.is_empty()
+            && self.shadowed.is_empty()
             && self.skipped.is_empty()
     }
 
@@ -32,6 +33,14 @@ impl Check {
                 "{name} ({}), which the criteria run, changed since the loop started; put it back \
                  (kit will not accept done on a changed test program)",
                 path.display()
+            ));
+        }
+        for rel in &self.shadowed {
+            out.push(format!(
+                "{rel} in the repository replaces a module of Python's standard library that the \
+                 test runner imports (the folder a criterion runs in comes first on sys.path), so \
+                 the criteria would run it instead of the runner's own; remove or rename it (kit \
+                 will not accept done while it is there)"
             ));
         }
         out
@@ -197,6 +206,7 @@ impl RunCtx<'_> {
             canary_missed: Vec::new(),
             canary: Vec::new(),
             tampered: Vec::new(),
+            shadowed: Vec::new(),
             skipped: Vec::new(),
         };
         for &(line, now, then) in &newly_skipped {
@@ -250,6 +260,19 @@ impl RunCtx<'_> {
             self.say(format!(
                 "iteration {iteration}: {name} ({}), which the criteria run, changed since the loop started: done refused",
                 path.display()
+            ));
+        }
+        check.shadowed = p.guard.stdlib_shadows();
+        for rel in &check.shadowed {
+            self.journal(Event::Cheat(ev::Cheat {
+                iteration,
+                phase: phase.into(),
+                path: rel.clone(),
+                kind: "shadows_stdlib".into(),
+                ..ev::Cheat::default()
+            }))?;
+            self.say(format!(
+                "iteration {iteration}: {rel} replaces a standard-library module the test runner imports: done refused"
             ));
         }
         let stop = self.stop;

@@ -310,6 +310,9 @@ struct Check {
     canary: Vec<crate::goal::canary::CanaryResult>,
     /// Programs the criteria run whose file changed since the start of the run.
     tampered: Vec<(String, PathBuf)>,
+    /// Entries in the repository that replace a standard-library module the runner imports
+    /// ([`Guard::stdlib_shadows`]), tracked or not.
+    shadowed: Vec<String>,
     /// Criteria that pass with more tests skipped than at the first check, as prompt lines.
     skipped: Vec<String>,
 }

@@ -106,5 +106,5 @@ pub(super) fn checkpoint(root: &Path, label: &str, excludes: &[u8]) -> Option<St
 /// loop found it at its start. None when git cannot say.
 pub(super) fn tree_state(root: &Path, excludes: &[u8]) -> Option<String> {
     let head = git_rev(root, "HEAD");
-    crate::git::work_tree(root, head.as_deref(), excludes, crate::longrun::DIR).ok().map(|w| w.tree)
+    crate::git::work_tree_id(root, head.as_deref(), excludes, crate::longrun::DIR).ok()
 }
