@@ -216,6 +216,10 @@ pub(crate) struct ApiCall {
     pub cost_usd: Option<f64>,
     /// From a subagent (sidechain) rather than the main conversation.
     pub sidechain: bool,
+    /// The call's dedup key as text (Claude: `message.id` NUL `requestId`, or `message.id`
+    /// alone; [`dedup`]), kept for the ledger (`kit measure --ledger`); None for Codex and for
+    /// a Claude call without a `message.id`.
+    pub id: Option<Arc<str>>,
 }
 
 /// One compaction.
@@ -694,6 +698,7 @@ mod tests {
             resume_premium_usd: 0.0,
             cost_usd: None,
             sidechain: false,
+            id: None,
         };
         let mut stream = Stream {
             calls: vec![call(0, 140_000, 13_000), call(8, 150_000, 3_400), call(20, 0, 154_000)],
