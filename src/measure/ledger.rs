@@ -297,7 +297,8 @@ pub(crate) fn collect(
                 cr: c.usage.cache_read,
                 out: c.usage.output,
                 reason: c.reasoning,
-                usd: c.cost_usd,
+                // Nano-dollars are plenty, and spare the line float noise (0.00765864999…).
+                usd: c.cost_usd.map(|x| (x * 1e9).round() / 1e9),
             });
         }
     }
@@ -645,12 +646,12 @@ impl Outcome {
         let f = &self.ledger_only;
         if f.calls > 0 {
             let rows = if f.sessions > 0 {
-                format!(", {} of them only there", plural(f.sessions, "session"))
+                format!("; {} only there", plural(f.sessions, "session"))
             } else {
                 String::new()
             };
             v.push(format!(
-                "ledger: {} counted from the ledger only (their transcripts are gone){rows}",
+                "ledger: {} only in the ledger (their transcripts are gone){rows}",
                 plural(f.calls, "API call")
             ));
         }
