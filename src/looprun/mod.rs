@@ -64,6 +64,7 @@ pub mod confirm;
 pub mod durable;
 pub mod ensure;
 mod iteration;
+mod ledger;
 pub mod limits;
 pub mod memcap;
 pub mod notify;

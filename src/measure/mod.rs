@@ -24,6 +24,7 @@ use crate::error::{Error, Result, EXIT_OK};
 use crate::term::Theme;
 use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
+use crate::transcript::ledger::Collected;
 use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
 use crate::units::{clip, plural, thousands, tokens, usd};
 
@@ -100,7 +101,7 @@ pub(crate) struct Scan {
     /// Where sessions were looked for: the PATHs given, else the default roots.
     pub looked_in: Vec<PathBuf>,
     /// What the ledger needs of the scan (empty unless `MeasureOptions::ledger` is set).
-    pub collected: ledger::Collected,
+    pub collected: Collected,
 }
 
 /// Find and read the sessions `opts` selects.
@@ -136,8 +137,8 @@ where
             let shown = !nothing_read(&s) && keep(opts, &s);
             let t = shown.then(|| each(&s, &calls));
             let got = match &opts.ledger {
-                Some(l) => ledger::collect(&s, &calls, &subs, shown && l.append),
-                None => ledger::Collected::default(),
+                Some(l) => crate::transcript::ledger::collect(&s, &calls, &subs, shown && l.append),
+                None => Collected::default(),
             };
             (s, t, keys, got)
         })
@@ -169,7 +170,7 @@ where
         read[n] = r?;
     }
     let mut sessions = vec![];
-    let mut collected = ledger::Collected::default();
+    let mut collected = Collected::default();
     // Filters apply to the damage report too: a folder outside `--project` is not reported.
     damage
         .unreadable
@@ -203,15 +204,14 @@ where
 
 /// One job as the scan holds it: its summary, what `each` made of it (when it is shown), its
 /// calls' keys for the tree-wide dedup, and what the ledger needs of it.
-type Read<T> = (SessionSummary, Option<T>, Vec<Held>, ledger::Collected);
+type Read<T> = (SessionSummary, Option<T>, Vec<Held>, Collected);
+
+/// A job's summary, main calls, call keys and subagents' calls.
+type JobRead = (SessionSummary, Vec<ApiCall>, Vec<Held>, Vec<ApiCall>);
 
 /// One job read whole (without the calls in `drop`): its summary, main calls, call keys and
 /// subagents' calls.
-fn read_job(
-    job: &Job,
-    engine: EngineOptions<'_>,
-    drop: &HashSet<CallKey>,
-) -> Result<(SessionSummary, Vec<ApiCall>, Vec<Held>, Vec<ApiCall>)> {
+fn read_job(job: &Job, engine: EngineOptions<'_>, drop: &HashSet<CallKey>) -> Result<JobRead> {
     match job {
         Job::Claude(f) => claude::read_without(f, engine, drop)
             .map(|r| (r.summary, r.calls, r.keys, r.subagent_calls)),

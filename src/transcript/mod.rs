@@ -16,6 +16,7 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod dedup;
 pub(crate) mod discover;
+pub(crate) mod ledger;
 pub(crate) mod line;
 pub(crate) mod lines;
 pub(crate) mod point;
