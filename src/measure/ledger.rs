@@ -236,4 +236,20 @@ mod tests {
         let opts = MeasureOptions { project: Some("other".into()), ..MeasureOptions::default() };
         assert_eq!(merge(&mut scan, &led, &live, &opts, engine, d.path()).calls, 0);
     }
+
+    #[test]
+    fn since_takes_days_weeks_and_dates() {
+        let now = crate::clock::now().as_millisecond();
+        let day = 86_400_000;
+        // (text, how far back from now in ms, or the exact Unix ms)
+        for (text, back) in [("90d", 90 * day), ("12w", 84 * day), ("36h", 36 * day / 24)] {
+            let got = crate::measure::parse_since(text).unwrap();
+            // The clock moves between the two readings: a minute is plenty.
+            assert!((now - back - got).abs() < 60_000, "{text}: {got}");
+        }
+        assert_eq!(crate::measure::parse_since("2026-09-01").unwrap(), 1_788_220_800_000);
+        for bad in ["last quarter", "2026-13-01", "90x"] {
+            assert!(crate::measure::parse_since(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -33,10 +33,13 @@
 //!   the current table, as it prices live transcripts: a call then costs the same whether it is
 //!   read from its transcript or from the ledger, and a corrected price applies to old calls.
 //!
-//! No prompt, response, tool or file text is written. Plain JSON lines, not compressed: 258
-//! bytes per API call on the bench tree, 51 with zstd (BENCHMARKS.md, "The ledger"), 36 MB a
-//! year for a heavy user (1,000 calls a day) — small beside the transcripts it outlives; a plain
-//! file can be appended to in place and read by `grep` and `jq`.
+//! No prompt, response, tool or file text is written. Plain JSON lines, not compressed: 300
+//! bytes per API call on the bench tree, 65 with zstd -3 (BENCHMARKS.md, "The ledger"), so
+//! about 110 MB a year for a heavy user (1,000 calls a day) against 24 MB compressed. Plain wins
+//! all the same: a month file is appended to in place with one `write` (a compressed one would
+//! be rewritten, or kept as a second, uncompressed tail with a compaction step and its own
+//! failure modes), `grep` and `jq` read it, and it is a few percent of the transcripts it
+//! outlives. Reading it costs about 9 µs of CPU per call (BENCHMARKS.md).
 //!
 //! Writers: appends take an exclusive `flock` on `<dir>/.lock` (fs4), so two writers (a loop and
 //! `kit measure --ledger`) never interleave or both add one call; readers take it shared. A
@@ -55,6 +58,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use fs4::fs_std::FileExt;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::dedup::{call_key, CallKey};
@@ -496,23 +500,36 @@ pub(crate) fn read(dir: &Path, strict: bool) -> Result<Option<Ledger>> {
     // A reader that cannot create the lock (a read-only folder) reads without it.
     let _lock = lock(dir, false).ok();
     let mut led = Ledger { files: names.len(), ..Ledger::default() };
+    // Files are parsed in parallel (a month each), then deduplicated in file order.
+    let per_file: Vec<Result<(Vec<(CallKey, Record)>, Damage)>> = names
+        .par_iter()
+        .map(|path| {
+            let (mut got, mut damage) = (vec![], Damage::default());
+            read_file(path, strict, &mut damage, &mut |rec| {
+                if let Some(k) = rec.key() {
+                    got.push((k, rec));
+                }
+            })?;
+            Ok((got, damage))
+        })
+        .collect();
     let mut at: HashMap<CallKey, usize> = HashMap::new();
-    for path in &names {
-        let records = &mut led.records;
-        read_file(path, strict, &mut led.damage, &mut |rec| {
-            let Some(k) = rec.key() else { return };
+    for r in per_file {
+        let (got, damage) = r?;
+        led.damage.merge(&damage);
+        for (k, rec) in got {
             match at.get(&k) {
                 Some(&i) => {
-                    if rec.tokens() > records[i].tokens() {
-                        records[i] = rec;
+                    if rec.tokens() > led.records[i].tokens() {
+                        led.records[i] = rec;
                     }
                 }
                 None => {
-                    at.insert(k, records.len());
-                    records.push(rec);
+                    at.insert(k, led.records.len());
+                    led.records.push(rec);
                 }
             }
-        })?;
+        }
     }
     Ok(Some(led))
 }
