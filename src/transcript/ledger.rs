@@ -479,6 +479,9 @@ pub(crate) struct Ledger {
     pub files: usize,
 }
 
+/// One ledger file's records with their keys, and its damage.
+type FileRead = (Vec<(CallKey, Record)>, Damage);
+
 /// Read the ledger in `dir`; None when the folder does not exist.
 ///
 /// Errors: [`Error::Io`] naming the file that cannot be read; under `strict` the first damaged
@@ -501,7 +504,7 @@ pub(crate) fn read(dir: &Path, strict: bool) -> Result<Option<Ledger>> {
     let _lock = lock(dir, false).ok();
     let mut led = Ledger { files: names.len(), ..Ledger::default() };
     // Files are parsed in parallel (a month each), then deduplicated in file order.
-    let per_file: Vec<Result<(Vec<(CallKey, Record)>, Damage)>> = names
+    let per_file: Vec<Result<FileRead>> = names
         .par_iter()
         .map(|path| {
             let (mut got, mut damage) = (vec![], Damage::default());
