@@ -352,7 +352,8 @@ pub struct MeasureArgs {
     /// Print JSON (schema kit.measure/1).
     #[arg(long)]
     pub json: bool,
-    /// Only sessions active since this date or time (YYYY-MM-DD or RFC 3339).
+    /// Only sessions active since this date or time (YYYY-MM-DD, RFC 3339, or back from now:
+    /// 90d, 12w, 36h).
     #[arg(long, value_name = "WHEN", value_parser = crate::measure::parse_since)]
     pub since: Option<i64>,
     /// Only this source.
@@ -364,6 +365,11 @@ pub struct MeasureArgs {
     /// Fail on the first damaged line, naming file:line.
     #[arg(long)]
     pub strict: bool,
+    /// Also add every API call measured to the ledger ($KIT_LEDGER_DIR, else
+    /// $XDG_DATA_HOME/kit/ledger, else ~/.local/share/kit/ledger), whose totals outlive the
+    /// transcripts (Claude Code deletes them after 30 days).
+    #[arg(long, conflicts_with = "turns")]
+    pub ledger: bool,
 }
 
 /// `kit report …`

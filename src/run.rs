@@ -251,7 +251,20 @@ fn mine_options(ctx: &Ctx, a: crate::cli::MineArgs) -> Result<crate::mine::MineO
 }
 
 fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::MeasureOptions> {
+    // The ledger is read with the default roots (it holds their calls), and written with
+    // `--ledger`; a ledger folder kit cannot name is only an error when asked to write.
+    let ledger = match (a.ledger || a.paths.is_empty(), crate::transcript::ledger::default_dir()) {
+        (false, _) => None,
+        (true, Ok(dir)) => Some(crate::measure::ledger::LedgerUse {
+            dir,
+            append: a.ledger,
+            read: a.paths.is_empty(),
+        }),
+        (true, Err(e)) if a.ledger => return Err(e),
+        (true, Err(_)) => None,
+    };
     Ok(crate::measure::MeasureOptions {
+        ledger,
         paths: a.paths,
         turns: a.turns,
         json: a.json,

@@ -12,6 +12,7 @@ mod goal;
 mod golden;
 mod handoff;
 mod hook;
+mod ledger;
 mod r#loop;
 mod measure;
 mod mine;

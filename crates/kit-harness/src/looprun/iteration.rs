@@ -330,6 +330,13 @@ impl RunCtx<'_> {
             describe_end(&ended, wall_cut, p.enforcer),
             format_duration(Duration::from_millis(ended.duration_ms)),
         ));
+        // The ledger (issue 24) is a courtesy to the user's totals: it never stops the loop.
+        if let Err(e) = super::ledger::record(&p.settings.spec, &log, &p.prices) {
+            self.say(format!(
+                "iteration {iteration}: warning: the ledger was not written ({e}); \
+                 kit measure --ledger adds these calls later"
+            ));
+        }
         let denials = match p.settings.spec {
             AgentSpec::Codex | AgentSpec::FakeCodex(_) => Vec::new(),
             _ => agent::read_denials(&log),

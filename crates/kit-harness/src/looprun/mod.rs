@@ -70,6 +70,7 @@ pub mod ensure;
 mod fallback;
 pub mod inbox;
 mod iteration;
+mod ledger;
 pub mod limits;
 pub mod memcap;
 pub mod notify;

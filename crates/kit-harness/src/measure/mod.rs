@@ -24,10 +24,12 @@ use crate::error::{Error, Result, EXIT_OK};
 use crate::term::Theme;
 use crate::transcript::dedup::{self, CallKey, Held};
 use crate::transcript::discover::{self, Job};
+use crate::transcript::ledger::Collected;
 use crate::transcript::{claude, codex, ApiCall, Damage, EngineOptions, SessionSummary, Source};
 use crate::units::{clip, plural, thousands, tokens, usd};
 
 mod json;
+pub mod ledger;
 mod table;
 mod turns;
 
@@ -54,6 +56,8 @@ pub struct MeasureOptions {
     pub strict: bool,
     /// The terminal's width (characters) the session table must fit in; None: no limit.
     pub width: Option<usize>,
+    /// What to do with the ledger ([`ledger`]); None: nothing.
+    pub ledger: Option<ledger::LedgerUse>,
 }
 
 /// Parse `--source`. Errors: anything but `claude` or `codex`.
@@ -96,6 +100,8 @@ pub(crate) struct Scan {
     pub files: usize,
     /// Where sessions were looked for: the PATHs given, else the default roots.
     pub looked_in: Vec<PathBuf>,
+    /// What the ledger needs of the scan (empty unless `MeasureOptions::ledger` is set).
+    pub collected: Collected,
 }
 
 /// Find and read the sessions `opts` selects.
@@ -127,10 +133,14 @@ where
     let progress = Progress::new(jobs.len() as u64);
     let no_drops = HashSet::new();
     let read_one = |job: &Job, drop: &HashSet<CallKey>| {
-        read_job(job, engine, drop).map(|(s, calls, keys)| {
+        read_job(job, engine, drop).map(|(s, calls, keys, subs)| {
             let shown = !nothing_read(&s) && keep(opts, &s);
             let t = shown.then(|| each(&s, &calls));
-            (s, t, keys)
+            let got = match &opts.ledger {
+                Some(l) => crate::transcript::ledger::collect(&s, &calls, &subs, shown && l.append),
+                None => Collected::default(),
+            };
+            (s, t, keys, got)
         })
     };
     // Collected per job, so that under `--strict` the error reported is the first in path
@@ -160,11 +170,13 @@ where
         read[n] = r?;
     }
     let mut sessions = vec![];
+    let mut collected = Collected::default();
     // Filters apply to the damage report too: a folder outside `--project` is not reported.
     damage
         .unreadable
         .retain(|u| opts.project.as_deref().is_none_or(|p| u.path.to_string_lossy().contains(p)));
-    for (s, t, _) in read {
+    for (s, t, _, got) in read {
+        collected.merge(got);
         // A session whose files could not be read at all is only a line in the damage report
         // (it has no dates, so only `--project` can filter it).
         if nothing_read(&s) {
@@ -187,24 +199,23 @@ where
         opts.paths.clone()
     };
     let (sessions, outputs) = sessions.into_iter().unzip();
-    Ok((Scan { sessions, damage, files, looked_in }, outputs))
+    Ok((Scan { sessions, damage, files, looked_in, collected }, outputs))
 }
 
-/// One job as the scan holds it: its summary, what `each` made of it (when it is shown), and
-/// its calls' keys for the tree-wide dedup.
-type Read<T> = (SessionSummary, Option<T>, Vec<Held>);
+/// One job as the scan holds it: its summary, what `each` made of it (when it is shown), its
+/// calls' keys for the tree-wide dedup, and what the ledger needs of it.
+type Read<T> = (SessionSummary, Option<T>, Vec<Held>, Collected);
 
-/// One job read whole (without the calls in `drop`): its summary, main calls and call keys.
-fn read_job(
-    job: &Job,
-    engine: EngineOptions<'_>,
-    drop: &HashSet<CallKey>,
-) -> Result<(SessionSummary, Vec<ApiCall>, Vec<Held>)> {
+/// A job's summary, main calls, call keys and subagents' calls.
+type JobRead = (SessionSummary, Vec<ApiCall>, Vec<Held>, Vec<ApiCall>);
+
+/// One job read whole (without the calls in `drop`): its summary, main calls, call keys and
+/// subagents' calls.
+fn read_job(job: &Job, engine: EngineOptions<'_>, drop: &HashSet<CallKey>) -> Result<JobRead> {
     match job {
-        Job::Claude(f) => {
-            claude::read_without(f, engine, drop).map(|r| (r.summary, r.calls, r.keys))
-        }
-        Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls, vec![])),
+        Job::Claude(f) => claude::read_without(f, engine, drop)
+            .map(|r| (r.summary, r.calls, r.keys, r.subagent_calls)),
+        Job::Codex(p) => codex::read(p, engine).map(|r| (r.summary, r.calls, vec![], vec![])),
     }
 }
 
@@ -308,14 +319,26 @@ pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<
     if let Some(id) = &opts.turns {
         return turns(theme, opts, id, engine, out);
     }
-    let scan = scan(opts, engine)?;
+    let mut scan = scan(opts, engine)?;
+    let collected = std::mem::take(&mut scan.collected);
+    let led = match &opts.ledger {
+        Some(l) => Some(ledger::apply(l, &mut scan, collected, opts, engine)?),
+        None => None,
+    }
+    .filter(|o| o.worth_saying());
     if opts.json {
-        let doc = to_json(&scan);
+        let mut doc = to_json(&scan);
+        if let (Some(o), Some(d)) = (&led, doc.as_object_mut()) {
+            d.insert("ledger".into(), serde_json::to_value(o).unwrap_or_default());
+        }
         let text =
             serde_json::to_string_pretty(&doc).map_err(|e| Error::internal(e.to_string()))?;
         writeln!(out, "{text}").map_err(|e| Error::io("stdout", e))?;
     } else {
         write_table(theme, &scan, opts.width, out).map_err(|e| Error::io("stdout", e))?;
+        for line in led.iter().flat_map(|o| o.lines()) {
+            writeln!(out, "{line}").map_err(|e| Error::io("stdout", e))?;
+        }
     }
     Ok(EXIT_OK)
 }

@@ -41,6 +41,9 @@ pub struct SessionRead {
     /// timestamp of its first line, for deduplication across sessions ([`super::dedup`]).
     /// Calls without a `message.id` have none.
     pub keys: Vec<Held>,
+    /// The subagents' calls, costed, in file order (for the ledger; their figures are in the
+    /// summary's sub-rows).
+    pub subagent_calls: Vec<ApiCall>,
 }
 
 /// Read a session's files. Errors: I/O, or the first damaged line under `strict`.
@@ -76,15 +79,17 @@ pub fn read_without(
     let mut streams = std::mem::take(&mut st.streams).into_iter();
     let mut main = streams.next().unwrap_or_default();
     let mut summary = b.summarise(&mut main, true);
+    let mut subagent_calls = vec![];
     for (stream, path) in streams.zip(&files.subagents) {
         let mut stream = stream;
         let mut sub = b.summarise(&mut stream, false);
         sub.session_id = super::discover::stem(path);
         sub.path = path.clone();
         summary.absorb_subagent(sub);
+        subagent_calls.extend(stream.calls);
     }
     summary.damage = std::mem::take(&mut b.damage);
-    Ok(SessionRead { summary, calls: main.calls, keys })
+    Ok(SessionRead { summary, calls: main.calls, keys, subagent_calls })
 }
 
 #[derive(Default)]
@@ -260,6 +265,7 @@ impl State {
             }
         };
         let context = super::context_from_usage(&usage);
+        let key = id.map(|id| key_of(id, call.request_id));
         let calls = &mut self.streams[stream].calls;
         let idx = calls.len();
         calls.push(ApiCall {
@@ -273,9 +279,10 @@ impl State {
             resume_premium_usd: 0.0,
             cost_usd: None,
             sidechain,
+            id: key.as_deref().map(Arc::from),
         });
-        if let Some(id) = id {
-            self.by_key.insert(key_of(id, call.request_id), (stream, idx));
+        if let (Some(id), Some(key)) = (id, key) {
+            self.by_key.insert(key, (stream, idx));
             self.by_id.entry(id.to_string()).or_insert((stream, idx));
         }
         (stream == 0 && !sidechain).then_some(context)

@@ -211,6 +211,7 @@ impl State {
             resume_premium_usd: 0.0,
             cost_usd: None,
             sidechain: false,
+            id: None,
         });
     }
 }

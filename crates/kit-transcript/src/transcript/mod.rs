@@ -16,6 +16,7 @@ pub mod claude;
 pub mod codex;
 pub mod dedup;
 pub mod discover;
+pub mod ledger;
 pub mod line;
 pub mod lines;
 pub mod point;
@@ -185,7 +186,7 @@ pub(crate) fn compaction_point(window: u64, o: &CompactionOverrides) -> u64 {
 ///
 /// The rollout reports the *effective* window, 95% of the raw one (272,000 → 258,400); Codex
 /// compacts at 90% of the raw window (codex.md §12): 258,400 → 244,800.
-pub(crate) fn codex_compaction_point(model_context_window: u64) -> u64 {
+pub fn codex_compaction_point(model_context_window: u64) -> u64 {
     let raw = (model_context_window * 100 + 47) / 95;
     raw * 9 / 10
 }
@@ -216,6 +217,10 @@ pub struct ApiCall {
     pub cost_usd: Option<f64>,
     /// From a subagent (sidechain) rather than the main conversation.
     pub sidechain: bool,
+    /// The call's dedup key as text (Claude: `message.id` NUL `requestId`, or `message.id`
+    /// alone; [`dedup`]), kept for the ledger (`kit measure --ledger`); None for Codex and for
+    /// a Claude call without a `message.id`.
+    pub id: Option<Arc<str>>,
 }
 
 /// One compaction.
@@ -322,7 +327,7 @@ impl<'a> EngineOptions<'a> {
 
 /// Wall and active time from a stream of timestamps in file order (not assumed monotonic).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Clock {
+pub struct Clock {
     first: Option<i64>,
     last: Option<i64>,
     active_ms: i64,
@@ -330,7 +335,7 @@ pub(crate) struct Clock {
 
 impl Clock {
     /// Note a line's timestamp (Unix ms).
-    pub(crate) fn tick(&mut self, t: i64) {
+    pub fn tick(&mut self, t: i64) {
         match self.last {
             None => {
                 self.first = Some(t);
@@ -413,14 +418,14 @@ pub(crate) fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
 /// One agent's calls of a session in log order, with the per-call derivations applied by
 /// [`Stream::finish`]: gap, TTL in force, resume and its premium, cost.
 #[derive(Debug, Default)]
-pub(crate) struct Stream {
+pub struct Stream {
     /// Calls in order.
     pub calls: Vec<ApiCall>,
 }
 
 /// Per-session accumulator the source readers fill and [`Builder::finish`] turns into a
 /// [`SessionSummary`].
-pub(crate) struct Builder<'a> {
+pub struct Builder<'a> {
     opts: EngineOptions<'a>,
     prices: HashMap<Arc<str>, Lookup<'a>>,
     /// Identity.
@@ -445,12 +450,7 @@ pub(crate) struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     /// A new accumulator.
-    pub(crate) fn new(
-        opts: EngineOptions<'a>,
-        source: Source,
-        session_id: String,
-        path: PathBuf,
-    ) -> Self {
+    pub fn new(opts: EngineOptions<'a>, source: Source, session_id: String, path: PathBuf) -> Self {
         Builder {
             opts,
             prices: HashMap::new(),
@@ -482,7 +482,7 @@ impl<'a> Builder<'a> {
 
     /// Apply the per-call derivations to `stream` (in place) and summarise it.
     /// `main` says whether this is the main conversation (context, compactions, turns apply).
-    pub(crate) fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
+    pub fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
         let mut tokens = Tokens::default();
         let mut cost = 0.0;
         let mut priced = false;
@@ -694,6 +694,7 @@ mod tests {
             resume_premium_usd: 0.0,
             cost_usd: None,
             sidechain: false,
+            id: None,
         };
         let mut stream = Stream {
             calls: vec![call(0, 140_000, 13_000), call(8, 150_000, 3_400), call(20, 0, 154_000)],
