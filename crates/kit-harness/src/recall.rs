@@ -23,7 +23,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::term::Theme;
 use crate::transcript::discover::{self, Job};
 use crate::transcript::line::{claude, codex, Raw};
@@ -489,7 +489,7 @@ pub fn run(theme: &Theme, opts: &RecallOptions, out: &mut dyn Write) -> Result<u
         }
         crate::measure::write_damage(theme, &found.damage, out).map_err(io)?;
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

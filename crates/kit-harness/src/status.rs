@@ -46,7 +46,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, Result, EXIT_OK};
 use crate::longrun::config::Config;
 use crate::longrun::event::{Entry, Event, LoopStart};
 use crate::longrun::history::{CriterionView, History};
@@ -799,10 +799,10 @@ pub fn run(cwd: &Path, opts: StatusOptions, theme: &Theme, out: &mut dyn Write) 
         let text =
             serde_json::to_string_pretty(&s).map_err(|e| crate::Error::internal(e.to_string()))?;
         writeln!(out, "{text}").at(stdout)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     print_text(&s, theme, out).at(stdout)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// Move the "since you last looked" mark of the project containing `cwd` to what `s` read.

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, Result, EXIT_OK};
 use crate::longrun::Project;
 
 /// The record in `longrun/PAUSE` (see the module doc).
@@ -152,7 +152,7 @@ pub fn pause(cwd: &Path, opts: &PauseOptions, out: &mut dyn Write) -> Result<u8>
         ),
     }
     .at(o)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// `kit resume`: remove `longrun/PAUSE` and say what happens next. Exit 0, paused or not.
@@ -164,7 +164,7 @@ pub fn resume(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let o = Path::new("stdout");
     let Some(was) = read(&project) else {
         writeln!(out, "resume: not paused (no longrun/PAUSE); nothing to do").at(o)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     };
     let path = project.pause();
     match std::fs::remove_file(&path) {
@@ -181,7 +181,7 @@ pub fn resume(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
             .to_string(),
     };
     writeln!(out, "resumed: removed longrun/PAUSE (paused {}); {next}", was.describe()).at(o)?;
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// The login name of this process's user: the password database, else `$USER`, else the uid.

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 use crate::longrun::event::Event;
 use crate::longrun::Project;
 use crate::term::Theme;
@@ -392,7 +392,7 @@ pub fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8>
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| Error::internal(e.to_string()))?;
         writeln!(out, "{text}").map_err(io)?;
-        return Ok(0);
+        return Ok(EXIT_OK);
     }
     let chosen = choose(&report.findings, &opts.only)?;
     write_report(theme, &report, &chosen, opts, out).map_err(io)?;
@@ -402,7 +402,7 @@ pub fn run(theme: &Theme, opts: &MineOptions, out: &mut dyn Write) -> Result<u8>
     if let Some(file) = &opts.apply {
         apply::apply(file, &opts.cwd.join(file), &chosen, out)?;
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// The findings `--only` keeps (all without it). Errors: an id that is not among them.

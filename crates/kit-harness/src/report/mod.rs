@@ -35,7 +35,7 @@ pub(crate) mod timeline;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Result, EXIT_OK};
 use crate::longrun::history::History;
 use crate::longrun::Project;
 use crate::measure::{self, MeasureOptions};
@@ -108,7 +108,7 @@ pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
     if opts.open {
         open(&path, out).at(stdout)?;
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// The file to write and how to name it to the user (relative to the folder kit runs in

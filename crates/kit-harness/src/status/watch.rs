@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::{IoContext, Result};
+use crate::error::{IoContext, Result, EXIT_OK};
 use crate::term::Theme;
 
 /// Default time between redraws.
@@ -126,7 +126,7 @@ pub(crate) fn watch(
             super::move_mark(cwd, &s);
         }
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 #[cfg(test)]
