@@ -195,3 +195,18 @@ fn two_writers_at_once_and_a_torn_line_lose_and_double_nothing() {
     assert!(!strict.status.success());
     assert!(String::from_utf8_lossy(&strict.stderr).contains("2026-02.jsonl"));
 }
+
+#[test]
+fn an_empty_table_names_the_ledger_among_the_places_read() {
+    let t = Tree::new();
+    t.measure(&["--ledger"]);
+    t.delete_all();
+    // Every call of the ledger is older than --since: nothing to show, and the ledger is named
+    // as a place read, so the user knows it was not forgotten.
+    let out = t.kit().args(["measure", "--since", "2026-11-01"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("no sessions found"), "{text}");
+    let looked = text.lines().find(|l| l.trim_start().starts_with("looked in:")).unwrap();
+    assert!(looked.ends_with(&t.ledger().display().to_string()), "{looked}");
+}

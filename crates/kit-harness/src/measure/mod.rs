@@ -326,6 +326,10 @@ pub fn run(theme: &Theme, opts: &MeasureOptions, out: &mut dyn Write) -> Result<
         None => None,
     }
     .filter(|o| o.worth_saying());
+    // An empty table names every place read, the ledger too (its calls may all be too old).
+    if let Some(l) = opts.ledger.as_ref().filter(|l| l.read) {
+        scan.looked_in.push(l.dir.clone());
+    }
     if opts.json {
         let mut doc = to_json(&scan);
         if let (Some(o), Some(d)) = (&led, doc.as_object_mut()) {
