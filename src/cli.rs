@@ -379,11 +379,18 @@ pub struct ReportArgs {
     pub paths: Vec<PathBuf>,
     /// Write the page here (default: longrun/.runs/report.html in a loop's repository, else
     /// kit-report.html).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "serve")]
     pub out: Option<PathBuf>,
     /// Open the page with the desktop's opener (xdg-open, open) when there is one.
     #[arg(long)]
     pub open: bool,
+    /// Serve the page on this machine's loopback instead of writing it, reloading itself as
+    /// the journal and transcripts grow, until Ctrl-C. ADDR: PORT, IP:PORT or localhost:PORT,
+    /// loopback only (default 127.0.0.1:7411; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1,
+          default_missing_value = crate::report::serve::DEFAULT_ADDR,
+          value_parser = crate::report::serve::parse_addr)]
+    pub serve: Option<std::net::SocketAddr>,
 }
 
 /// `kit recall …`

@@ -147,6 +147,7 @@ pub fn execute(
                 paths: a.paths,
                 out: a.out,
                 open: a.open,
+                serve: a.serve,
             },
             out,
         ),

@@ -30,6 +30,7 @@
 
 pub(crate) mod charts;
 pub(crate) mod page;
+pub mod serve;
 pub(crate) mod timeline;
 
 use std::io::Write;
@@ -52,24 +53,55 @@ pub struct ReportOptions {
     pub paths: Vec<PathBuf>,
     /// Where to write the page; None = the default (see the module doc).
     pub out: Option<PathBuf>,
-    /// Open it with the desktop's opener afterwards.
+    /// Open it with the desktop's opener afterwards (the URL, when serving).
     pub open: bool,
+    /// Serve the page on this loopback address instead of writing it ([`serve`]).
+    pub serve: Option<std::net::SocketAddr>,
 }
 
 /// The default page name outside a loop project.
 pub(crate) const DEFAULT_NAME: &str = "kit-report.html";
 
-/// Run `kit report`: gather, render, write atomically, say where; optionally open it.
-/// Returns the exit code (0).
+/// Run `kit report`: gather, render, write atomically, say where; optionally open it. With
+/// `serve`, serve it instead until Ctrl-C ([`serve`]). Returns the exit code (0).
 ///
 /// Errors: a PATH that does not exist (as `kit measure`), a page that cannot be written.
 /// An unreadable `longrun/` or damaged transcripts are shown on the page instead.
 pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
+    if let Some(addr) = opts.serve {
+        return serve::serve(opts, addr, out);
+    }
     let project = Project::discover_initialised(&opts.cwd).ok();
+    let (path, shown) = destination(opts, project.as_ref())?;
+    let (_, scan, measure_json) = with_page(opts, project.as_ref(), None, |page| {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::atomic::create_dir_all(dir)?;
+        }
+        crate::atomic::write_atomic_with(&path, |w| page::write_document(page, w))
+    })?;
+    let stdout = Path::new("stdout");
+    summary(out, Some(&shown), &scan, &measure_json, project.is_some()).at(stdout)?;
+    if opts.open {
+        open(path.as_os_str(), out).at(stdout)?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// Gather the loop's status and journal and the sessions, make the page (with `live` when it
+/// is served) and hand it to `emit`. Returns what `emit` returned, the scan and the
+/// `kit.measure/1` document (for the summary).
+///
+/// Errors: a PATH that does not exist (as `kit measure`), and those of `emit`.
+fn with_page<T>(
+    opts: &ReportOptions,
+    project: Option<&Project>,
+    live: Option<page::Live>,
+    emit: impl FnOnce(&page::Page<'_>) -> Result<T>,
+) -> Result<(T, measure::Scan, serde_json::Value)> {
     let status;
     let rows;
     let mut status_json = None;
-    let lp = match &project {
+    let lp = match project {
         None => page::LoopPart::Absent,
         Some(p) => match crate::status::gather(&opts.cwd)
             .and_then(|s| History::read(&p.journal()).map(|h| (s, h)))
@@ -97,18 +129,10 @@ pub fn run(opts: &ReportOptions, out: &mut dyn Write) -> Result<u8> {
         damage: &scan.damage,
         measure: &measure_json,
         status_json,
+        live,
     };
-    let (path, shown) = destination(opts, project.as_ref())?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        crate::atomic::create_dir_all(dir)?;
-    }
-    crate::atomic::write_atomic_with(&path, |w| page::write_document(&page, w))?;
-    let stdout = Path::new("stdout");
-    summary(out, &shown, &scan, &measure_json, project.is_some()).at(stdout)?;
-    if opts.open {
-        open(&path, out).at(stdout)?;
-    }
-    Ok(EXIT_OK)
+    let emitted = emit(&page)?;
+    Ok((emitted, scan, measure_json))
 }
 
 /// The file to write and how to name it to the user (relative to the folder kit runs in
@@ -131,15 +155,19 @@ fn destination(opts: &ReportOptions, project: Option<&Project>) -> Result<(PathB
     Ok((path, shown))
 }
 
+/// What the page holds, in a few lines; the first names where it was written (`shown`), when
+/// it was.
 fn summary(
     out: &mut dyn Write,
-    shown: &str,
+    shown: Option<&str>,
     scan: &measure::Scan,
     doc: &serde_json::Value,
     has_loop: bool,
 ) -> std::io::Result<()> {
     let t = &doc["totals"];
-    writeln!(out, "report: {shown}")?;
+    if let Some(shown) = shown {
+        writeln!(out, "report: {shown}")?;
+    }
     if !has_loop {
         writeln!(out, "  loop: none here (no longrun/)")?;
     } else {
@@ -183,14 +211,14 @@ fn opener() -> Option<PathBuf> {
     display.then(|| crate::proc::find_on_path("xdg-open")).flatten()
 }
 
-/// Start the opener on `path` without waiting for it (a browser may stay open for hours), or
-/// say there is none. Neither is an error: the page is written either way.
-fn open(path: &Path, out: &mut dyn Write) -> std::io::Result<()> {
+/// Start the opener on `path` (a file or a URL) without waiting for it (a browser may stay
+/// open for hours), or say there is none. Neither is an error: the page is there either way.
+fn open(path: &std::ffi::OsStr, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(cmd) = opener() else {
         return writeln!(
             out,
             "  --open: no desktop opener here (xdg-open with a display, or open on macOS); open {} in a browser",
-            path.display()
+            path.to_string_lossy()
         );
     };
     // Not waited for: kit ends right after, and the opener may run the browser in the

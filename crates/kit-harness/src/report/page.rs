@@ -41,6 +41,20 @@ pub(crate) struct Page<'a> {
     pub measure: &'a Value,
     /// The `kit.status/1` document, when there is a loop.
     pub status_json: Option<Value>,
+    /// When the page is served by `kit report --serve`: how it refreshes itself. None for the
+    /// written page, which is then byte for byte what it was before `--serve` existed.
+    pub live: Option<Live>,
+}
+
+/// How a served page refreshes itself: it asks the server for [`super::serve`]'s version of
+/// its inputs every `poll_ms` and reloads when the answer differs from `version`.
+pub(crate) struct Live {
+    /// The version of the journal and transcripts the page was made from (opaque text).
+    pub version: String,
+    /// The path that answers the current version (`/version`).
+    pub version_path: &'static str,
+    /// Time between two asks, milliseconds.
+    pub poll_ms: u64,
 }
 
 /// Where the session articles go in the page's shell.
@@ -87,6 +101,13 @@ fn document(p: &Page<'_>) -> String {
                     nav {
                         a href="#loop" { "Loop" } " · " a href="#sessions" { "Sessions" }
                     }
+                    @if let Some(l) = &p.live {
+                        p.meta #kit-live data-version=(l.version) data-path=(l.version_path)
+                            data-poll-ms=(l.poll_ms) {
+                            "served by " code { "kit report --serve" } ": this page reloads itself "
+                            "when the journal or a transcript it reports on changes."
+                        }
+                    }
                 }
                 (loop_section(&p.lp))
                 section #sessions {
@@ -110,6 +131,9 @@ fn document(p: &Page<'_>) -> String {
                     }
                 }
                 script { (PreEscaped(JS)) }
+                @if p.live.is_some() {
+                    script { (PreEscaped(LIVE_JS)) }
+                }
             }
         }
     };
@@ -576,4 +600,38 @@ document.querySelectorAll("table.sortable").forEach(function (t) {
 window.addEventListener("beforeprint", function () {
   document.querySelectorAll("details").forEach(function (d) { d.open = true; });
 });
+"#;
+
+/// A served page's refresh: ask the server for the version of its inputs every few seconds
+/// (`#kit-live`'s `data-poll-ms`) and reload when it differs from the page's; say so while the
+/// server does not answer, and go on asking.
+const LIVE_JS: &str = r#"
+(function () {
+  var live = document.getElementById("kit-live");
+  if (!live || !window.fetch) return;
+  var version = live.dataset.version, every = parseInt(live.dataset.pollMs, 10) || 2000;
+  var said = live.innerHTML;
+  function again() { setTimeout(ask, every); }
+  function ask() {
+    fetch(live.dataset.path, { cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (v) {
+      if (v.trim() !== version) {
+        live.textContent = "the journal or a transcript changed: reloading";
+        location.reload();
+        return;
+      }
+      live.classList.remove("warn");
+      live.innerHTML = said;
+      again();
+    }, function (e) {
+      live.classList.add("warn");
+      live.textContent = "kit report --serve does not answer (" + e.message + "): this page " +
+        "refreshes again once it does";
+      again();
+    });
+  }
+  again();
+})();
 "#;
