@@ -1,8 +1,9 @@
 //! `kit report`: the page holds the very figures of `kit measure --json` and `kit status --json`
 //! (its JSON islands equal the commands' documents, and the figures shown in tables equal the
 //! documents' fields), a chart for each session, the `--turns` table cell for cell, and a
-//! damaged transcript reported on the page without failing. The browser check is
-//! `scripts/report-screenshot.sh` (Chromium is not on every CI machine).
+//! damaged transcript reported on the page without failing; `--serve` answers the same page
+//! over loopback and follows the journal and transcripts as they grow. The browser check is
+//! `scripts/report-screenshot.sh` (and its `--serve` mode; Chromium is not on every CI machine).
 
 use std::path::Path;
 
@@ -240,4 +241,176 @@ fn open_without_a_desktop_says_so_and_a_folder_is_no_out_file() {
     let out = kit(d.path()).args(["report", "--out", "folder"]).arg(&root).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a folder"));
+}
+
+/// A running `kit report --serve 127.0.0.1:0 …`: the child, its port, and its stdout's lines
+/// as they come (read on a thread, so that a test waits on a line with a deadline).
+struct Served {
+    child: std::process::Child,
+    port: u16,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+/// How long a test waits for the server to say something: generous, for a loaded machine.
+const SERVE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+impl Served {
+    fn start(dir: &Path, args: &[&str]) -> Served {
+        let mut child = kit(dir)
+            .args(["report", "--serve", "127.0.0.1:0"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = lines.recv_timeout(SERVE_DEADLINE).expect("the first line of --serve");
+        let re = regex::Regex::new(
+            r"^serving the report on http://127\.0\.0\.1:(\d+)/ \(Ctrl-C stops\)$",
+        )
+        .unwrap();
+        let port = re.captures(&first).unwrap_or_else(|| panic!("first line: {first}"))[1]
+            .parse()
+            .unwrap();
+        Served { child, port, lines }
+    }
+
+    /// `METHOD PATH` over HTTP/1.0 (one response, no chunks, the connection closed after it)
+    /// with `host` as the Host header: (status code, headers, body).
+    fn ask(&self, method: &str, path: &str, host: &str) -> (u16, String, String) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(SERVE_DEADLINE)).unwrap();
+        write!(s, "{method} {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let raw = String::from_utf8(raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let code = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (code, head.to_string(), body.to_string())
+    }
+
+    fn get(&self, path: &str) -> String {
+        let (code, head, body) = self.ask("GET", path, &format!("127.0.0.1:{}", self.port));
+        assert_eq!(code, 200, "{head}\n{body}");
+        body
+    }
+}
+
+/// The loop's journal of `events_of_a_newer_kit…` without the newer event: one interrupted run.
+const ONE_RUN: &str = concat!(
+    r#"{"command":"kit loop","event":"loop_start","pid":7,"run":1,"ts":"2026-10-01T09:00:00Z"}"#,
+    "\n",
+    r#"{"event":"loop_end","outcome":"interrupted","reason":"stopped by hand","ts":"2026-10-01T09:00:02Z"}"#,
+    "\n",
+);
+
+#[test]
+fn serve_follows_the_journal_and_the_transcripts_and_ends_on_sigterm() {
+    let d = crate::util::git_repo();
+    assert!(kit(d.path()).arg("init").output().unwrap().status.success());
+    std::fs::write(d.path().join("longrun/journal.jsonl"), ONE_RUN).unwrap();
+    let name = "fasthooks_sample_main_transcript.jsonl";
+    let bytes = std::fs::read(sample(&format!("claude-code/{name}"))).unwrap();
+    let (_t, root) = claude_tree(&[("one.jsonl", &bytes)]);
+    let served = Served::start(d.path(), &[root.to_str().unwrap()]);
+    let v1 = served.get("/version");
+    assert_eq!(v1.len(), 16, "{v1}");
+    let html = served.get("/");
+    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v1.clone()]);
+    assert_eq!(attrs(&html, "<dd class=\"outcome\"", "data-outcome"), ["interrupted"]);
+    assert_eq!(articles(&html).len(), 1);
+    // The same page as `kit report` writes, less the live note and its script.
+    let (_, written) = report(d.path(), &[root.to_str().unwrap()]);
+    assert!(!written.contains("kit-live"));
+    assert_eq!(island(&html, "kit-status"), island(&written, "kit-status"));
+    assert_eq!(island(&html, "kit-measure"), island(&written, "kit-measure"));
+    // Nothing fetched from elsewhere; asking the server is all the page may do.
+    for shut in ["src=\"http", "href=\"http", "url(http", "@import", "<link"] {
+        assert!(!html.contains(shut), "{shut} in the page");
+    }
+    let (_, head, _) = served.ask("GET", "/", &format!("localhost:{}", served.port));
+    assert!(head.contains("Content-Security-Policy: default-src 'none';"), "{head}");
+
+    // The journal grows: a second run ends at a cap.
+    let mut j = std::fs::OpenOptions::new()
+        .append(true)
+        .open(d.path().join("longrun/journal.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut j,
+        concat!(
+            r#"{"command":"kit loop","event":"loop_start","pid":8,"run":2,"ts":"2026-10-01T10:00:00Z"}"#,
+            "\n",
+            r#"{"event":"loop_end","outcome":"cap","reason":"the served test cap","iteration":3,"iterations":3,"exit":3,"run":2,"ts":"2026-10-01T10:00:09Z"}"#,
+            "\n",
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    drop(j);
+    let v2 = served.get("/version");
+    assert_ne!(v1, v2, "the journal grew");
+    let html = served.get("/");
+    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v2.clone()]);
+    assert_eq!(attrs(&html, "<dd class=\"outcome\"", "data-outcome"), ["cap"]);
+    assert!(html.contains(">cap: the served test cap</dd>"), "the new loop_end");
+
+    // A transcript appears under the PATH reported on.
+    std::fs::write(root.join("projects/proj/two.jsonl"), &bytes).unwrap();
+    let v3 = served.get("/version");
+    assert_ne!(v2, v3, "a transcript appeared");
+    assert_eq!(articles(&served.get("/")).len(), 2);
+    assert_eq!(served.get("/version"), v3, "steady while nothing changes");
+
+    // Only GET and HEAD of / and /version, from a loopback host name.
+    let host = format!("127.0.0.1:{}", served.port);
+    let (code, head, body) = served.ask("HEAD", "/", &host);
+    assert_eq!((code, body.as_str()), (200, ""), "{head}");
+    let (code, head, _) = served.ask("POST", "/version", &host);
+    assert_eq!(code, 405);
+    assert!(head.contains("Allow: GET, HEAD"), "{head}");
+    assert_eq!(served.ask("GET", "/journal.jsonl", &host).0, 404);
+    assert_eq!(served.ask("GET", "/", &format!("attacker.example:{}", served.port)).0, 403);
+
+    // SIGTERM ends it cleanly: exit 0 and a last line saying so.
+    let Served { mut child, lines, .. } = served;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut last = String::new();
+    while let Ok(l) = lines.recv_timeout(SERVE_DEADLINE) {
+        last = l;
+    }
+    assert_eq!(last, "stopped serving (SIGTERM)");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn serve_refuses_an_address_that_is_not_loopback() {
+    let d = tempfile::tempdir().unwrap();
+    for addr in ["0.0.0.0", "0.0.0.0:8080", "192.168.1.5:8080", "[::]:8080", "example.com:80"] {
+        let out = kit(d.path()).args(["report", "--serve", addr]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {stderr}");
+        assert!(
+            stderr.contains("not a loopback address") || stderr.contains("not an IP address"),
+            "{addr}: {stderr}"
+        );
+        assert!(stderr.contains("ssh -L"), "{addr}: the next step: {stderr}");
+        assert!(out.stdout.is_empty(), "{addr}: nothing served");
+    }
+    let out = kit(d.path()).args(["report", "--serve", "--out", "x.html"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--serve writes no file");
 }
