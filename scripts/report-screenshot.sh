@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Render `kit report` in a real headless browser and check that the charts drew.
 #
-# Usage:  scripts/report-screenshot.sh [KIT] [PATH...]
+# Usage:  scripts/report-screenshot.sh [--serve] [KIT] [PATH...]
 #   KIT   the kit binary (default: target/release/kit, else target/debug/kit)
 #   PATH  what to report on (default: the embedded samples, tests/fixtures/samples)
 # Needs Debian's chromium (apt-get install -y chromium) and python3. Writes into a temporary
@@ -9,13 +9,28 @@
 #
 # Checks, each failing the script (exit 1) when not met:
 #   - every <svg> chart of the page has a non-zero width and height as laid out by Chromium
-#     (a copy of the page with a few lines of script appended measures them; --dump-dom
-#     prints what it found), and every session with API calls has its two charts (context; cache and cost);
+#     (measure.js, run in the page, measures them), and every session with API calls has its
+#     two charts (context; cache and cost);
 #   - the screenshot exists, is a PNG and is not blank (more than one colour, and at least
 #     1 % of its pixels not white).
+#
+# --serve: the page served by `kit report --serve 127.0.0.1:0`, in a loop project made by
+# `kit rehearse --keep` (its journal and the fake agent's transcripts, plus PATH), loaded from
+# the server in headless Chromium driven over the DevTools protocol by
+# scripts/report-serve-check.py (python3's websocket-client: apt-get install -y
+# python3-websocket, or pip install websocket-client). Checks, besides the two above:
+#   - the page reloads by itself after a run is appended to longrun/journal.jsonl (its live
+#     version changes and its outcome becomes that run's), and its charts drew again;
+#   - every request the browser made went to the server, and the page asked for /version;
+#   - SIGTERM ends the server with exit 0 and "stopped serving (SIGTERM)".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+serve=0
+if [[ ${1:-} == --serve ]]; then
+  serve=1
+  shift
+fi
 kit=${1:-}
 [[ $# -gt 0 ]] && shift
 if [[ -z $kit ]]; then
@@ -23,27 +38,17 @@ if [[ -z $kit ]]; then
   [[ -x $kit ]] || kit=$here/target/debug/kit
 fi
 [[ -x $kit ]] || { echo "no kit binary at $kit: cargo build first, or pass it" >&2; exit 2; }
+kit=$(cd "$(dirname "$kit")" && pwd)/$(basename "$kit")
 chromium=$(command -v chromium || command -v chromium-browser || true)
 [[ -n $chromium ]] || { echo "chromium is not installed: apt-get install -y chromium" >&2; exit 2; }
 [[ $# -gt 0 ]] || set -- "$here/tests/fixtures/samples"
 
 work=$(mktemp -d)
 echo "work: $work"
-"$kit" report --out "$work/report.html" "$@"
 
-browser() {
-  local profile
-  profile=$(mktemp -d)
-  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
-    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
-    --window-size=1280,2000 "$@" 2>/dev/null
-  rm -rf "$profile"
-}
-
-# The measuring copy: the page plus a script that writes each chart's laid-out size.
-cp "$work/report.html" "$work/check.html"
-cat >>"$work/check.html" <<'EOF'
-<script>
+# The measuring script, an expression: each chart's laid-out size, and the sessions with API
+# calls missing one of their two charts.
+cat >"$work/measure.js" <<'EOF'
 (function () {
   var svgs = document.querySelectorAll("figure.chart svg"), out = [];
   svgs.forEach(function (s) {
@@ -58,16 +63,64 @@ cat >>"$work/check.html" <<'EOF'
     charted += 1;
     if (n !== 2) short += 1;
   });
-  var pre = document.createElement("pre");
-  pre.id = "chart-check";
-  pre.textContent = "charts=" + svgs.length + " sessions=" + charted + " short=" + short +
-    "\n" + out.join("\n");
-  document.body.appendChild(pre);
-})();
-</script>
+  return "charts=" + svgs.length + " sessions=" + charted + " short=" + short + "\n" + out.join("\n");
+})()
 EOF
-browser --dump-dom "file://$work/check.html" >"$work/dom.html"
-browser --screenshot="$work/report.png" "file://$work/report.html" >/dev/null
+
+browser() {
+  local profile
+  profile=$(mktemp -d)
+  timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
+    --window-size=1280,2000 "$@" 2>/dev/null
+  rm -rf "$profile"
+}
+
+if [[ $serve == 1 ]]; then
+  python3 -c "import websocket" 2>/dev/null || {
+    echo "python3's websocket-client is missing: apt-get install -y python3-websocket (or pip install websocket-client)" >&2
+    exit 2
+  }
+  (cd "$work" && "$kit" rehearse --keep sb >rehearse.txt) || { cat "$work/rehearse.txt"; exit 1; }
+  project=$work/sb/project
+  # The server as a coprocess: its first line (the URL) is read with a deadline.
+  coproc SRV { cd "$project" && exec "$kit" report --serve 127.0.0.1:0 ../home/.claude "$@" 2>&1; }
+  srv_pid=$SRV_PID
+  exec {srv_out}<&"${SRV[0]}"
+  trap 'kill -TERM $srv_pid 2>/dev/null || true' EXIT
+  read -r -t 120 -u "$srv_out" first || { echo "FAIL: kit report --serve said nothing in 120 s" >&2; exit 1; }
+  echo "$first"
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/' <<<"$first") || { echo "FAIL: no URL on the first line" >&2; exit 1; }
+  profile=$(mktemp -d)
+  python3 "$here/scripts/report-serve-check.py" "$work" "$url" "$project/longrun/journal.jsonl" \
+    "$chromium" "$profile"
+  rm -rf "$profile"
+  kill -TERM "$srv_pid"
+  said=$(cat <&"$srv_out")
+  code=0
+  wait "$srv_pid" || code=$?
+  trap - EXIT
+  last=$(tail -n 1 <<<"$said")
+  echo "server: $last (exit $code)"
+  [[ $code == 0 && $last == "stopped serving (SIGTERM)" ]] || {
+    echo "FAIL: the server did not end cleanly on SIGTERM" >&2
+    exit 1
+  }
+else
+  "$kit" report --out "$work/report.html" "$@"
+  # The measuring copy: the page plus a script that writes what measure.js finds into the DOM
+  # (--dump-dom prints it).
+  cp "$work/report.html" "$work/check.html"
+  {
+    echo '<script>'
+    echo 'var pre = document.createElement("pre"); pre.id = "chart-check"; pre.textContent ='
+    cat "$work/measure.js"
+    echo '; document.body.appendChild(pre);'
+    echo '</script>'
+  } >>"$work/check.html"
+  browser --dump-dom "file://$work/check.html" >"$work/dom.html"
+  browser --screenshot="$work/report.png" "file://$work/report.html" >/dev/null
+fi
 
 python3 - "$work" <<'EOF'
 import html, re, struct, sys, zlib
