@@ -326,7 +326,7 @@ fn serve_follows_the_journal_and_the_transcripts_and_ends_on_sigterm() {
     let v1 = served.get("/version");
     assert_eq!(v1.len(), 16, "{v1}");
     let html = served.get("/");
-    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v1.clone()]);
+    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v1.as_str()]);
     assert_eq!(attrs(&html, "<dd class=\"outcome\"", "data-outcome"), ["interrupted"]);
     assert_eq!(articles(&html).len(), 1);
     // The same page as `kit report` writes, less the live note and its script.
@@ -361,7 +361,7 @@ fn serve_follows_the_journal_and_the_transcripts_and_ends_on_sigterm() {
     let v2 = served.get("/version");
     assert_ne!(v1, v2, "the journal grew");
     let html = served.get("/");
-    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v2.clone()]);
+    assert_eq!(attrs(&html, "<p class=\"meta\" id=\"kit-live\"", "data-version"), [v2.as_str()]);
     assert_eq!(attrs(&html, "<dd class=\"outcome\"", "data-outcome"), ["cap"]);
     assert!(html.contains(">cap: the served test cap</dd>"), "the new loop_end");
 
