@@ -154,6 +154,36 @@ fn from_end(l: &RaceLane, e: &LaneEnd) -> LaneView {
 }
 
 impl RaceView {
+    /// One line for `kit status`: `1 (won by lane 2 `fake:finish`, merged fast-forward) from
+    /// main at 9d2ec83fe54b; cost $0.13 of $2.00`. `racing`: a `kit race` holds the lock now.
+    pub fn describe(&self, racing: bool) -> String {
+        let state = match &self.end {
+            Some(e) if e.outcome == "won" => {
+                let w = e.winner.unwrap_or(0);
+                let agent =
+                    self.lanes.iter().find(|l| l.lane == w).map_or("?", |l| l.agent.as_str());
+                let merged = match &e.merged {
+                    Some(m) => format!(", merged {m}"),
+                    None => {
+                        format!(", not merged: git merge {}", e.branch.as_deref().unwrap_or("?"))
+                    }
+                };
+                format!("won by lane {w} `{agent}`{merged}")
+            }
+            Some(e) => format!("{}: {}", e.outcome, e.reason),
+            None if racing => format!("running, {} lanes", self.lanes.len()),
+            None => "unfinished: its race process is gone; kit race --resume continues it".into(),
+        };
+        let cost: f64 = self.lanes.iter().map(|l| l.cost_usd).sum();
+        format!(
+            "{} ({state}) from {} at {}; cost ${cost:.2} of ${:.2}",
+            self.run,
+            self.branch.as_deref().unwrap_or("a detached HEAD"),
+            &self.base[..self.base.len().min(12)],
+            self.cost_cap_usd
+        )
+    }
+
     /// The lanes as a text table (see [`table`]).
     pub fn table(&self) -> String {
         table(&self.lanes)
