@@ -162,7 +162,13 @@ fn three_fake_lanes_the_proven_one_wins_and_is_merged() {
     for lane in ["fake:cheat", "fake:finish", "fake:hang"] {
         assert!(s.contains(lane), "{s}");
     }
-    // A second race needs the first's lanes cleaned? No: a new race gets the next number.
+    // kit report draws the lanes side by side.
+    kit_ok(root, &["report", "--out", ".home/report.html"]);
+    let page = std::fs::read_to_string(root.join(".home/report.html")).unwrap();
+    assert!(page.contains("<h3>Race 1</h3>"), "no race on the page");
+    for cell in ["<th>lane 3</th>", "<td>fake:hang</td>", "<td>stopped</td>", "<td>won</td>"] {
+        assert!(page.contains(cell), "{cell} not on the page");
+    }
     let c = kit_ok(root, &["race", "clean"]);
     assert!(c.contains("removed 3 lanes"), "{c}");
     assert!(git(root, &["branch", "--list", "kit/race/*"]).is_empty());
