@@ -194,3 +194,64 @@ pub(super) fn remove_lane(root: &Path, path: &Path, branch: &str) -> Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(dir: &Path, args: &[&str]) -> String {
+        let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@example.com"];
+        all.extend_from_slice(args);
+        git(dir, &all).unwrap()
+    }
+
+    /// A repository on `main` with one commit, and a lane branch with one more.
+    fn repo() -> (tempfile::TempDir, String) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        sh(root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        sh(root, &["add", "-A"]);
+        sh(root, &["commit", "-q", "-m", "base"]);
+        let base = sh(root, &["rev-parse", "HEAD"]);
+        sh(root, &["branch", "kit/race/1/1"]);
+        sh(root, &["checkout", "-q", "kit/race/1/1"]);
+        std::fs::write(root.join("b.txt"), "b\n").unwrap();
+        sh(root, &["add", "-A"]);
+        sh(root, &["commit", "-q", "-m", "lane work"]);
+        sh(root, &["checkout", "-q", "main"]);
+        (d, base)
+    }
+
+    #[test]
+    fn an_unmoved_branch_is_fast_forwarded() {
+        let (d, base) = repo();
+        let got = merge(d.path(), Some("main"), &base, "kit/race/1/1");
+        let lane = sh(d.path(), &["rev-parse", "kit/race/1/1"]);
+        assert_eq!(got, Merge::Done("fast-forward", lane));
+        assert!(d.path().join("b.txt").is_file());
+    }
+
+    #[test]
+    fn a_moved_branch_another_branch_or_a_detached_head_is_never_merged() {
+        let (d, base) = repo();
+        let root = d.path();
+        std::fs::write(root.join("c.txt"), "c\n").unwrap();
+        sh(root, &["add", "-A"]);
+        sh(root, &["commit", "-q", "-m", "the user went on"]);
+        let head = sh(root, &["rev-parse", "HEAD"]);
+        let Merge::Refused(why) = merge(root, Some("main"), &base, "kit/race/1/1") else {
+            panic!("merged a moved branch")
+        };
+        assert!(why.starts_with("main moved since the race began"), "{why}");
+        assert_eq!(sh(root, &["rev-parse", "HEAD"]), head, "HEAD changed");
+        assert!(!root.join("b.txt").exists());
+        let Merge::Refused(why) = merge(root, None, &base, "kit/race/1/1") else { panic!() };
+        assert!(why.contains("detached"), "{why}");
+        sh(root, &["checkout", "-q", "-b", "other", &base]);
+        let Merge::Refused(why) = merge(root, Some("main"), &base, "kit/race/1/1") else {
+            panic!()
+        };
+        assert_eq!(why, "HEAD is no longer on main (on other)");
+    }
+}

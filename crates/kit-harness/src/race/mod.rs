@@ -722,3 +722,32 @@ pub fn clean(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     .at(o)?;
     Ok(EXIT_OK)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_come_from_the_agents_and_the_count() {
+        let o = |lanes: Option<u32>, agents: &[&str]| RaceOptions {
+            lanes,
+            agents: agents.iter().map(|a| a.to_string()).collect(),
+            ..RaceOptions::default()
+        };
+        let ok = |r: Result<Vec<String>>| r.unwrap().join(" ");
+        assert_eq!(ok(o(None, &["a", "b"]).lane_agents("cfg")), "a b");
+        assert_eq!(ok(o(Some(3), &["a"]).lane_agents("cfg")), "a a a");
+        assert_eq!(ok(o(Some(2), &[]).lane_agents("cfg")), "cfg cfg");
+        assert_eq!(ok(o(Some(2), &["a", "b"]).lane_agents("cfg")), "a b");
+        for (lanes, agents, says) in [
+            (None, &[][..], "a race needs its lanes"),
+            (Some(0), &["a"][..], "--lanes 0"),
+            (Some(3), &["a", "b"][..], "--lanes 3 with 2 --agent flags"),
+            (Some(17), &[][..], "17 lanes: at most 16"),
+        ] {
+            let e = o(lanes, agents).lane_agents("cfg").unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(says), "{e}");
+        }
+    }
+}
