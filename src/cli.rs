@@ -55,6 +55,13 @@ pub enum Command {
     },
     /// Run the agent in a headless loop until the goal's criteria pass or a cap is reached.
     Loop(LoopArgs),
+    /// Several loops on the goal, each in a git worktree of its own: the first proven done wins.
+    ///
+    /// Each lane runs kit loop on its own branch kit/race/RUN/LANE, in a worktree inside the
+    /// git folder; the cost and wall caps are the race's. The others are stopped when one lane
+    /// is done; --merge merges the winner only if your branch has not moved. After a kill, kit
+    /// race again continues every lane. The worktrees stay until kit race clean.
+    Race(RaceArgs),
     /// Stop the loop cleanly after its current iteration (or its agent at once with --now).
     ///
     /// Writes longrun/PAUSE with who paused and when; while it exists kit loop starts no
@@ -325,6 +332,49 @@ pub struct LoopArgs {
     /// Set on the loop --ensure-alive starts: lead a new session first.
     #[arg(long, hide = true, conflicts_with = "ensure_alive")]
     pub detached: bool,
+}
+
+/// `kit race …`
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct RaceArgs {
+    #[command(subcommand)]
+    pub action: Option<RaceAction>,
+    /// Lanes (default: one per --agent; with one --agent, it runs in every lane).
+    #[arg(long, value_name = "N")]
+    pub lanes: Option<u32>,
+    /// The agent of a lane, once per lane in order (default: config.toml's, with --lanes).
+    #[arg(long, value_name = "SPEC")]
+    pub agent: Vec<String>,
+    /// Merge the winner's branch into your branch, only if it has not moved since the race
+    /// began (a fast-forward or a merge commit; never a force).
+    #[arg(long)]
+    pub merge: bool,
+    /// Only continue the unfinished race (plain kit race does too).
+    #[arg(long)]
+    pub resume: bool,
+    /// Cap on agent iterations, per lane (at least 1).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_iterations: Option<u32>,
+    /// Timeout of one iteration, e.g. 30m.
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = loop_timeout)]
+    pub timeout: Option<Duration>,
+    /// Memory cap of each lane's agent, e.g. 4G.
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = memory_max)]
+    pub memory_max: Option<u64>,
+    /// Cap on the race's wall time, shared by its lanes, e.g. 4h.
+    #[arg(long, value_name = "DUR", allow_hyphen_values = true, value_parser = max_wall)]
+    pub max_wall: Option<Duration>,
+    /// Cap on the race's cost in USD, summed over its lanes (default: the loop's cost cap).
+    #[arg(long, value_name = "USD", allow_hyphen_values = true)]
+    pub max_cost: Option<f64>,
+}
+
+/// `kit race clean`
+#[derive(Debug, Subcommand)]
+pub enum RaceAction {
+    /// Remove the lanes' worktrees and branches (the journal keeps the races).
+    Clean,
 }
 
 /// `kit rehearse …`

@@ -112,6 +112,23 @@ pub fn execute(
                 crate::looprun::run(&ctx.cwd, &opts, out)
             }
         }
+        Command::Race(a) => match a.action {
+            Some(crate::cli::RaceAction::Clean) => crate::race::clean(&ctx.cwd, out),
+            None => {
+                let opts = crate::race::RaceOptions {
+                    lanes: a.lanes,
+                    agents: a.agent,
+                    merge: a.merge,
+                    resume: a.resume,
+                    max_iterations: a.max_iterations,
+                    timeout: a.timeout,
+                    memory_max: a.memory_max,
+                    max_wall: a.max_wall,
+                    max_cost: a.max_cost,
+                };
+                crate::race::run(&ctx.cwd, &opts, out)
+            }
+        },
         Command::Status { json, watch, interval, mark, no_mark } => {
             let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
             let opts =

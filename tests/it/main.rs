@@ -17,6 +17,7 @@ mod r#loop;
 mod measure;
 mod mine;
 mod notify;
+mod race;
 mod recall;
 mod rehearse;
 mod report;

@@ -27,6 +27,7 @@ pub mod longrun;
 pub mod looprun;
 pub mod measure;
 pub mod mine;
+pub mod race;
 pub mod recall;
 pub mod report;
 pub mod schedule;

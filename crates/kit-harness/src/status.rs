@@ -197,6 +197,9 @@ pub(crate) struct Status {
     /// Messages of `longrun/inbox.md` that no iteration got yet (`kit tell`).
     #[serde(skip_serializing_if = "is_zero")]
     pub inbox_waiting: usize,
+    /// The project's last `kit race`, with every lane; absent when it never raced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub race: Option<crate::race::view::RaceView>,
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
@@ -492,6 +495,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         notify: notify.map(Entry::to_value),
         agent,
         inbox_waiting,
+        race: crate::race::view::last_race(&h),
         seen: since::Mark::now(&h),
     })
 }
@@ -1092,6 +1096,13 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         theme.bold("next action:"),
         s.next_action.as_deref().unwrap_or("(none in longrun/progress.md)")
     )?;
+    if let Some(r) = &s.race {
+        let racing = s.owner.as_ref().is_some_and(|o| o.command.contains(" race"));
+        writeln!(out, "{} {}", theme.bold("race:"), r.describe(racing))?;
+        for l in r.table().lines() {
+            writeln!(out, "  {l}")?;
+        }
+    }
     // Before the outcome, which stays the last line (`kit status | tail -n 1`).
     writeln!(out, "{} {}", theme.bold("next loop:"), s.next_loop.text)?;
     match &s.outcome {

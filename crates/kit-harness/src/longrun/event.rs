@@ -61,6 +61,9 @@
 //! | `criteria_env` | `removed` (variables), `set` (variables kit set), `path_dropped` (PATH entries, each with why), `pinned` (program → path), `not_found` (names PATH did not find): the criteria's environment, see `goal::env` |
 //! | `hook` | `hook_event` (Claude Code's), `session`, `action` (what the context-band hook did), `band`, `context` (tokens), `pct` (of the compaction point, one decimal), `why` |
 //! | `handoff_saved` | `stamp`, `commit`, `dirty`, `files` (fingerprinted), `handoff_sha256`, `summary_sha256`: `kit handoff save` wrote `longrun/handoff.md` |
+//! | `race_start` | `run` (the race's number), `resumed` (a `kit race` after a killed or stopped one, same run), `base` (the commit the lanes started from), `branch` (the user's branch then; null when HEAD was detached), `lanes` [{`lane` (1-based), `agent`, `branch` (`kit/race/<run>/<lane>`), `path` (its worktree)}], `caps` {`cost_usd`, `wall_s` (the race's, shared by its lanes), `iterations` (per lane; null: each loop's own)}, `pid`, `host`, `command`: `kit race` started or resumed its lanes ([`crate::race`]) |
+//! | `lane_end` | `run`, `lane`, `agent`, `outcome` (`won`; `stopped`: the race ended it, another lane having won or a race cap reached; else its loop's own: `cap`, `error`, …), `loop_outcome` (the lane loop's last `loop_end` outcome, `killed` when none), `reason`, `iterations` (the lane run's), `passed`, `total` (its last criteria), `reverts` (frozen-file reverts, `cheat` events), `cost_usd` |
+//! | `race_end` | `run`, `outcome` (`won`/`no_winner`/`cap`/`interrupted`/`error`), `winner` (lane, or null), `branch` (the winner's), `commit` (the winner's work, committed on its branch), `merged` (`fast-forward`/`merge`, or null: not asked, or the user's branch moved), `reason`, `cost_usd` (summed over lanes), `wall_s` (this race process's) |
 
 use std::collections::BTreeMap;
 
@@ -234,6 +237,12 @@ pub enum Event {
     Hook(Hook),
     /// `kit handoff save` wrote `longrun/handoff.md`.
     HandoffSaved(HandoffSaved),
+    /// `kit race` started or resumed its lanes.
+    RaceStart(RaceStart),
+    /// A lane of a race ended.
+    LaneEnd(LaneEnd),
+    /// A race ended.
+    RaceEnd(RaceEnd),
     /// A line this kit does not read as one of the events above, as written (with its `ts` and
     /// `event`): a newer kit's event, or one whose fields are not this kit's.
     #[serde(skip)]
@@ -248,7 +257,7 @@ impl Default for Event {
 
 impl Event {
     /// The name of every known event, as journaled.
-    pub const NAMES: [&'static str; 33] = [
+    pub const NAMES: [&'static str; 36] = [
         "lock_takeover",
         "recovered",
         "memory_cap",
@@ -282,6 +291,9 @@ impl Event {
         "loop_end",
         "hook",
         "handoff_saved",
+        "race_start",
+        "lane_end",
+        "race_end",
     ];
 
     /// Read one journal object (its `ts` is ignored here: see [`Entry`]). Never fails.
@@ -383,6 +395,9 @@ fn known_name(e: &Event) -> &'static str {
         Event::LoopEnd(_) => "loop_end",
         Event::Hook(_) => "hook",
         Event::HandoffSaved(_) => "handoff_saved",
+        Event::RaceStart(_) => "race_start",
+        Event::LaneEnd(_) => "lane_end",
+        Event::RaceEnd(_) => "race_end",
         Event::Unknown(_) => "",
     }
 }
@@ -1032,6 +1047,108 @@ pub struct HandoffSaved {
     pub handoff_sha256: String,
     /// sha256 of the summary.
     pub summary_sha256: String,
+}
+
+/// `race_start`: `kit race` started (or resumed) its lanes ([`crate::race`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RaceStart {
+    /// The race's number (1 for the journal's first race).
+    pub run: u64,
+    /// A later `kit race` process continuing this run after a killed or stopped one.
+    pub resumed: bool,
+    /// The commit every lane started from.
+    pub base: String,
+    /// The user's branch at the start (null: HEAD was detached).
+    pub branch: Option<String>,
+    /// The lanes.
+    pub lanes: Vec<RaceLane>,
+    /// The race's caps.
+    pub caps: RaceCaps,
+    /// The race's process id.
+    pub pid: u32,
+    /// Its host.
+    pub host: String,
+    /// Its command line.
+    pub command: String,
+}
+
+/// One lane of a `race_start`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RaceLane {
+    /// 1-based.
+    pub lane: u32,
+    /// Its agent spec.
+    pub agent: String,
+    /// Its branch, `kit/race/<run>/<lane>`.
+    pub branch: String,
+    /// Its worktree (absolute).
+    pub path: String,
+}
+
+/// The caps of a `race_start`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RaceCaps {
+    /// USD, summed over the lanes.
+    pub cost_usd: f64,
+    /// Wall time, seconds, shared by the lanes.
+    pub wall_s: f64,
+    /// Iterations per lane (null: each loop's own cap).
+    pub iterations: Option<u32>,
+}
+
+/// `lane_end`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LaneEnd {
+    /// The race.
+    pub run: u64,
+    /// The lane, 1-based.
+    pub lane: u32,
+    /// Its agent spec.
+    pub agent: String,
+    /// `won`, `stopped`, or its loop's own outcome.
+    pub outcome: String,
+    /// The lane loop's last `loop_end` outcome (`killed`: none).
+    pub loop_outcome: String,
+    /// Why, in words.
+    pub reason: String,
+    /// Iterations of the lane's run.
+    pub iterations: u64,
+    /// Criteria passing at its last check.
+    pub passed: u64,
+    /// Criteria in all.
+    pub total: u64,
+    /// Frozen-file reverts in the lane's run.
+    pub reverts: u64,
+    /// USD the lane's run spent.
+    pub cost_usd: f64,
+}
+
+/// `race_end`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RaceEnd {
+    /// The race.
+    pub run: u64,
+    /// `won`, `no_winner`, `cap`, `interrupted` or `error`.
+    pub outcome: String,
+    /// The winning lane.
+    pub winner: Option<u32>,
+    /// The winner's branch.
+    pub branch: Option<String>,
+    /// The winner's work as a commit on its branch.
+    pub commit: Option<String>,
+    /// `fast-forward` or `merge` when merged into the user's branch.
+    pub merged: Option<String>,
+    /// Why, in words.
+    pub reason: String,
+    /// USD summed over the lanes.
+    pub cost_usd: f64,
+    /// This race process's wall time, seconds.
+    pub wall_s: f64,
 }
 
 #[cfg(test)]

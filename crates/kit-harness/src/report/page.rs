@@ -365,6 +365,46 @@ fn loop_section(lp: &LoopPart<'_>) -> Markup {
                 LoopPart::Unreadable(e) => p.warn { "longrun/ could not be read: " (e) },
                 LoopPart::Loop { status, rows } => (loop_body(status, rows)),
             }
+            @if let LoopPart::Loop { status, .. } = lp {
+                @if let Some(r) = &status.race {
+                    (race_table(r, status.owner.as_ref().is_some_and(|o| o.command.contains(" race"))))
+                }
+            }
+        }
+    }
+}
+
+/// The project's last `kit race`: its lanes side by side, one column each.
+fn race_table(r: &crate::race::view::RaceView, racing: bool) -> Markup {
+    let criteria = |l: &crate::race::view::LaneView| {
+        if l.total == 0 {
+            "-".to_string()
+        } else {
+            format!("{} of {}", l.passed, l.total)
+        }
+    };
+    type Cell = fn(&crate::race::view::LaneView) -> String;
+    let rows: [(&str, Cell); 6] = [
+        ("agent", |l| l.agent.clone()),
+        ("iterations", |l| l.iteration.to_string()),
+        ("frozen-file reverts", |l| l.reverts.to_string()),
+        ("cost", |l| format!("${:.2}", l.cost_usd)),
+        ("outcome", |l| l.outcome.clone()),
+        ("branch", |l| l.branch.clone()),
+    ];
+    html! {
+        h3 { "Race " (r.run) }
+        p.meta { (r.describe(racing)) }
+        table.race {
+            caption { "The lanes side by side, as " code { "kit status" } " shows them." }
+            thead { tr { th { "" } @for l in &r.lanes { th { "lane " (l.lane) } } } }
+            tbody {
+                tr { th { "criteria passing" } @for l in &r.lanes { td { (criteria(l)) } } }
+                @for (name, cell) in rows.iter() {
+                    tr { th { (name) } @for l in &r.lanes { td { (cell(l)) } } }
+                }
+                tr { th { "why" } @for l in &r.lanes { td { (l.reason) } } }
+            }
         }
     }
 }

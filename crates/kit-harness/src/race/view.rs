@@ -1,0 +1,229 @@
+//! A race as the user's journal and its lanes' journals show it: for `kit race` itself (the
+//! unfinished race to continue), `kit status` (every lane while a race runs and after) and `kit
+//! report` (the lanes side by side).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::lane::LaneState;
+use crate::longrun::event::{Event, LaneEnd, RaceEnd, RaceLane, RaceStart};
+use crate::longrun::history::History;
+
+/// The first `race_start` of each race in the journal, in order.
+pub fn race_starts(h: &History) -> Vec<RaceStart> {
+    let mut out: Vec<RaceStart> = Vec::new();
+    for e in &h.entries {
+        if let Event::RaceStart(s) = &e.event {
+            if !out.iter().any(|o| o.run == s.run) {
+                out.push(s.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The highest race number in the journal (0: none).
+pub fn race_runs(h: &History) -> u64 {
+    race_starts(h).iter().map(|s| s.run).max().unwrap_or(0)
+}
+
+/// The last race if it has no `race_end`: its first `race_start` and the `lane_end`s so far.
+pub fn open_race(h: &History) -> Option<(RaceStart, Vec<LaneEnd>)> {
+    let start = race_starts(h).into_iter().last()?;
+    let mut ends = Vec::new();
+    for e in &h.entries {
+        match &e.event {
+            Event::RaceEnd(r) if r.run == start.run => return None,
+            Event::LaneEnd(l) if l.run == start.run => ends.push(l.clone()),
+            _ => {}
+        }
+    }
+    Some((start, ends))
+}
+
+/// One lane as `kit status` and `kit report` show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LaneView {
+    /// 1-based.
+    pub lane: u32,
+    /// Its agent spec.
+    pub agent: String,
+    /// Its branch.
+    pub branch: String,
+    /// Its worktree.
+    pub path: String,
+    /// The highest iteration started.
+    pub iteration: u64,
+    /// Criteria passing at the last check.
+    pub passed: u64,
+    /// Criteria in all (0: not checked yet).
+    pub total: u64,
+    /// Frozen-file reverts.
+    pub reverts: u64,
+    /// USD.
+    pub cost_usd: f64,
+    /// `won`, `stopped`, a loop outcome, or `running` / `waiting` (no loop alive, the race
+    /// unfinished) before its `lane_end`.
+    pub outcome: String,
+    /// Why, in words (empty while it runs).
+    pub reason: String,
+}
+
+/// The last race of a journal, with every lane.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RaceView {
+    /// The race's number.
+    pub run: u64,
+    /// The branch and commit it began from.
+    pub branch: Option<String>,
+    /// The commit.
+    pub base: String,
+    /// Its caps.
+    pub cost_cap_usd: f64,
+    /// Wall cap, seconds.
+    pub wall_cap_s: f64,
+    /// The lanes.
+    pub lanes: Vec<LaneView>,
+    /// Its `race_end`, once ended.
+    pub end: Option<RaceEnd>,
+}
+
+/// The last race in `h` (None: the project never raced). Lanes not ended are read from their
+/// own journals (a lane whose worktree was cleaned reads as not started).
+pub fn last_race(h: &History) -> Option<RaceView> {
+    let start = race_starts(h).into_iter().last()?;
+    let mut ends: Vec<LaneEnd> = Vec::new();
+    let mut end = None;
+    for e in &h.entries {
+        match &e.event {
+            Event::LaneEnd(l) if l.run == start.run => ends.push(l.clone()),
+            Event::RaceEnd(r) if r.run == start.run => end = Some(r.clone()),
+            _ => {}
+        }
+    }
+    let lanes = start
+        .lanes
+        .iter()
+        .map(|l| match ends.iter().find(|e| e.lane == l.lane) {
+            Some(e) => from_end(l, e),
+            None => {
+                let st = LaneState::read(Path::new(&l.path)).unwrap_or_default();
+                let alive = super::lane::live_loop(Path::new(&l.path)).is_some();
+                LaneView {
+                    lane: l.lane,
+                    agent: l.agent.clone(),
+                    branch: l.branch.clone(),
+                    path: l.path.clone(),
+                    iteration: st.iteration,
+                    passed: st.passed,
+                    total: st.total,
+                    reverts: st.reverts,
+                    cost_usd: st.cost_usd,
+                    outcome: if alive { "running" } else { "waiting" }.into(),
+                    reason: String::new(),
+                }
+            }
+        })
+        .collect();
+    Some(RaceView {
+        run: start.run,
+        branch: start.branch.clone(),
+        base: start.base.clone(),
+        cost_cap_usd: start.caps.cost_usd,
+        wall_cap_s: start.caps.wall_s,
+        lanes,
+        end,
+    })
+}
+
+fn from_end(l: &RaceLane, e: &LaneEnd) -> LaneView {
+    LaneView {
+        lane: l.lane,
+        agent: l.agent.clone(),
+        branch: l.branch.clone(),
+        path: l.path.clone(),
+        iteration: e.iterations,
+        passed: e.passed,
+        total: e.total,
+        reverts: e.reverts,
+        cost_usd: e.cost_usd,
+        outcome: e.outcome.clone(),
+        reason: e.reason.clone(),
+    }
+}
+
+impl RaceView {
+    /// One line for `kit status`: `1 (won by lane 2 `fake:finish`, merged fast-forward) from
+    /// main at 9d2ec83fe54b; cost $0.13 of $2.00`. `racing`: a `kit race` holds the lock now.
+    pub fn describe(&self, racing: bool) -> String {
+        let state = match &self.end {
+            Some(e) if e.outcome == "won" => {
+                let w = e.winner.unwrap_or(0);
+                let agent =
+                    self.lanes.iter().find(|l| l.lane == w).map_or("?", |l| l.agent.as_str());
+                let merged = match &e.merged {
+                    Some(m) => format!(", merged {m}"),
+                    None => {
+                        format!(", not merged: git merge {}", e.branch.as_deref().unwrap_or("?"))
+                    }
+                };
+                format!("won by lane {w} `{agent}`{merged}")
+            }
+            Some(e) => format!("{}: {}", e.outcome, e.reason),
+            None if racing => format!("running, {} lanes", self.lanes.len()),
+            None => "unfinished: its race process is gone; kit race --resume continues it".into(),
+        };
+        let cost: f64 = self.lanes.iter().map(|l| l.cost_usd).sum();
+        format!(
+            "{} ({state}) from {} at {}; cost ${cost:.2} of ${:.2}",
+            self.run,
+            self.branch.as_deref().unwrap_or("a detached HEAD"),
+            &self.base[..self.base.len().min(12)],
+            self.cost_cap_usd
+        )
+    }
+
+    /// The lanes as a text table (see [`table`]).
+    pub fn table(&self) -> String {
+        table(&self.lanes)
+    }
+}
+
+/// The lanes of `lanes` whose `lane_end` is in `ends` (same order), as a text table.
+pub(super) fn lanes_table(lanes: &[RaceLane], ends: &[Option<LaneEnd>]) -> String {
+    let rows: Vec<LaneView> = lanes
+        .iter()
+        .zip(ends)
+        .map(|(l, e)| match e {
+            Some(e) => from_end(l, e),
+            None => from_end(l, &LaneEnd { outcome: "?".into(), ..LaneEnd::default() }),
+        })
+        .collect();
+    table(&rows)
+}
+
+/// `LANE AGENT ITER CRITERIA REVERTS COST OUTCOME BRANCH`, one row per lane.
+pub fn table(lanes: &[LaneView]) -> String {
+    let agent_w = lanes.iter().map(|l| l.agent.len()).max().unwrap_or(0).max(5);
+    let mut s = format!(
+        "LANE  {:<agent_w$}  ITER  CRITERIA  REVERTS     COST  {:<8}  BRANCH\n",
+        "AGENT", "OUTCOME"
+    );
+    for l in lanes {
+        let criteria =
+            if l.total == 0 { "-".to_string() } else { format!("{} of {}", l.passed, l.total) };
+        s.push_str(&format!(
+            "{:<4}  {:<agent_w$}  {:>4}  {:<8}  {:>7}  {:>7}  {:<8}  {}\n",
+            l.lane,
+            l.agent,
+            l.iteration,
+            criteria,
+            l.reverts,
+            format!("${:.2}", l.cost_usd),
+            l.outcome,
+            l.branch
+        ));
+    }
+    s
+}

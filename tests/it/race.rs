@@ -1,0 +1,233 @@
+//! `kit race` with real processes (issue 24): three lanes of the fake agent on the rehearsal
+//! project, each a real `kit loop` in a git worktree; the proven lane wins and is merged, the
+//! cheating lane is reverted, the hung lane stopped; and a race killed with SIGKILL resumes every
+//! lane.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::{git_repo, kit};
+
+/// Short grace periods: a stopped lane's hung agent is killed within a second.
+const CONFIG: &str = "[timeouts]\ngrace = \"1s\"\ncriterion = \"60s\"\n";
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn kit_ok(root: &Path, args: &[&str]) -> String {
+    let o = kit(root).args(args).output().unwrap();
+    assert!(o.status.success(), "kit {args:?}: {}", text(&o));
+    text(&o)
+}
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .envs(kit(root).get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The rehearsal project (parse_duration missing), `kit init`, its level-4 goal, tests and tools
+/// frozen. The project is committed; `longrun/` too when `commit_longrun`.
+fn project(commit_longrun: bool) -> tempfile::TempDir {
+    let d = git_repo();
+    let root = d.path();
+    kit_course::rehearse::sample::write_sample_project(root).unwrap();
+    write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
+    kit_ok(root, &["init"]);
+    write(root, "longrun/goal.md", kit_course::rehearse::sample::goal_text());
+    write(root, "longrun/config.toml", CONFIG);
+    kit_ok(root, &["freeze", "tests", "tools"]);
+    if commit_longrun {
+        git(root, &["add", "-A"]);
+    } else {
+        git(root, &["add", "-A", "--", ".", ":(exclude)longrun"]);
+    }
+    git(root, &["commit", "-q", "-m", "rehearsal project"]);
+    d
+}
+
+/// The typed events of a journal named `name` (each line must read as a known event).
+fn events(journal: &Path, name: &str) -> Vec<Value> {
+    std::fs::read_to_string(journal)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line {l:?}: {e}"));
+            let e = kit_harness::longrun::event::Entry::from_value(v.clone());
+            assert!(!matches!(e.event, kit_harness::longrun::event::Event::Unknown(_)), "{l}");
+            v
+        })
+        .filter(|v| v["event"] == name)
+        .collect()
+}
+
+fn lane_journal(race_start: &Value, lane: usize) -> std::path::PathBuf {
+    Path::new(race_start["lanes"][lane - 1]["path"].as_str().unwrap()).join("longrun/journal.jsonl")
+}
+
+/// The issue's golden race: lane 1 `fake:cheat` (its frozen-test edit reverted; one iteration,
+/// so it cannot do the work on a second), lane 2 `fake:finish` wins with every proof, lane 3
+/// `fake:hang` is stopped; `--merge` puts lane 2's work on the user's branch. Within 60 s.
+#[test]
+fn three_fake_lanes_the_proven_one_wins_and_is_merged() {
+    let d = project(false);
+    let root = d.path();
+    let base = git(root, &["rev-parse", "HEAD"]);
+    let began = Instant::now();
+    let o = kit(root)
+        .args(["race", "--agent", "fake:cheat", "--agent", "fake:finish", "--agent", "fake:hang"])
+        .args(["--max-iterations", "1", "--merge"])
+        .output()
+        .unwrap();
+    let took = began.elapsed();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(took < Duration::from_secs(60), "the race took {took:?}: {t}");
+    let last = t.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("won: lane 2 (`fake:finish`) is done: every criterion passes (3 of 3)"),
+        "{t}"
+    );
+    // The user's journal: race_start, a lane_end per lane, race_end.
+    let j = root.join("longrun/journal.jsonl");
+    let start = &events(&j, "race_start")[0];
+    assert_eq!(start["base"], base.as_str());
+    assert_eq!(start["branch"], "main");
+    let ends = events(&j, "lane_end");
+    let by_lane = |n: u64| ends.iter().find(|e| e["lane"] == n).unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(ends.len(), 3, "{t}");
+    // Lane 1 cheated: kit restored the frozen tests, and it never reached done.
+    let cheat = by_lane(1);
+    assert!(cheat["reverts"].as_u64().unwrap() >= 1, "{cheat}");
+    assert_ne!(cheat["loop_outcome"], "done", "{cheat}");
+    let reverts = events(&lane_journal(start, 1), "cheat");
+    assert!(reverts.iter().any(|c| c["path"] == "tests/test_durations.py"), "{reverts:?}");
+    // Lane 2 won with every proof its loop demands.
+    let won = by_lane(2);
+    assert_eq!(
+        (won["outcome"].as_str(), won["loop_outcome"].as_str()),
+        (Some("won"), Some("done"))
+    );
+    let lane2 = lane_journal(start, 2);
+    assert!(events(&lane2, "revert_probe").iter().all(|p| p["refused"] == false), "{t}");
+    assert!(!events(&lane2, "confirm").is_empty(), "{t}");
+    // Lane 3 hung and was stopped: its loop journaled the interruption, and no process of its
+    // agent's group is left.
+    let hang = by_lane(3);
+    assert_eq!(hang["outcome"], "stopped", "{hang}");
+    assert_eq!(hang["reason"], "lane 2 won");
+    let lane3 = lane_journal(start, 3);
+    assert_eq!(events(&lane3, "loop_end").last().unwrap()["outcome"], "interrupted");
+    for a in events(&lane3, "agent_start") {
+        let pgid = a["pgid"].as_i64().unwrap();
+        let left: Vec<i32> = kit_core::proc::snapshot()
+            .into_iter()
+            .filter(|p| i64::from(p.pgid) == pgid && !p.is_zombie())
+            .map(|p| p.pid)
+            .collect();
+        assert!(left.is_empty(), "lane 3's agent group {pgid} is alive: {left:?}");
+    }
+    let end = &events(&j, "race_end")[0];
+    assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(2)));
+    assert_eq!(end["merged"], "fast-forward", "{t}");
+    // Merged: the user's branch now holds lane 2's parse_duration, and descends from the base.
+    let durations = std::fs::read_to_string(root.join("confload/durations.py")).unwrap();
+    assert!(durations.contains("re.fullmatch"), "{durations}");
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), end["commit"].as_str().unwrap());
+    assert_eq!(git(root, &["merge-base", &base, "HEAD"]), base);
+    assert_eq!(git(root, &["rev-parse", "kit/race/1/2"]), end["commit"].as_str().unwrap());
+    // The user's work tree sees nothing of the lanes.
+    let st = git(root, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(st.lines().all(|l| l.contains("longrun/")), "{st}");
+    // kit status shows every lane and the race's outcome.
+    let s = kit_ok(root, &["status"]);
+    assert!(s.contains("race: 1 (won by lane 2"), "{s}");
+    for lane in ["fake:cheat", "fake:finish", "fake:hang"] {
+        assert!(s.contains(lane), "{s}");
+    }
+    // kit report draws the lanes side by side.
+    kit_ok(root, &["report", "--out", ".home/report.html"]);
+    let page = std::fs::read_to_string(root.join(".home/report.html")).unwrap();
+    assert!(page.contains("<h3>Race 1</h3>"), "no race on the page");
+    for cell in ["<th>lane 3</th>", "<td>fake:hang</td>", "<td>stopped</td>", "<td>won</td>"] {
+        assert!(page.contains(cell), "{cell} not on the page");
+    }
+    let c = kit_ok(root, &["race", "clean"]);
+    assert!(c.contains("removed 3 lanes"), "{c}");
+    assert!(git(root, &["branch", "--list", "kit/race/*"]).is_empty());
+    assert!(!Path::new(start["lanes"][0]["path"].as_str().unwrap()).exists());
+}
+
+/// The race's process is SIGKILLed while its lanes work: lane 1's loop goes on (adopted by the
+/// next `kit race`), lane 2's loop is killed too (continued by a new `kit loop`, which ends what
+/// is left of its agent). `kit race` again picks up both; lane 1 wins.
+#[test]
+fn a_race_killed_with_sigkill_resumes_every_lane() {
+    let d = project(true);
+    let root = d.path();
+    let mut race = kit(root)
+        .args(["race", "--agent", "fake:race", "--agent", "fake:hang", "--max-iterations", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let j = root.join("longrun/journal.jsonl");
+    // Wait until both lanes' agents run.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let start = loop {
+        if let Some(s) = events(&j, "race_start").first() {
+            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
+                break s.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "the lanes' agents never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    race.kill().unwrap();
+    race.wait().unwrap();
+    // Lane 2's loop dies as well (its agent keeps hanging, out of its group).
+    let lane2 = lane_journal(&start, 2);
+    let loop2 = events(&lane2, "loop_start")[0]["pid"].as_i64().unwrap() as i32;
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(loop2), nix::sys::signal::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while kit_core::proc::get(loop2).is_some_and(|p| !p.is_zombie()) {
+        assert!(Instant::now() < deadline, "lane 2's loop outlived SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(events(&j, "race_end").is_empty());
+    let o = kit(root).args(["race"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("race: continuing run 1"), "{t}");
+    assert!(t.contains("race: lane 1: adopted its running loop"), "{t}");
+    assert!(t.contains("race: lane 2 `fake:hang`: continued its run with a new loop"), "{t}");
+    let starts = events(&j, "race_start");
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[1]["resumed"], true);
+    // Lane 2's new loop continued its run and ended what the killed one left of its agent.
+    assert_eq!(events(&lane2, "loop_start").last().unwrap()["resumed"], true);
+    assert_eq!(events(&lane2, "recovered").len(), 1, "{t}");
+    let ends = events(&j, "lane_end");
+    assert_eq!(ends.len(), 2, "{t}");
+    let end = &events(&j, "race_end")[0];
+    assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
+    assert!(end["merged"].is_null());
+    assert!(t.contains("race: to merge it: git merge kit/race/1/1"), "{t}");
+}
