@@ -32,14 +32,17 @@
 //!
 //! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
 //!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
-//!    (per-user keys, HMAC), `testing` (what the unit tests share)
+//!    (per-user keys, HMAC), `signals` (stopping by hand: SIGINT, SIGTERM, SIGHUP read from a
+//!    signalfd), `testing` (what the unit tests share)
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`,
 //!    `templates` (`kit/`: what `kit init` and the loop write from)
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
-//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
-//!    its scenarios), `schedule` (the timers that start the loop)
-//! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
+//! 5. what reports on it, reading the run from the state layer, never from the loop: `measure`,
+//!    `recall`, `status`, `report`, `mine`
+//! 6. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
+//!    its scenarios), `schedule` (the timers that start the loop), `doctor` (whether the loop's
+//!    agent can start here)
 //! 7. the course and its rehearsals: `sandbox` (a sandbox's marker and environment),
 //!    `embedded` (lessons, exercises, cases), `matcher`, `golden`, `rehearse`, `course`, `verify`
 //! 8. the command line: `cli`, `run`

@@ -45,16 +45,16 @@
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
-//! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::looprun::inbox`]) |
+//! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::longrun::inbox`]) |
 //! | `agent_switch` | `iteration` (the one the next agent runs), `from`, `to` (agent specs), `why` (`limit`: a usage or rate limit whose wait passes `[agent] fallback_after_wait`; `no_progress`: `[agent] fallback_after_no_progress` iterations in a row without progress), `reason` (in words), `until` (the limit's reset, RFC 3339, or null), `retry` (the iteration is retried under its number: it counted as none), `position` (the new agent's place in `[agent] fallback`, 1-based): the run goes on with the next agent of `[agent] fallback` (`looprun::fallback`); the no-progress count starts again |
 //! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`crate::looprun::limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
 //! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
-//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`crate::looprun::pause`]; null for a file made by hand) |
+//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`crate::longrun::pause`]; null for a file made by hand) |
 //! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`crate::looprun::notify`]) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
-//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`crate::looprun::durable::flaps`]) |
+//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`crate::longrun::durable::flaps`]) |
 //! | `revert_probe` | `iteration`, `tree` (the run's start tree), `results` [{`line`, `command`, `passed`, `exit`, `timed_out`, `duration_ms`}], `pass_without_work` (lines), `exempt` (lines, `--allow-green-start`), `refused`, `wall_ms`, `cpu_ms` |
 //! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
 //! | `canary` | `iteration`, `phase`, `results` (`goal::canary` results: per criterion, the test planted and whether the criterion still exited 0) |
@@ -745,7 +745,7 @@ pub struct ToldMessage {
     pub at: Option<String>,
     /// The text.
     pub text: String,
-    /// sha256 (hex) of sender, time and text (`looprun::inbox::Message::sha256`).
+    /// sha256 (hex) of sender, time and text (`longrun::inbox::Message::sha256`).
     pub sha256: String,
     /// Its first line in `longrun/inbox.md`, 1-based.
     pub line: u64,

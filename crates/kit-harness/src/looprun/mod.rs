@@ -65,21 +65,16 @@
 pub mod agent;
 mod checks;
 pub mod confirm;
-pub mod durable;
 pub mod ensure;
 mod fallback;
-pub mod inbox;
 mod iteration;
 mod ledger;
 pub mod limits;
 pub mod memcap;
 pub mod notify;
-pub mod pause;
 mod probe;
 pub mod prompt;
-mod repair;
 mod settings;
-pub mod signals;
 mod stops;
 mod tree;
 mod waits;
@@ -104,14 +99,15 @@ use crate::units::format_duration;
 
 use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock;
+use crate::longrun::{durable, inbox, pause, repair};
 use crate::proc as procs;
+use crate::signals;
 use agent::{AgentSpec, Launch};
 use memcap::Enforcer;
 
 use checks::{commands_not_found, describe_revert, list_reverts, restore};
 use iteration::end_strays;
 use repair::{cut_appends, journal_len};
-pub use settings::planned_caps;
 pub use tree::CHECKPOINT_REF;
 use tree::{checkpoint, failure_fingerprint, git_head, git_rev, git_settings, tree_state};
 
@@ -199,21 +195,6 @@ struct Settings {
     /// Where each cap and limit came from: `(name, source)`, source one of `flag`,
     /// `config.toml`, `goal.md budget`, in the order the loop prints them.
     sources: Vec<(&'static str, &'static str)>,
-}
-
-/// The caps a `kit loop` with no flags would run with; see [`planned_caps`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PlannedCaps {
-    /// Agent iterations.
-    pub iterations: u32,
-    /// Wall time.
-    pub wall: Duration,
-    /// USD.
-    pub cost_usd: f64,
-    /// Consecutive iterations without progress.
-    pub no_progress: u32,
-    /// Where iterations, wall and cost came from: `config.toml` or `goal.md budget`.
-    pub sources: [&'static str; 3],
 }
 
 /// How a run ended (other than by an error), and why in words.

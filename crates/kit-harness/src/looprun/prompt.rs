@@ -6,7 +6,7 @@
 //! failed in the last check, with what was missing and the tail of their output), `{{reverts}}`
 //! (the frozen files kit restored since the last iteration), `{{takeover}}` (when a fallback
 //! agent runs its first iteration: who it takes over from and why) and `{{messages}}` (the
-//! messages of `longrun/inbox.md` not yet delivered, see [`super::inbox`]); the last two are
+//! messages of `longrun/inbox.md` not yet delivered, see [`crate::longrun::inbox`]); the last two are
 //! empty, with their heading, when there is nothing to say. A missing or empty file reads as a
 //! short note saying so. The prompt is written to `longrun/.runs/NNN.prompt.md`.
 
@@ -36,7 +36,7 @@ pub struct PromptInput<'a> {
     /// appended as a last section, so the agent does not try them again.
     pub denials: &'a [String],
     /// The inbox's messages for this iteration, one prompt item each
-    /// ([`super::inbox::Message::prompt_item`]); empty when none.
+    /// ([`crate::longrun::inbox::Message::prompt_item`]); empty when none.
     pub messages: &'a [String],
     /// When this agent takes over the run from another (`[agent] fallback`): who and why, in
     /// words.

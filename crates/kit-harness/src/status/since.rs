@@ -273,7 +273,7 @@ fn ts(e: &Entry) -> Option<&str> {
 /// The start of the journal's last run for [`Since::of`]: its first event's index, its number
 /// and its start time.
 pub(crate) fn run_start(h: &History) -> Option<(usize, u64, String)> {
-    crate::looprun::durable::last_run(h).map(|r| (r.first_event, r.id, r.started.clone()))
+    crate::longrun::durable::last_run(h).map(|r| (r.first_event, r.id, r.started.clone()))
 }
 
 #[cfg(test)]
