@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use kit_harness::longrun::event::name_of;
 use serde_json::{json, Value};
 
 use crate::util::{git_repo, kit};
@@ -140,7 +141,7 @@ fn journal_actions(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "hook")
+        .filter(|v| name_of(v) == "hook")
         .map(|v| format!("{}@{}", v["action"].as_str().unwrap(), v["band"]))
         .collect()
 }
@@ -174,7 +175,7 @@ fn bands_fire_once_each_at_50_70_85_and_not_at_49() {
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &Value| v["event"] == "hook")
+        .filter(|v: &Value| name_of(v) == "hook")
         .collect();
     assert_eq!(j[0]["session"], s.id.as_str());
     assert_eq!(j[0]["context"], 83_500);

@@ -220,7 +220,7 @@ impl UnknownEvents {
         for (e, unknown) in h.unknown() {
             if unknown.misread() {
                 u.misread
-                    .push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
+                    .push(json!({ "line": e.line, (crate::longrun::event::TAG): e.name(), "reason": unknown.reason }));
             } else {
                 u.newer += 1;
                 let name = if e.name().is_empty() { "(no name)" } else { e.name() };
@@ -247,7 +247,7 @@ impl UnknownEvents {
                 "{} this kit could not read not shown (journal line {}: {}: {})",
                 crate::units::plural(self.misread.len() as u64, "event"),
                 first["line"],
-                first["event"].as_str().unwrap_or("?"),
+                first[crate::longrun::event::TAG].as_str().unwrap_or("?"),
                 first["reason"].as_str().unwrap_or("?")
             ));
         }
@@ -1149,9 +1149,11 @@ mod tests {
     #[test]
     fn a_journal_line_being_written_is_found_as_the_unterminated_last_line() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n").unwrap();
+        let line = |name| crate::longrun::event::newer_fixture(name, json!({})).to_string() + "\n";
+        let two = line("a") + &line("b");
+        std::fs::write(f.path(), &two).unwrap();
         assert_eq!(unterminated_last_line(f.path()), None);
-        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n{\"ts\":\"2026").unwrap();
+        std::fs::write(f.path(), two + "{\"ts\":\"2026").unwrap();
         assert_eq!(unterminated_last_line(f.path()), Some(3));
         assert_eq!(unterminated_last_line(Path::new("/nonexistent/journal.jsonl")), None);
     }

@@ -159,7 +159,7 @@ impl Unknown {
     /// The line is a known event whose fields did not read (rather than an event this kit does
     /// not know).
     pub fn misread(&self) -> bool {
-        self.line.get("event").and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
+        self.line.get(TAG).and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
     }
 }
 
@@ -289,10 +289,8 @@ impl Event {
         match serde_json::from_value::<Event>(v.clone()) {
             Ok(e) => e,
             Err(err) => {
-                let known = v
-                    .get("event")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| Event::NAMES.contains(&n));
+                let known =
+                    v.get(TAG).and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n));
                 let reason =
                     if known { err.to_string() } else { "not an event of this kit".to_string() };
                 Event::Unknown(Unknown { line: v, reason })
@@ -313,7 +311,7 @@ impl Event {
     /// The `event` name as journaled (an unknown event's own name, or `""`).
     pub fn name(&self) -> &str {
         match self {
-            Event::Unknown(u) => u.line.get("event").and_then(Value::as_str).unwrap_or_default(),
+            Event::Unknown(u) => name_of(&u.line),
             e => known_name(e),
         }
     }
@@ -346,6 +344,43 @@ impl Event {
             _ => return None,
         })
     }
+}
+
+/// The key that tags a journal line with its event's name (`"loop_start"`, …).
+pub const TAG: &str = "event";
+
+/// The event name of a journal line read as JSON, without typing the rest of it (`""` when it
+/// has none): for readers that only sort lines by event.
+pub fn name_of(line: &Value) -> &str {
+    line.get(TAG).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A journal line for a test: `fields` (a JSON object; `ts` among them where the test wants
+/// one, any subset of the event's fields, as an older kit wrote them) tagged as event `name`.
+/// Tests build their journals through this (or [`newer_fixture`]) so that the events' names
+/// and their tag live in this file only; a fixture's name that this kit does not know is a
+/// typo, not a test.
+///
+/// Panics (it builds test data, never user data) when `name` is not in [`Event::NAMES`] or
+/// `fields` is not an object.
+pub fn fixture(name: &str, fields: Value) -> Value {
+    assert!(Event::NAMES.contains(&name), "`{name}` is no event of this kit: see Event::NAMES");
+    tagged(name, fields)
+}
+
+/// A journal line of an event this kit does not know (a newer kit's, or any line that must
+/// read as [`Event::Unknown`]), for the tests of how readers keep and show those.
+///
+/// Panics when `name` is a known event (use [`fixture`]) or `fields` is not an object.
+pub fn newer_fixture(name: &str, fields: Value) -> Value {
+    assert!(!Event::NAMES.contains(&name), "`{name}` is an event of this kit: use fixture");
+    tagged(name, fields)
+}
+
+fn tagged(name: &str, fields: Value) -> Value {
+    let Value::Object(mut m) = fields else { panic!("a fixture's fields are a JSON object") };
+    m.insert(TAG.to_string(), Value::String(name.to_string()));
+    Value::Object(m)
 }
 
 fn known_name(e: &Event) -> &'static str {
@@ -1037,6 +1072,18 @@ pub struct HandoffSaved {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixtures_read_as_the_event_they_name_and_a_typo_fails() {
+        let e = Entry::from_value(fixture("loop_start", serde_json::json!({"run": 2, "ts": "t"})));
+        assert!(matches!(&e.event, Event::LoopStart(s) if s.run == Some(2)), "{e:?}");
+        assert_eq!((e.name(), e.ts.as_str()), ("loop_start", "t"));
+        let newer = newer_fixture("teleport", serde_json::json!({"to": "mars"}));
+        assert!(matches!(Event::from_value(newer.clone()), Event::Unknown(_)));
+        assert_eq!(name_of(&newer), "teleport");
+        assert!(std::panic::catch_unwind(|| fixture("loop_strat", serde_json::json!({}))).is_err());
+        assert!(std::panic::catch_unwind(|| newer_fixture("cap", serde_json::json!({}))).is_err());
+    }
 
     /// Every line of `text` that is a JSON object, read as an [`Entry`] and written again, is
     /// the same bytes; returns how many lines were known events.

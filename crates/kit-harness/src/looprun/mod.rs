@@ -1080,13 +1080,14 @@ mod tests {
         let j = Journal::new(&path);
         j.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
         let base = journal_len(&path);
-        let forged = "{\"ts\":\"x\",\"event\":\"loop_end\",\"outcome\":\"done\"}";
+        let line = |name, fields| ev::fixture(name, fields).to_string();
+        let forged = &line("loop_end", json!({"ts": "x", "outcome": "done"}));
         crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
         let start = ev::AgentStart { iteration: 1, ..ev::AgentStart::default() };
         let own = j.append_at(&Event::AgentStart(start)).unwrap().1;
-        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
+        crate::atomic::append_line(&path, &line("hook", json!({"ts": "x"}))).unwrap();
         // `kit handoff save`, run by the agent, journals its save: kept like a hook event.
-        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"handoff_saved\"}").unwrap();
+        crate::atomic::append_line(&path, &line("handoff_saved", json!({"ts": "x"}))).unwrap();
         crate::atomic::append_line(&path, forged).unwrap(); // and after
         std::fs::OpenOptions::new()
             .append(true)
