@@ -1,7 +1,7 @@
 //! kit: a harness for running a coding agent (Claude Code, Codex) unattended for hours, and the
 //! course that teaches it. See `DESIGN.md` in the shared folder for the specification.
 //!
-//! kit is a Cargo workspace (`crates/README.md`). This package, `kit`, is the command edge: it
+//! kit is a Cargo workspace (`ARCHITECTURE.md`, `crates/README.md`). This package, `kit`, is the command edge: it
 //! owns the binaries (`kit`, `fake-agent`), parses the command line ([`cli`]) and hands it to the
 //! libraries ([`run`]); the libraries own every concept. Terminal output goes through
 //! `kit_core::term`; the clock through `kit_core::clock`, so goldens can pin exact text.
