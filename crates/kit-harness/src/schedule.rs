@@ -480,6 +480,7 @@ fn install_systemd(
     }
 }
 
+// Twin of `install_systemd`: the same install, for the other scheduler.
 fn install_cron(
     project: &Project,
     t: &Target,

@@ -128,13 +128,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
 ///
 /// Errors: [`Error::Io`]; [`Error::Locked`] when another call kept it for the whole wait.
 fn take_turn(path: &Path) -> Result<File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .at(path)?;
+    let file = lock::open_lock_file(path)?;
     let deadline = Instant::now() + QUEUE_PATIENCE;
     while !FileExt::try_lock_exclusive(&file).at(path)? {
         if Instant::now() >= deadline {

@@ -824,6 +824,7 @@ impl RunCtx<'_> {
                  sessions; export CLAUDE_CONFIG_DIR=$PWD/.home/.claude to keep a rehearsal apart",
             );
         }
+        // Twin of the note above, for the fake agent as Codex and its own home.
         if matches!(settings.spec, AgentSpec::FakeCodex(_))
             && std::env::var_os("CODEX_HOME").is_none_or(|v| v.is_empty())
         {

@@ -142,18 +142,20 @@ mod tests {
         std::fs::write(&goal, "# Goal: add\nliteral {{reverts}} stays\n").unwrap();
         let failures = vec!["- function: `python3 t.py` exit 1".to_string()];
         let reverts = vec!["tests/t.py (modified): restored".to_string()];
-        let text = render(&PromptInput {
+        let (progress, handoff) = (d.path().join("progress.md"), d.path().join("handoff.md"));
+        let first = PromptInput {
             iteration: 3,
             root: d.path(),
             goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
+            progress: &progress,
+            handoff: &handoff,
             failures: &failures,
             reverts: &reverts,
             denials: &[],
             messages: &[],
             takeover: None,
-        });
+        };
+        let text = render(&first);
         assert!(text.contains("iteration 3"));
         assert!(text.contains("# Goal: add\nliteral {{reverts}} stays"));
         assert!(text.contains("(progress.md does not exist yet.)"));
@@ -164,15 +166,10 @@ mod tests {
         let denials = vec![r#"Bash: {"command":"npm install"}"#.to_string()];
         let text = render(&PromptInput {
             iteration: 4,
-            root: d.path(),
-            goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
             failures: &[],
             reverts: &[],
             denials: &denials,
-            messages: &[],
-            takeover: None,
+            ..first
         });
         assert!(text.contains("# Tool calls denied last time"));
         assert!(text.contains(r#"- Bash: {"command":"npm install"}"#));
@@ -181,15 +178,11 @@ mod tests {
         let messages = vec!["- From ada (2026-10-01T09:00:00Z): keep {{goal}} as is".to_string()];
         let text = render(&PromptInput {
             iteration: 5,
-            root: d.path(),
-            goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
             failures: &[],
             reverts: &[],
-            denials: &[],
             messages: &messages,
             takeover: Some("The agent `codex` met its usage limit."),
+            ..first
         });
         let (m, g) = (text.find(MESSAGES_HEADING).unwrap(), text.find("# The goal").unwrap());
         let t = text.find("# You take over this run").unwrap();

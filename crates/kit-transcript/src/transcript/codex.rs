@@ -206,6 +206,7 @@ impl State {
             usage,
             reasoning: d.reasoning_output_tokens.max(0) as u64,
             context_tokens: context,
+            // The fields no reader of a Codex rollout knows, as the ledger leaves them too.
             gap_s: None,
             resume: false,
             resume_premium_usd: 0.0,
