@@ -143,7 +143,7 @@ impl Args {
         while i < argv.len() {
             let arg = argv[i].as_str();
             let (flag, inline) = split_inline(arg);
-            let value = |i: &mut usize| flag_value(&argv, i, flag, inline);
+            let value = |i: &mut usize| flag_value(argv, i, flag, inline);
             match flag {
                 "-h" | "--help" => self.help = true,
                 "--list" => self.list = true,
