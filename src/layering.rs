@@ -13,6 +13,9 @@
 //!   `super::NAME` or by their full `crate::…` path ([`KNOWN_FOLDER_CIRCLES`] lists the ones not
 //!   yet undone).
 //!
+//! It also holds every crate's `Cargo.toml` to ARCHITECTURE.md's crate table: its `kit-*`
+//! `[dependencies]` are exactly the row's "may depend on" column.
+//!
 //! A module may import from its own layer as long as that makes no circle. Between crates Cargo
 //! enforces the order (`kit-core` <- `kit-transcript` <- `kit-harness` <- `kit-course` <- `kit`;
 //! the harness cannot name the course); this check keeps the finer order inside a crate. It
@@ -435,5 +438,110 @@ fn the_guard_sees_a_circle_and_names_it() {
     assert_eq!(
         layers("//! `a`\n//! # Layers\n//! See `x`.\n//!\n//! 1. base: `error`,\n//!    `atomic`\n//! 2. `longrun`\n//! # Next\n//! 3. `y`"),
         [("atomic".to_string(), 1), ("error".into(), 1), ("longrun".into(), 2)].into()
+    );
+}
+
+/// The `may depend on` column of ARCHITECTURE.md's crate table: crate name -> the `kit-*`
+/// crates it may depend on (`none`: no kit crate). Rows are `| `name` | … | `a`, `b` |`.
+fn allowed_dependencies(architecture: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = BTreeMap::new();
+    for line in architecture.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let ticked = |cell: &str| -> Vec<String> {
+            cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+        };
+        let (Some(name), Some(may)) = (ticked(cells[0]).first().cloned(), cells.last()) else {
+            continue;
+        };
+        out.insert(name, ticked(may).into_iter().collect());
+    }
+    out
+}
+
+/// The `kit-*` crates of a `Cargo.toml`'s `[dependencies]`.
+fn kit_dependencies(manifest: &str) -> BTreeSet<String> {
+    let doc: toml::Table = manifest.parse().unwrap();
+    doc.get("dependencies")
+        .and_then(toml::Value::as_table)
+        .map(|deps| deps.keys().filter(|k| k.starts_with("kit-")).cloned().collect())
+        .unwrap_or_default()
+}
+
+/// Each crate's manifest against its row: the differences, one line per crate (empty: they
+/// agree). `manifests` is (crate name, Cargo.toml text).
+fn dependency_differences(
+    table: &BTreeMap<String, BTreeSet<String>>,
+    manifests: &[(String, String)],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, manifest) in manifests {
+        let Some(allowed) = table.get(name) else {
+            problems.push(format!("crate `{name}` has no row in ARCHITECTURE.md's crate table"));
+            continue;
+        };
+        let has = kit_dependencies(manifest);
+        let extra: Vec<&String> = has.difference(allowed).collect();
+        let missing: Vec<&String> = allowed.difference(&has).collect();
+        if !extra.is_empty() || !missing.is_empty() {
+            problems.push(format!(
+                "crate `{name}`: Cargo.toml depends on {extra:?} beyond ARCHITECTURE.md's table, \
+                 and not on {missing:?} that the table lists"
+            ));
+        }
+    }
+    for name in table.keys().filter(|n| !manifests.iter().any(|(m, _)| m == *n)) {
+        problems.push(format!("ARCHITECTURE.md lists crate `{name}`, which the workspace lacks"));
+    }
+    problems
+}
+
+#[test]
+fn crate_dependencies_match_architecture_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let table =
+        allowed_dependencies(&std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap());
+    let mut manifests = vec![("kit".to_string(), root.join("Cargo.toml"))];
+    for src in source_dirs(root).into_iter().skip(1) {
+        let dir = src.parent().unwrap();
+        manifests.push((
+            dir.file_name().unwrap().to_str().unwrap().to_string(),
+            root.join(dir).join("Cargo.toml"),
+        ));
+    }
+    let manifests: Vec<(String, String)> =
+        manifests.into_iter().map(|(n, p)| (n, std::fs::read_to_string(p).unwrap())).collect();
+    let problems = dependency_differences(&table, &manifests);
+    assert!(problems.is_empty(), "crates and ARCHITECTURE.md disagree:\n{}", problems.join("\n"));
+    assert_eq!(table.len(), 5, "{table:?}");
+}
+
+#[test]
+fn the_dependency_check_names_the_crate_and_the_difference() {
+    let table = allowed_dependencies(
+        "| crate | owns | may depend on |\n|---|---|---|\n| `kit-core` | base | none |\n\
+         | `kit-harness` | the `longrun` state | `kit-core`, `kit-transcript` |\n",
+    );
+    assert_eq!(table["kit-core"], BTreeSet::new());
+    let harness = |deps: &str| {
+        ("kit-harness".to_string(), format!("[package]\nname = \"kit-harness\"\n[dependencies]\n{deps}serde = \"1\"\n[dev-dependencies]\nkit-course = \"0\"\n"))
+    };
+    let core = ("kit-core".to_string(), "[dependencies]\nnix = \"0.29\"\n".to_string());
+    let ok = harness("kit-core.workspace = true\nkit-transcript = { path = \"x\" }\n");
+    assert_eq!(dependency_differences(&table, &[core.clone(), ok]), Vec::<String>::new());
+    let bad = harness("kit-core.workspace = true\nkit-course.workspace = true\n");
+    assert_eq!(
+        dependency_differences(&table, &[core, bad]),
+        vec![
+            "crate `kit-harness`: Cargo.toml depends on [\"kit-course\"] beyond ARCHITECTURE.md's \
+             table, and not on [\"kit-transcript\"] that the table lists"
+                .to_string()
+        ]
+    );
+    assert_eq!(
+        dependency_differences(&table, &[]),
+        vec![
+            "ARCHITECTURE.md lists crate `kit-core`, which the workspace lacks".to_string(),
+            "ARCHITECTURE.md lists crate `kit-harness`, which the workspace lacks".to_string()
+        ]
     );
 }

@@ -1,7 +1,7 @@
 //! kit: a harness for running a coding agent (Claude Code, Codex) unattended for hours, and the
 //! course that teaches it. See `DESIGN.md` in the shared folder for the specification.
 //!
-//! kit is a Cargo workspace (`crates/README.md`). This package, `kit`, is the command edge: it
+//! kit is a Cargo workspace (`ARCHITECTURE.md`, `crates/README.md`). This package, `kit`, is the command edge: it
 //! owns the binaries (`kit`, `fake-agent`), parses the command line ([`cli`]) and hands it to the
 //! libraries ([`run`]); the libraries own every concept. Terminal output goes through
 //! `kit_core::term`; the clock through `kit_core::clock`, so goldens can pin exact text.
@@ -32,14 +32,17 @@
 //!
 //! 1. base, kit's own infrastructure: `error`, `atomic`, `clock`, `duration`, `units`, `term`,
 //!    `git`, `proc` (process trees, PATH, children under a time limit), `digest`, `keys`
-//!    (per-user keys, HMAC), `testing` (what the unit tests share)
+//!    (per-user keys, HMAC), `signals` (stopping by hand: SIGINT, SIGTERM, SIGHUP read from a
+//!    signalfd), `testing` (what the unit tests share)
 //! 2. the project's state: `longrun` (the folder, config, journal, history, lock), `prices`,
 //!    `templates` (`kit/`: what `kit init` and the loop write from)
 //! 3. reading agents' transcripts: `transcript`
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
-//! 5. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
-//!    its scenarios), `schedule` (the timers that start the loop)
-//! 6. what reports on it: `measure`, `recall`, `status`, `doctor`, `report`, `mine`
+//! 5. what reports on it, reading the run from the state layer, never from the loop: `measure`,
+//!    `recall`, `status`, `report`, `mine`
+//! 6. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
+//!    its scenarios), `schedule` (the timers that start the loop), `doctor` (whether the loop's
+//!    agent can start here)
 //! 7. the course and its rehearsals: `sandbox` (a sandbox's marker and environment),
 //!    `embedded` (lessons, exercises, cases), `matcher`, `golden`, `rehearse`, `course`, `verify`
 //! 8. the command line: `cli`, `run`

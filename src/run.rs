@@ -135,15 +135,15 @@ pub fn execute(
                 crate::status::StatusOptions { json, watch, interval, terminal, mark, no_mark };
             crate::status::run(&ctx.cwd, opts, &ctx.theme, out)
         }
-        Command::Pause { now, reason } => crate::looprun::pause::pause(
+        Command::Pause { now, reason } => crate::longrun::pause::pause(
             &ctx.cwd,
-            &crate::looprun::pause::PauseOptions { now, reason },
+            &crate::longrun::pause::PauseOptions { now, reason },
             out,
         ),
-        Command::Resume => crate::looprun::pause::resume(&ctx.cwd, out),
-        Command::Tell { text, from } => crate::looprun::inbox::tell(
+        Command::Resume => crate::longrun::pause::resume(&ctx.cwd, out),
+        Command::Tell { text, from } => crate::longrun::inbox::tell(
             &ctx.cwd,
-            &crate::looprun::inbox::TellOptions { text: text.join(" "), from },
+            &crate::longrun::inbox::TellOptions { text: text.join(" "), from },
             out,
         ),
         Command::Schedule(cmd) => schedule(ctx, cmd, out),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use kit_harness::longrun::event::name_of;
 use serde_json::Value;
 
 use crate::util::fake_agent_bin;
@@ -654,7 +655,7 @@ fn journal_events(root: &Path, kind: &str) -> Vec<Value> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == kind)
+        .filter(|v| name_of(v) == kind)
         .collect()
 }
 

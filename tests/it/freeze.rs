@@ -10,6 +10,7 @@ use std::process::Command;
 
 use kit_harness::frozen::guard::{Drift, DriftKind, Guard};
 use kit_harness::frozen::manifest::Manifest;
+use kit_harness::longrun::event::newer_fixture;
 use kit_harness::longrun::Project;
 use sha2::{Digest, Sha256};
 
@@ -600,7 +601,8 @@ fn cheat_rewriting_the_journals_history_is_reverted_but_appends_are_not_drift() 
 
     let without_cheat: String =
         sealed.lines().filter(|l| !l.contains("cheat")).map(|l| format!("{l}\n")).collect();
-    fs::write(&journal_path, without_cheat + "{\"event\":\"done\"}\n").unwrap();
+    let done = newer_fixture("done", serde_json::json!({})).to_string();
+    fs::write(&journal_path, without_cheat + &done + "\n").unwrap();
     assert_eq!(guard.check(), vec![drift("longrun/journal.jsonl", DriftKind::Modified)]);
     guard.restore().unwrap();
     assert_eq!(fs::read_to_string(&journal_path).unwrap(), sealed);

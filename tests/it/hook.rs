@@ -6,9 +6,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use kit_harness::longrun::event::name_of;
 use serde_json::{json, Value};
 
-use crate::util::{git_repo, kit};
+use crate::util::{git_repo, kit, save_handoff};
 
 /// The compaction point the tests run at (the default: 200k − 20k − 13k).
 const POINT: u64 = 167_000;
@@ -39,6 +40,11 @@ impl Reply {
 /// Run `kit hook claude` in `dir` with `event` on stdin.
 pub fn hook(dir: &Path, event: &Value) -> Reply {
     hook_raw(dir, event.to_string().as_bytes())
+}
+
+/// The hook's answer to a `Stop` of session `s` (not already continuing from a Stop block).
+fn stop(dir: &Path, s: &Session) -> Reply {
+    hook(dir, &s.event("Stop", json!({"stop_hook_active": false})))
 }
 
 fn hook_raw(dir: &Path, stdin: &[u8]) -> Reply {
@@ -140,7 +146,7 @@ fn journal_actions(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "hook")
+        .filter(|v| name_of(v) == "hook")
         .map(|v| format!("{}@{}", v["action"].as_str().unwrap(), v["band"]))
         .collect()
 }
@@ -174,7 +180,7 @@ fn bands_fire_once_each_at_50_70_85_and_not_at_49() {
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|v: &Value| v["event"] == "hook")
+        .filter(|v: &Value| name_of(v) == "hook")
         .collect();
     assert_eq!(j[0]["session"], s.id.as_str());
     assert_eq!(j[0]["context"], 83_500);
@@ -222,17 +228,17 @@ fn stop_is_blocked_once_and_never_with_stop_hook_active() {
     let d = project();
     let mut s = Session::new(d.path());
     s.call_at_pct(60.0, NOW);
-    let r = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(d.path(), &s);
     assert_eq!(r.stdout, "", "below the wrap-up band a Stop passes");
     s.call_at_pct(86.0, NOW);
     let active = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": true})));
     assert_eq!((active.code, active.stdout.as_str()), (0, ""), "never block with stop_hook_active");
-    let r = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(d.path(), &s);
     assert_eq!(r.code, 0);
     let v = r.json();
     assert_eq!(v["decision"], "block");
     assert!(v["reason"].as_str().unwrap().contains("no handoff was proven saved"), "{v}");
-    let again = hook(d.path(), &s.event("Stop", json!({"stop_hook_active": false})));
+    let again = stop(d.path(), &s);
     assert_eq!(again.stdout, "", "blocked once, not twice");
 }
 
@@ -240,11 +246,7 @@ fn stop_is_blocked_once_and_never_with_stop_hook_active() {
 fn stop_passes_when_the_session_ran_kit_handoff_save() {
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(root.join("longrun/handoff.md"), "Done: all. Next action: stop.\n").unwrap();
-    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
-    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
-    assert!(saved.status.success(), "{line}{}", String::from_utf8_lossy(&saved.stderr));
+    let line = save_handoff(root, "Done: all. Next action: stop.\n");
     let mut s = Session::new(root);
     s.call_at_pct(87.0, NOW);
     let post = s.event(
@@ -253,7 +255,7 @@ fn stop_passes_when_the_session_ran_kit_handoff_save() {
                "tool_response": {"stdout": line, "stderr": ""}}),
     );
     assert_eq!(hook(root, &post).code, 0);
-    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(root, &s);
     assert_eq!(r.stdout, "", "the handoff was proven saved in this session");
     assert!(journal_actions(root).contains(&"handoff_seen@null".to_string()));
     assert!(journal_actions(root).contains(&"stop_allowed@85".to_string()));
@@ -263,14 +265,11 @@ fn stop_passes_when_the_session_ran_kit_handoff_save() {
 fn stop_passes_when_the_transcript_proves_the_save() {
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(root.join("longrun/handoff.md"), "Done: all.\n").unwrap();
-    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
-    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
+    let line = save_handoff(root, "Done: all.\n");
     let mut s = Session::new(root);
     crate::handoff::append_save_call(&s.transcript, &line);
     s.call_at_pct(90.0, NOW);
-    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(root, &s);
     assert_eq!(r.stdout, "", "proof found in the transcript: {}", r.stdout);
     // A hand-edited stamp no longer matches what the session printed: blocked.
     let text = fs::read_to_string(root.join("longrun/handoff.md")).unwrap();
@@ -285,7 +284,7 @@ fn stop_passes_when_the_transcript_proves_the_save() {
     .unwrap();
     crate::handoff::append_save_call(&s2.transcript, &line);
     s2.call_at_pct(90.0, NOW);
-    let r = hook(d2.path(), &s2.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(d2.path(), &s2);
     assert_eq!(r.json()["decision"], "block");
 }
 
@@ -308,13 +307,7 @@ fn precompact_is_never_blocked() {
 fn session_start_after_compaction_injects_the_handoff() {
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(
-        root.join("longrun/handoff.md"),
-        "Parser done, tests green.\n\n## Next action\nWire the CLI flag.\n",
-    )
-    .unwrap();
-    assert!(kit(root).args(["handoff", "save"]).output().unwrap().status.success());
+    save_handoff(root, "Parser done, tests green.\n\n## Next action\nWire the CLI flag.\n");
     let s = Session::new(root);
     for source in ["compact", "resume"] {
         let r = hook(root, &s.event("SessionStart", json!({"source": source})));
@@ -711,24 +704,20 @@ fn stop_blocks_a_proven_but_out_of_date_handoff() {
     // checks of `kit handoff verify` too, so the stale handoff counts as not saved.
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(root.join("longrun/handoff.md"), "Done: all. Next action: stop.\n").unwrap();
-    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
-    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
-    assert!(saved.status.success(), "{line}");
+    let line = save_handoff(root, "Done: all. Next action: stop.\n");
     let mut s = Session::new(root);
     crate::handoff::append_save_call(&s.transcript, &line);
     fs::write(root.join("work.txt"), "more\n").unwrap();
     crate::handoff::commit_all(root);
     fs::write(root.join("work.txt"), "edited\n").unwrap();
     s.call_at_pct(90.0, NOW);
-    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(root, &s);
     let v = r.json();
     assert_eq!(v["decision"], "block", "{}", r.stdout);
     let reason = v["reason"].as_str().unwrap();
     assert!(reason.contains("out of date") && reason.contains("HEAD moved"), "{reason}");
     assert!(reason.contains("Run `kit handoff save` again"), "{reason}");
-    let again = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let again = stop(root, &s);
     assert_eq!(again.stdout, "", "blocked once, not twice");
 }
 
@@ -736,11 +725,7 @@ fn stop_blocks_a_proven_but_out_of_date_handoff() {
 fn a_forged_save_call_does_not_let_the_stop_through() {
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(root.join("longrun/handoff.md"), "Done: all.\n").unwrap();
-    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
-    let id =
-        kit_harness::handoff::stamp_in_output(&String::from_utf8_lossy(&saved.stdout)).unwrap();
+    let id = kit_harness::handoff::stamp_in_output(&save_handoff(root, "Done: all.\n")).unwrap();
     let mut s = Session::new(root);
     let forged = format!("echo kit handoff save stamp {id}");
     crate::handoff::append_bash_call(
@@ -756,7 +741,7 @@ fn a_forged_save_call_does_not_let_the_stop_through() {
     );
     assert_eq!(hook(root, &post).code, 0);
     assert!(!journal_actions(root).contains(&"handoff_seen@null".to_string()));
-    let r = hook(root, &s.event("Stop", json!({"stop_hook_active": false})));
+    let r = stop(root, &s);
     assert_eq!(r.json()["decision"], "block", "{}", r.stdout);
 }
 
@@ -779,9 +764,7 @@ fn session_start_says_none_given_instead_of_the_template_placeholder() {
     // progress.md is still kit init's template; the summary names no next action.
     let d = project();
     let root = d.path();
-    crate::handoff::commit_all(root);
-    fs::write(root.join("longrun/handoff.md"), "Parser done.\n").unwrap();
-    assert!(kit(root).args(["handoff", "save"]).output().unwrap().status.success());
+    save_handoff(root, "Parser done.\n");
     let s = Session::new(root);
     let text = hook(root, &s.event("SessionStart", json!({"source": "compact"}))).context_text();
     assert!(text.contains("Next action: none given"), "{text}");

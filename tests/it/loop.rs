@@ -5,7 +5,8 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use kit_harness::longrun::event::{fixture, name_of};
+use serde_json::{json, Value};
 
 use crate::util::{git_repo, kit};
 
@@ -100,7 +101,7 @@ fn journal(root: &Path) -> Vec<Value> {
 }
 
 fn events(root: &Path, name: &str) -> Vec<Value> {
-    journal(root).into_iter().filter(|e| e["event"] == name).collect()
+    journal(root).into_iter().filter(|e| name_of(e) == name).collect()
 }
 
 /// Live (non-zombie) processes whose process group is `pgid`.
@@ -300,8 +301,7 @@ fn loop_puts_back_a_journal_the_agent_emptied() {
     write(d.path(), "agent.sh", "sed -i 's/a - b/a + b/' calc.py\n: > longrun/journal.jsonl\n");
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let names: Vec<String> =
-        journal(d.path()).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    let names: Vec<String> = journal(d.path()).iter().map(|e| name_of(e).to_string()).collect();
     for kept in
         ["loop_start", "baseline", "iteration_start", "agent_start", "agent_end", "loop_end"]
     {
@@ -546,7 +546,10 @@ fn git_config_set_by_the_agent_never_runs_as_kit() {
 #[test]
 fn lines_the_agent_appends_to_the_journal_are_cut_and_journaled() {
     let d = project(false);
-    let forged = r#"{"ts":"2026-01-01T00:00:00Z","event":"loop_end","outcome":"done","iterations":1,"iteration":1,"reason":"forged","exit":0}"#;
+    let forged = fixture(
+        "loop_end",
+        json!({"ts":"2026-01-01T00:00:00Z","outcome":"done","iterations":1,"iteration":1,"reason":"forged","exit":0}),
+    );
     write(d.path(), "forge.sh", &format!("echo '{forged}' >> longrun/journal.jsonl\n"));
     let o = kit_loop(d.path(), &["--agent", "sh ./forge.sh", "--max-iterations", "1"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
@@ -1179,10 +1182,11 @@ fn a_handoff_the_agent_saves_during_the_loop_keeps_its_journal_record() {
     // appends to the journal, but must keep that record (as it keeps hook events), or the
     // handoff could never verify after a loop.
     let d = project(false);
+    let forged = fixture("loop_end", json!({"outcome": "done"}));
     write(
         d.path(),
         "agent.sh",
-        "cat > /dev/null\nsed -i 's/a - b/a + b/' calc.py\nkit handoff save <<'EOF'\nDone: add returns the sum.\nNext action: none.\nEOF\necho '{\"event\":\"loop_end\",\"outcome\":\"done\"}' >> longrun/journal.jsonl\n",
+        &format!("cat > /dev/null\nsed -i 's/a - b/a + b/' calc.py\nkit handoff save <<'EOF'\nDone: add returns the sum.\nNext action: none.\nEOF\necho '{forged}' >> longrun/journal.jsonl\n"),
     );
     let o = kit_loop(d.path(), &["--agent", "sh ./agent.sh"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

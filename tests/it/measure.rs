@@ -22,6 +22,16 @@ pub fn claude_tree(files: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
     (d, root)
 }
 
+/// The spotter session's excerpt (as `4d5611e5.jsonl`) with one subagent's file under it.
+fn spotter_with_subagent() -> (tempfile::TempDir, PathBuf) {
+    let main = std::fs::read(sample(
+        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
+    ))
+    .unwrap();
+    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
+    claude_tree(&[("4d5611e5.jsonl", &main), ("4d5611e5/subagents/agent-a2898e3.jsonl", &agent)])
+}
+
 fn claude_sample_tree(name: &str) -> (tempfile::TempDir, PathBuf) {
     let bytes = std::fs::read(sample(&format!("claude-code/{name}.jsonl"))).unwrap();
     claude_tree(&[(&format!("{name}.jsonl"), &bytes)])
@@ -567,15 +577,7 @@ fn synthetic_tree_matches_its_ground_truth_manifest() {
 
 #[test]
 fn the_table_fits_in_100_columns_with_subagent_rows() {
-    let main = std::fs::read(sample(
-        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
-    ))
-    .unwrap();
-    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
-    let (d, root) = claude_tree(&[
-        ("4d5611e5.jsonl", &main),
-        ("4d5611e5/subagents/agent-a2898e3.jsonl", &agent),
-    ]);
+    let (d, root) = spotter_with_subagent();
     let out = kit(d.path()).arg("measure").arg(&root).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     for line in text.lines() {
@@ -731,15 +733,7 @@ fn project_and_since_filter_the_damage_report_and_undated_sessions() {
 /// rows included — fits, and the sub-row's figures stay under their headers.
 #[test]
 fn the_table_fits_narrow_terminals_with_subagent_rows() {
-    let main = std::fs::read(sample(
-        "claude-code/spotter_4d5611e5-241a-462a-8d15-5122611a9569.L641-L801.excerpt.jsonl",
-    ))
-    .unwrap();
-    let agent = std::fs::read(sample("claude-code/spotter_4d5611e5_agent-a2898e3.jsonl")).unwrap();
-    let (d, root) = claude_tree(&[
-        ("4d5611e5.jsonl", &main),
-        ("4d5611e5/subagents/agent-a2898e3.jsonl", &agent),
-    ]);
+    let (d, root) = spotter_with_subagent();
     let mut previous_columns = usize::MAX;
     for width in (17..=100).rev() {
         let out = kit(d.path())

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use kit_harness::longrun::event::name_of;
 use serde_json::Value;
 
 use crate::util::{git_repo, kit};
@@ -29,7 +30,7 @@ fn events(root: &Path, name: &str) -> Vec<Value> {
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("no torn journal line"))
-        .filter(|e| e["event"] == name)
+        .filter(|e| name_of(e) == name)
         .collect()
 }
 

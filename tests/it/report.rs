@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use kit_harness::longrun::event::{fixture, newer_fixture};
+use serde_json::{json, Value};
 
 use crate::measure::{claude_tree, measure_json, sample, samples};
 use crate::util::kit;
@@ -205,14 +206,16 @@ fn report_in_a_loop_repository_shows_what_kit_status_shows_and_each_iteration() 
 fn events_of_a_newer_kit_are_counted_on_the_page_not_dropped() {
     let d = crate::util::git_repo();
     assert!(kit(d.path()).arg("init").output().unwrap().status.success());
-    let journal = concat!(
-        r#"{"command":"kit loop","event":"loop_start","pid":7,"run":1,"ts":"2026-10-01T09:00:00Z"}"#,
-        "\n",
-        r#"{"event":"teleport","to":"mars","ts":"2026-10-01T09:00:01Z"}"#,
-        "\n",
-        r#"{"event":"loop_end","outcome":"interrupted","ts":"2026-10-01T09:00:02Z"}"#,
-        "\n",
-    );
+    let journal = [
+        fixture(
+            "loop_start",
+            json!({"command":"kit loop","pid":7,"run":1,"ts":"2026-10-01T09:00:00Z"}),
+        ),
+        newer_fixture("teleport", json!({"to":"mars","ts":"2026-10-01T09:00:01Z"})),
+        fixture("loop_end", json!({"outcome":"interrupted","ts":"2026-10-01T09:00:02Z"})),
+    ]
+    .map(|l| l.to_string() + "\n")
+    .concat();
     std::fs::write(d.path().join("longrun/journal.jsonl"), journal).unwrap();
     let (_, html) = report(d.path(), &[d.path().to_str().unwrap()]);
     assert_eq!(attrs(&html, "<p class=\"warn\"", "data-unknown-journal-events"), ["1"]);

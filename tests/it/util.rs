@@ -33,6 +33,18 @@ pub fn git_repo() -> tempfile::TempDir {
     d
 }
 
+/// A handoff saved in the git project `root`: everything committed, `summary` written to
+/// `longrun/handoff.md`, then `kit handoff save`, which must succeed; returns what it printed
+/// (the line with its stamp), as a session would see it.
+pub fn save_handoff(root: &Path, summary: &str) -> String {
+    crate::handoff::commit_all(root);
+    std::fs::write(root.join("longrun/handoff.md"), summary).unwrap();
+    let saved = kit(root).args(["handoff", "save"]).output().unwrap();
+    let line = String::from_utf8_lossy(&saved.stdout).into_owned();
+    assert!(saved.status.success(), "{line}{}", String::from_utf8_lossy(&saved.stderr));
+    line
+}
+
 /// The samples folder: `$KIT_SAMPLES` (a folder laid out the same way, for extra data), else
 /// the copies in the repository, `tests/fixtures/samples/{claude-code,codex}` (each with its
 /// `SOURCES.md`), so a fresh clone tests on its own.

@@ -34,6 +34,12 @@ fn folder(path: &Path) -> &Path {
 /// Errors: [`crate::Error::Io`] naming `path` if any step fails; the target is then unchanged.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temp_with(path, bytes)?;
+    persist(tmp, path)
+}
+
+/// The last steps of [`write_atomic`] and [`write_atomic_with`]: `tmp` (written whole) takes
+/// the mode of the file it replaces, reaches the disk, and is renamed over `path`.
+fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<()> {
     if let Ok(meta) = fs::symlink_metadata(path) {
         if meta.is_file() {
             tmp.as_file().set_permissions(meta.permissions()).at(path)?;
@@ -60,15 +66,7 @@ pub fn write_atomic_with(
         fill(&mut w).at(path)?;
         w.flush().at(path)?;
     }
-    if let Ok(meta) = fs::symlink_metadata(path) {
-        if meta.is_file() {
-            tmp.as_file().set_permissions(meta.permissions()).at(path)?;
-        }
-    }
-    tmp.as_file().sync_all().at(path)?;
-    tmp.persist(path).map_err(|e| crate::Error::io(path, e.error))?;
-    sync_dir(folder(path));
-    Ok(())
+    persist(tmp, path)
 }
 
 /// Like [`write_atomic`], and give the file the Unix permission bits `perm` (e.g. `0o755`)

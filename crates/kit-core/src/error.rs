@@ -6,7 +6,7 @@
 //! Every exit status kit ends with is named here (DESIGN §6 for the loop's): 0 [`EXIT_OK`],
 //! 1 [`EXIT_INTERNAL`] and [`EXIT_CHECK_FAILED`], 2 [`EXIT_BAD_INPUT`], 3 [`EXIT_CAP`],
 //! 4 [`EXIT_LOCKED`], 5 [`EXIT_PAUSED`]; and 130 when a loop is stopped by SIGINT or SIGTERM
-//! (`looprun::signals::EXIT_INTERRUPTED`, 128 + the signal's number as shells report it).
+//! (`signals::EXIT_INTERRUPTED`, 128 + the signal's number as shells report it).
 //! Status 1 has two names because it has two meanings that goldens, `--help` texts and DESIGN
 //! pin to the same number: kit failed ([`EXIT_INTERNAL`]), or a check ran to its end and found
 //! a difference ([`EXIT_CHECK_FAILED`]); the output tells them apart.

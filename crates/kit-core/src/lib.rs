@@ -21,6 +21,7 @@ pub mod error;
 pub mod git;
 pub mod keys;
 pub mod proc;
+pub mod signals;
 pub mod term;
 #[doc(hidden)]
 pub mod testing;

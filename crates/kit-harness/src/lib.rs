@@ -37,6 +37,6 @@ pub mod templates;
 // The lower crates' modules under their old `crate::` paths (private: nothing is re-exported).
 #[cfg(test)]
 use kit_core::testing;
-use kit_core::{atomic, clock, digest, duration, error, git, keys, proc, term, units};
+use kit_core::{atomic, clock, digest, duration, error, git, keys, proc, signals, term, units};
 use kit_core::{Error, Result};
 use kit_transcript::{prices, transcript};

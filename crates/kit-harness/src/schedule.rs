@@ -480,6 +480,7 @@ fn install_systemd(
     }
 }
 
+// Twin of `install_systemd`: the same install, for the other scheduler.
 fn install_cron(
     project: &Project,
     t: &Target,
@@ -648,7 +649,7 @@ pub(crate) enum Linger {
 /// Lingering of this user: `loginctl show-user USER -p Linger` (`Linger=yes`), else the file
 /// `/var/lib/systemd/linger/USER` that logind keeps for each lingering user.
 pub(crate) fn lingering() -> Linger {
-    let user = crate::looprun::pause::user_name();
+    let user = crate::longrun::pause::user_name();
     if let Ok(o) = Command::new("loginctl")
         .args(["show-user", &user, "-p", "Linger"])
         .stdin(Stdio::null())

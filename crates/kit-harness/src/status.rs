@@ -7,7 +7,7 @@
 //! ran on; the reverts (cheats) so far; the caps of the current run, used versus set; the next
 //! action from `progress.md`; and the outcome when the last run has ended.
 //!
-//! The run (see `looprun::durable`): its number, when it started, how many loop processes took
+//! The run (see `longrun::durable`): its number, when it started, how many loop processes took
 //! part and what it spent; the caps count the whole run. `next loop` says what a plain
 //! `kit loop` would do now: start a run, continue this one, or refuse a finished one (and the
 //! flag that starts a new one).
@@ -16,7 +16,7 @@
 //! `{schema, goal: {title, level, error}, owner: {pid, host, started, command} | null,
 //! run: {id, started, loops, spent: {iterations, wall_s, cost_usd, no_progress}, last_outcome}
 //! | null, paused: {since, user, host, pid, reason, now} | {by_hand: true} | null (see
-//! `looprun::pause`), next_loop: {action (start/continue/refuse/locked/paused), text},
+//! `longrun::pause`), next_loop: {action (start/continue/refuse/locked/paused), text},
 //! iteration, criteria: {iteration, commit, dirty, verified, passed, total, results: [{line,
 //! kind, command, passed, exit, timed_out, missing}]} | null, reverts: {total, this_run, recent:
 //! [{iteration, path, kind}]}, caps: {iterations, wall_s, cost_usd, no_progress} each {used,
@@ -27,8 +27,8 @@
 //! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind
 //! (flap/review/cap/paused), line, text}] (see [`pending`]), notify: the last `notify` event |
 //! null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
-//! `looprun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
-//! fallback agent (absent otherwise; see `looprun::fallback`)}`.
+//! `longrun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
+//! fallback agent (absent otherwise; see the loop's `fallback` module)}`.
 //!
 //! For a person coming back: `since …:` says what happened after they last looked (the mark
 //! is moved only by a status on a terminal, `--mark`, or the end of `--watch`; see [`since`]),
@@ -48,11 +48,11 @@ use serde_json::{json, Value};
 
 use crate::error::{IoContext, Result, EXIT_OK};
 use crate::longrun::config::Config;
+use crate::longrun::durable::{self, RunView};
 use crate::longrun::event::{Entry, Event, LoopStart};
 use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock::{self, Holder};
 use crate::longrun::Project;
-use crate::looprun::durable::{self, RunView};
 use crate::term::Theme;
 use crate::units::format_duration;
 
@@ -109,7 +109,7 @@ in an environment kit set (no user site folder, no stale bytecode, PATH without 
 agent-made entries, the programs pinned at the start), and the runner failed a test kit planted; \
 it does not prove the tests cover the goal, nor catch code written to recognise kit's canary";
 
-/// The loop's definition of progress (see `looprun`'s module doc), as status reports it.
+/// The loop's definition of progress (see the loop's module doc), as status reports it.
 pub(crate) const PROGRESS_MEANS: &str =
     "more criteria passing than the best so far in this run, or the \
 failing criteria failing differently (exit status, missed expectations or last output lines); \
@@ -223,7 +223,7 @@ impl UnknownEvents {
         for (e, unknown) in h.unknown() {
             if unknown.misread() {
                 u.misread
-                    .push(json!({ "line": e.line, "event": e.name(), "reason": unknown.reason }));
+                    .push(json!({ "line": e.line, (crate::longrun::event::TAG): e.name(), "reason": unknown.reason }));
             } else {
                 u.newer += 1;
                 let name = if e.name().is_empty() { "(no name)" } else { e.name() };
@@ -250,7 +250,7 @@ impl UnknownEvents {
                 "{} this kit could not read not shown (journal line {}: {}: {})",
                 crate::units::plural(self.misread.len() as u64, "event"),
                 first["line"],
-                first["event"].as_str().unwrap_or("?"),
+                first[crate::longrun::event::TAG].as_str().unwrap_or("?"),
                 first["reason"].as_str().unwrap_or("?")
             ));
         }
@@ -416,7 +416,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         caps.cost_usd.used = spent.cost_usd;
         caps.no_progress.used = f64::from(spent.no_progress);
     }
-    let pause = crate::looprun::pause::read(&project);
+    let pause = crate::longrun::pause::read(&project);
     // A loop that journaled its loop_end is on its way out: what comes next is the plan.
     let running = owner.as_ref().filter(|_| live);
     let mut next_loop = next_loop(&h, running, config.as_ref(), parsed_goal.as_ref());
@@ -432,8 +432,8 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     }
     let paused_words = pause.as_ref().map(|p| p.describe());
     let paused = pause.map(|p| match p {
-        crate::looprun::pause::Paused::Record(r) => json!(r),
-        crate::looprun::pause::Paused::ByHand => json!({ "by_hand": true }),
+        crate::longrun::pause::Paused::Record(r) => json!(r),
+        crate::longrun::pause::Paused::ByHand => json!({ "by_hand": true }),
     });
     let since_mark = since::Mark::read(&since::mark_path(&project));
     let start = since::run_start(&h);
@@ -449,10 +449,10 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         })),
         _ => None,
     });
-    let inbox_waiting = match crate::looprun::inbox::read(&project) {
-        Ok(messages) => crate::looprun::inbox::pending(&messages, &h.entries).len(),
+    let inbox_waiting = match crate::longrun::inbox::read(&project) {
+        Ok(messages) => crate::longrun::inbox::pending(&messages, &h.entries).len(),
         Err(e) => {
-            problems.push(json!({ "file": crate::looprun::inbox::FILE, "error": e.to_string() }));
+            problems.push(json!({ "file": crate::longrun::inbox::FILE, "error": e.to_string() }));
             0
         }
     };
@@ -599,7 +599,7 @@ fn next_loop(
     }
     let cfg = config.cloned().unwrap_or_default();
     let budget = goal.map(|g| g.budget.clone()).unwrap_or_default();
-    let limits = match crate::looprun::planned_caps(&cfg, &budget) {
+    let limits = match crate::longrun::caps::planned_caps(&cfg, &budget) {
         Ok(p) => p.limits(),
         Err(e) => return NextLoop { action: "refuse", text: format!("exits 2: {e}") },
     };
@@ -635,7 +635,7 @@ fn caps_of(
         let cfg = config.cloned().unwrap_or_default();
         let lim = |limit: f64| CapUse { used: 0.0, limit };
         let budget = goal.map(|g| g.budget.clone()).unwrap_or_default();
-        if let Ok(p) = crate::looprun::planned_caps(&cfg, &budget) {
+        if let Ok(p) = crate::longrun::caps::planned_caps(&cfg, &budget) {
             let [iterations, wall, cost] = p.sources;
             return Caps {
                 iterations: lim(f64::from(p.iterations)),
@@ -881,11 +881,11 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         writeln!(out, "{} {}", theme.bold("agent:"), theme.warn(note))?;
     }
     if let Some(p) = &s.paused {
-        let text = match serde_json::from_value::<crate::looprun::pause::PauseRecord>(p.clone()) {
+        let text = match serde_json::from_value::<crate::longrun::pause::PauseRecord>(p.clone()) {
             Ok(r) if p.get("by_hand").is_none() => {
-                crate::looprun::pause::Paused::Record(r).describe()
+                crate::longrun::pause::Paused::Record(r).describe()
             }
-            _ => crate::looprun::pause::Paused::ByHand.describe(),
+            _ => crate::longrun::pause::Paused::ByHand.describe(),
         };
         writeln!(out, "{} {text}; kit resume to go on", theme.warn("paused:"))?;
     }
@@ -905,13 +905,13 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
             out,
             "{} 1 message waits for the next iteration ({})",
             theme.bold("inbox:"),
-            crate::looprun::inbox::FILE
+            crate::longrun::inbox::FILE
         )?,
         n => writeln!(
             out,
             "{} {n} messages wait for the next iteration ({})",
             theme.bold("inbox:"),
-            crate::looprun::inbox::FILE
+            crate::longrun::inbox::FILE
         )?,
     }
     if s.iteration == 0 && s.criteria.is_none() {
@@ -1160,9 +1160,11 @@ mod tests {
     #[test]
     fn a_journal_line_being_written_is_found_as_the_unterminated_last_line() {
         let f = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n").unwrap();
+        let line = |name| crate::longrun::event::newer_fixture(name, json!({})).to_string() + "\n";
+        let two = line("a") + &line("b");
+        std::fs::write(f.path(), &two).unwrap();
         assert_eq!(unterminated_last_line(f.path()), None);
-        std::fs::write(f.path(), "{\"event\":\"a\"}\n{\"event\":\"b\"}\n{\"ts\":\"2026").unwrap();
+        std::fs::write(f.path(), two + "{\"ts\":\"2026").unwrap();
         assert_eq!(unterminated_last_line(f.path()), Some(3));
         assert_eq!(unterminated_last_line(Path::new("/nonexistent/journal.jsonl")), None);
     }

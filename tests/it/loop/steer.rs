@@ -97,8 +97,7 @@ fn a_told_message_reaches_the_next_prompt_once_and_is_journaled_with_who_and_whe
         (Some("keep the docstring short"), Some(10))
     );
     // Each told event comes right after its iteration's start, before the agent's.
-    let names: Vec<String> =
-        journal(root).iter().map(|e| e["event"].as_str().unwrap().to_string()).collect();
+    let names: Vec<String> = journal(root).iter().map(|e| name_of(e).to_string()).collect();
     for i in names.iter().enumerate().filter(|(_, n)| *n == "told").map(|(i, _)| i) {
         assert_eq!(
             (names[i - 1].as_str(), names[i + 1].as_str()),

@@ -495,6 +495,7 @@ pub fn hint(
 /// asks on a terminal, saying what is deleted, and refuses (exit 2) without one. A pass stays on
 /// record (`earned`): the exercise is started again, `kit exercise list` shows `started, passed
 /// before`, the solution stays unlocked, and the prompt and the output say so.
+// Twin of `start`'s opening (course, exercise, lab): both act on one exercise's folder.
 pub fn reset(
     cwd: &Path,
     n: u32,
@@ -1212,13 +1213,19 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
 mod tests {
     use super::*;
 
+    /// `md` rendered at `width` columns without colour is `want`.
+    fn renders(md: &str, width: usize, want: &str) {
+        assert_eq!(render_markdown(md, width, &Theme::plain()), want, "{md:?} at {width}");
+    }
+
     #[test]
     fn markdown_renders_headings_code_and_wrapped_paragraphs() {
         let md = "# Title\n\none two three four five six\n\n- item one two three\n\n```console\n$ kit init\n```\n";
-        let got = render_markdown(md, 14, &Theme::plain());
-        let want =
-            "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n";
-        assert_eq!(got, want);
+        renders(
+            md,
+            14,
+            "Title\n\none two three\nfour five six\n\n- item one two\n  three\n\n    $ kit init\n",
+        );
     }
 
     #[test]
@@ -1252,8 +1259,7 @@ mod tests {
     #[test]
     fn a_code_block_written_to_a_file_is_headed_by_its_name() {
         let md = "Write it:\n\n```text file=longrun/config.toml\n[caps]\n```\n";
-        let got = render_markdown(md, 80, &Theme::plain());
-        assert_eq!(got, "Write it:\n\n  file longrun/config.toml:\n    [caps]\n");
+        renders(md, 80, "Write it:\n\n  file longrun/config.toml:\n    [caps]\n");
     }
 
     #[test]
@@ -1277,10 +1283,11 @@ mod tests {
     #[test]
     fn a_wide_table_wraps_its_cells() {
         let md = "| who | what |\n|---|---|\n| you | one two three four five six |\n";
-        let got = render_markdown(md, 22, &Theme::plain());
-        let want =
-            "  who  what\n  ---  ---------------\n  you  one two three\n       four five six\n";
-        assert_eq!(got, want);
+        renders(
+            md,
+            22,
+            "  who  what\n  ---  ---------------\n  you  one two three\n       four five six\n",
+        );
     }
 
     #[test]
@@ -1319,8 +1326,6 @@ mod tests {
     #[test]
     fn markdown_tables_keep_their_rows_and_align_columns() {
         let md = "Before.\n\n| who | file |\n|---|---|\n| you | `goal.md` |\n| kit only | journal.jsonl |\nAfter.\n";
-        let got = render_markdown(md, 80, &Theme::plain());
-        let want = "Before.\n\n  who       file\n  --------  -------------\n  you       goal.md\n  kit only  journal.jsonl\nAfter.\n";
-        assert_eq!(got, want);
+        renders(md, 80, "Before.\n\n  who       file\n  --------  -------------\n  you       goal.md\n  kit only  journal.jsonl\nAfter.\n");
     }
 }

@@ -21,6 +21,7 @@ const STEPS: usize = 5;
 const PROMPT: &str = "Work on the goal until the context runs out.";
 
 /// Rehearse the hook scenario `plan` in a new sandbox under `root`, narrating to `n`.
+// Twin of `scenarios::rehearse` (the loop's): same sandbox and narration, other steps.
 pub(crate) fn rehearse(
     exe: &Path,
     root: &Path,

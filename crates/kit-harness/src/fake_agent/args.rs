@@ -96,17 +96,8 @@ impl Args {
         let mut i = 0;
         while i < argv.len() {
             let arg = argv[i].as_str();
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-                _ => (arg, None),
-            };
-            let value = |i: &mut usize| -> Result<String, String> {
-                if let Some(v) = inline.clone() {
-                    return Ok(v);
-                }
-                *i += 1;
-                argv.get(*i).cloned().ok_or_else(|| format!("{flag} needs a value"))
-            };
+            let (flag, inline) = split_inline(arg);
+            let value = |i: &mut usize| flag_value(&argv, i, flag, inline);
             match flag {
                 "-h" | "--help" => a.help = true,
                 "--list" => a.list = true,
@@ -151,17 +142,8 @@ impl Args {
         let mut exec_seen = false;
         while i < argv.len() {
             let arg = argv[i].as_str();
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-                _ => (arg, None),
-            };
-            let value = |i: &mut usize| -> Result<String, String> {
-                if let Some(v) = inline.clone() {
-                    return Ok(v);
-                }
-                *i += 1;
-                argv.get(*i).cloned().ok_or_else(|| format!("{flag} needs a value"))
-            };
+            let (flag, inline) = split_inline(arg);
+            let value = |i: &mut usize| flag_value(argv, i, flag, inline);
             match flag {
                 "-h" | "--help" => self.help = true,
                 "--list" => self.list = true,
@@ -221,6 +203,29 @@ Other claude flags are accepted and ignored.
                     rollout written under $CODEX_HOME/sessions/YYYY/MM/DD/ (default ~/.codex)
   -m MODEL          the model the rollout names (default gpt-5.3-codex)
 Other codex exec flags are accepted and ignored.";
+
+/// `--flag=value` split into the flag and its inline value; any other word as it is.
+fn split_inline(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+        _ => (arg, None),
+    }
+}
+
+/// The value of `flag` at `argv[*i]`: its inline `=value`, else the next word (`*i` moves onto
+/// it). Errors: `FLAG needs a value` when there is none.
+fn flag_value(
+    argv: &[String],
+    i: &mut usize,
+    flag: &str,
+    inline: Option<&str>,
+) -> Result<String, String> {
+    if let Some(v) = inline {
+        return Ok(v.to_string());
+    }
+    *i += 1;
+    argv.get(*i).cloned().ok_or_else(|| format!("{flag} needs a value"))
+}
 
 #[cfg(test)]
 mod tests {

@@ -45,7 +45,6 @@ pub mod review;
 mod shell;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -177,16 +176,8 @@ pub struct Review {
     pub text: String,
 }
 
-/// The budget section. Each item is optional; the loop's caps in config.toml apply regardless.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Budget {
-    /// `- iterations: N`: agent iterations.
-    pub iterations: Option<u32>,
-    /// `- wall: 2h`: wall time.
-    pub wall: Option<Duration>,
-    /// `- cost: 15 USD`: USD.
-    pub cost_usd: Option<f64>,
-}
+/// The budget section: caps on the goal's runs, so the type lives with them in the state layer.
+pub use crate::longrun::caps::Budget;
 
 /// A parsed goal.md.
 #[derive(Clone, Debug, PartialEq)]

@@ -45,16 +45,16 @@
 //! | `checkpoint` | `ref` (`refs/kit/checkpoint`), `commit`: the uncommitted tree at the start of a run |
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
-//! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::looprun::inbox`]) |
+//! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::longrun::inbox`]) |
 //! | `agent_switch` | `iteration` (the one the next agent runs), `from`, `to` (agent specs), `why` (`limit`: a usage or rate limit whose wait passes `[agent] fallback_after_wait`; `no_progress`: `[agent] fallback_after_no_progress` iterations in a row without progress), `reason` (in words), `until` (the limit's reset, RFC 3339, or null), `retry` (the iteration is retried under its number: it counted as none), `position` (the new agent's place in `[agent] fallback`, 1-based): the run goes on with the next agent of `[agent] fallback` (`looprun::fallback`); the no-progress count starts again |
 //! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`crate::looprun::limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
 //! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
-//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`crate::looprun::pause`]; null for a file made by hand) |
+//! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`crate::longrun::pause`]; null for a file made by hand) |
 //! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`crate::looprun::notify`]) |
 //! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
-//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`crate::looprun::durable::flaps`]) |
+//! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`crate::longrun::durable::flaps`]) |
 //! | `revert_probe` | `iteration`, `tree` (the run's start tree), `results` [{`line`, `command`, `passed`, `exit`, `timed_out`, `duration_ms`}], `pass_without_work` (lines), `exempt` (lines, `--allow-green-start`), `refused`, `wall_ms`, `cpu_ms` |
 //! | `review` | `iteration`, `line`, `text`, `evaluator`, `verdict` (`pass`/`fail`/`ask`), `reason`, `exit`, `timed_out`, `duration_ms`, `dir` |
 //! | `canary` | `iteration`, `phase`, `results` (`goal::canary` results: per criterion, the test planted and whether the criterion still exited 0) |
@@ -162,7 +162,7 @@ impl Unknown {
     /// The line is a known event whose fields did not read (rather than an event this kit does
     /// not know).
     pub fn misread(&self) -> bool {
-        self.line.get("event").and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
+        self.line.get(TAG).and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n))
     }
 }
 
@@ -301,10 +301,8 @@ impl Event {
         match serde_json::from_value::<Event>(v.clone()) {
             Ok(e) => e,
             Err(err) => {
-                let known = v
-                    .get("event")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| Event::NAMES.contains(&n));
+                let known =
+                    v.get(TAG).and_then(Value::as_str).is_some_and(|n| Event::NAMES.contains(&n));
                 let reason =
                     if known { err.to_string() } else { "not an event of this kit".to_string() };
                 Event::Unknown(Unknown { line: v, reason })
@@ -325,7 +323,7 @@ impl Event {
     /// The `event` name as journaled (an unknown event's own name, or `""`).
     pub fn name(&self) -> &str {
         match self {
-            Event::Unknown(u) => u.line.get("event").and_then(Value::as_str).unwrap_or_default(),
+            Event::Unknown(u) => name_of(&u.line),
             e => known_name(e),
         }
     }
@@ -358,6 +356,43 @@ impl Event {
             _ => return None,
         })
     }
+}
+
+/// The key that tags a journal line with its event's name (`"loop_start"`, …).
+pub const TAG: &str = "event";
+
+/// The event name of a journal line read as JSON, without typing the rest of it (`""` when it
+/// has none): for readers that only sort lines by event.
+pub fn name_of(line: &Value) -> &str {
+    line.get(TAG).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// A journal line for a test: `fields` (a JSON object; `ts` among them where the test wants
+/// one, any subset of the event's fields, as an older kit wrote them) tagged as event `name`.
+/// Tests build their journals through this (or [`newer_fixture`]) so that the events' names
+/// and their tag live in this file only; a fixture's name that this kit does not know is a
+/// typo, not a test.
+///
+/// Panics (it builds test data, never user data) when `name` is not in [`Event::NAMES`] or
+/// `fields` is not an object.
+pub fn fixture(name: &str, fields: Value) -> Value {
+    assert!(Event::NAMES.contains(&name), "`{name}` is no event of this kit: see Event::NAMES");
+    tagged(name, fields)
+}
+
+/// A journal line of an event this kit does not know (a newer kit's, or any line that must
+/// read as [`Event::Unknown`]), for the tests of how readers keep and show those.
+///
+/// Panics when `name` is a known event (use [`fixture`]) or `fields` is not an object.
+pub fn newer_fixture(name: &str, fields: Value) -> Value {
+    assert!(!Event::NAMES.contains(&name), "`{name}` is an event of this kit: use fixture");
+    tagged(name, fields)
+}
+
+fn tagged(name: &str, fields: Value) -> Value {
+    let Value::Object(mut m) = fields else { panic!("a fixture's fields are a JSON object") };
+    m.insert(TAG.to_string(), Value::String(name.to_string()));
+    Value::Object(m)
 }
 
 fn known_name(e: &Event) -> &'static str {
@@ -760,7 +795,7 @@ pub struct ToldMessage {
     pub at: Option<String>,
     /// The text.
     pub text: String,
-    /// sha256 (hex) of sender, time and text (`looprun::inbox::Message::sha256`).
+    /// sha256 (hex) of sender, time and text (`longrun::inbox::Message::sha256`).
     pub sha256: String,
     /// Its first line in `longrun/inbox.md`, 1-based.
     pub line: u64,
@@ -1154,6 +1189,18 @@ pub struct RaceEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixtures_read_as_the_event_they_name_and_a_typo_fails() {
+        let e = Entry::from_value(fixture("loop_start", serde_json::json!({"run": 2, "ts": "t"})));
+        assert!(matches!(&e.event, Event::LoopStart(s) if s.run == Some(2)), "{e:?}");
+        assert_eq!((e.name(), e.ts.as_str()), ("loop_start", "t"));
+        let newer = newer_fixture("teleport", serde_json::json!({"to": "mars"}));
+        assert!(matches!(Event::from_value(newer.clone()), Event::Unknown(_)));
+        assert_eq!(name_of(&newer), "teleport");
+        assert!(std::panic::catch_unwind(|| fixture("loop_strat", serde_json::json!({}))).is_err());
+        assert!(std::panic::catch_unwind(|| newer_fixture("cap", serde_json::json!({}))).is_err());
+    }
 
     /// Every line of `text` that is a JSON object, read as an [`Entry`] and written again, is
     /// the same bytes; returns how many lines were known events.

@@ -233,17 +233,18 @@ pub fn limit_waiting(events: &[Entry]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::longrun::event::fixture;
     use serde_json::json;
 
     #[test]
     fn an_agent_start_without_its_end_is_unfinished() {
         let ev = vec![
-            json!({"event":"loop_start"}),
-            json!({"event":"iteration_start","iteration":4}),
-            json!({"event":"agent_start","iteration":4,"pgid":77,"starttime":9}),
-            json!({"event":"agent_end","iteration":4}),
-            json!({"event":"iteration_start","iteration":5}),
-            json!({"event":"agent_start","iteration":5,"pgid":88,"starttime":10,"boot_id":"b"}),
+            fixture("loop_start", json!({})),
+            fixture("iteration_start", json!({"iteration":4})),
+            fixture("agent_start", json!({"iteration":4,"pgid":77,"starttime":9})),
+            fixture("agent_end", json!({"iteration":4})),
+            fixture("iteration_start", json!({"iteration":5})),
+            fixture("agent_start", json!({"iteration":5,"pgid":88,"starttime":10,"boot_id":"b"})),
         ];
         let h = History::from_events(ev, vec![]);
         assert_eq!(h.last_iteration, 5);
@@ -257,14 +258,17 @@ mod tests {
     #[test]
     fn a_limit_wait_without_its_resume_is_waiting() {
         let en = |v: &[Value]| -> Vec<Entry> { v.iter().cloned().map(Entry::from_value).collect() };
-        let w = json!({"event":"limit_wait","kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440});
-        let r = json!({"event":"limit_resume","waited_s":7440});
+        let w = fixture(
+            "limit_wait",
+            json!({"kind":"usage","until":"2026-10-01T03:10:00Z","wait_s":7440}),
+        );
+        let r = fixture("limit_resume", json!({"waited_s":7440}));
         assert_eq!(
             limit_waiting(&en(std::slice::from_ref(&w))).as_deref(),
             Some("waiting for the usage limit until 03:10 UTC")
         );
         assert_eq!(limit_waiting(&en(&[w.clone(), r])), None);
-        let b = json!({"event":"limit_wait","kind":"rate","until":null,"wait_s":240});
+        let b = fixture("limit_wait", json!({"kind":"rate","until":null,"wait_s":240}));
         assert_eq!(
             limit_waiting(&en(&[b])).as_deref(),
             Some("waiting for the rate limit (backoff 4m)")

@@ -187,13 +187,7 @@ pub fn acquire(path: &Path, me: &Holder) -> Result<(LoopLock, Previous)> {
 ///
 /// Errors: [`Error::Locked`] naming the holder when another process holds it; [`Error::Io`].
 fn open_locked(path: &Path) -> Result<File> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .at(path)?;
+    let mut file = open_lock_file(path)?;
     // fs4's flock(LOCK_EX | LOCK_NB), called through the trait: std's own File locking is newer
     // than this crate's minimum Rust version.
     if !FileExt::try_lock_exclusive(&file).at(path)? {
@@ -202,6 +196,14 @@ fn open_locked(path: &Path) -> Result<File> {
         return Err(Error::Locked { path: path.to_path_buf(), holder });
     }
     Ok(file)
+}
+
+/// `path` opened to read and write, made when missing and never truncated: a lock file whose
+/// contents (a holder record) outlive the flock on it.
+///
+/// Errors: [`Error::Io`] naming `path`.
+pub(crate) fn open_lock_file(path: &Path) -> Result<File> {
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).at(path)
 }
 
 fn write_record(file: &mut File, p: &Path, holder: &Holder) -> Result<()> {

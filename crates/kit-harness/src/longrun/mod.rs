@@ -14,14 +14,22 @@
 //! Beside the folder itself: how its runtime files read back, for every command that asks who
 //! owns the project now — the journal as the loop's checkpoint ([`history`]) and the loop's
 //! flock on `longrun/.lock` ([`lock`], [`running_loop`]). The loop writes both; `kit
-//! freeze` and `kit status` only read them, so they live here, below the loop.
+//! freeze` and `kit status` only read them, so they live here, below the loop. So do the other
+//! readers of the run's state, which the loop writes and the reports read: its runs and what
+//! they spent ([`durable`]), the caps a run is held to ([`caps`]), `PAUSE` ([`pause`]), the
+//! inbox ([`inbox`]) and the journal's repair after a killed loop ([`repair`]).
 
+pub mod caps;
 pub mod config;
+pub mod durable;
 pub mod event;
 pub mod history;
+pub mod inbox;
 pub mod init;
 pub mod journal;
 pub mod lock;
+pub mod pause;
+pub(crate) mod repair;
 
 use std::path::{Path, PathBuf};
 

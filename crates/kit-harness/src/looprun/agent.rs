@@ -92,25 +92,18 @@ impl AgentSpec {
     ///
     /// Errors: [`Error::Usage`] for an empty spec or `fake:` / `fake-codex:` without a scenario.
     pub fn parse(spec: &str) -> Result<AgentSpec> {
+        // What a valid spec is belongs to the state layer, so `kit status` can tell too.
+        crate::longrun::caps::check_agent_command(spec)?;
         let s = spec.trim();
-        match s {
-            "" => Err(Error::usage("the agent command is empty").with_hint(
-                "kit loop --agent claude (or set [agent] command in longrun/config.toml)",
-            )),
-            "claude" => Ok(AgentSpec::Claude),
-            "codex" => Ok(AgentSpec::Codex),
-            _ if s.starts_with("fake-codex:") => match &s["fake-codex:".len()..] {
-                "" => Err(Error::usage("`fake-codex:` needs a scenario name")
-                    .with_hint("kit loop --agent fake-codex:finish")),
-                scenario => Ok(AgentSpec::FakeCodex(scenario.to_string())),
+        Ok(match s {
+            "claude" => AgentSpec::Claude,
+            "codex" => AgentSpec::Codex,
+            _ => match (s.strip_prefix("fake-codex:"), s.strip_prefix("fake:")) {
+                (Some(scenario), _) => AgentSpec::FakeCodex(scenario.to_string()),
+                (None, Some(scenario)) => AgentSpec::Fake(scenario.to_string()),
+                (None, None) => AgentSpec::Shell(s.to_string()),
             },
-            _ => match s.strip_prefix("fake:") {
-                Some("") => Err(Error::usage("`fake:` needs a scenario name")
-                    .with_hint("kit loop --agent fake:finish")),
-                Some(scenario) => Ok(AgentSpec::Fake(scenario.to_string())),
-                None => Ok(AgentSpec::Shell(s.to_string())),
-            },
-        }
+        })
     }
 
     /// How this agent reports usage.

@@ -128,6 +128,8 @@ impl RunCtx<'_> {
         let mut changed = Vec::new();
         while made < required {
             made += 1;
+            // Twin of `checks::check`'s run on a sealed journal; here each run's results are
+            // kept apart to compare them.
             p.guard.seal_journal()?;
             let kit_len = super::journal_len(&self.project.journal());
             let stop = self.stop;
@@ -310,6 +312,7 @@ impl RunCtx<'_> {
         Ok(false)
     }
 
+    // Same signature as `confirm` above: both are gates on a done the criteria reported.
     /// The review criteria, in goal order. None when all pass; Some(None) when one fails (done
     /// refused, the loop goes on); Some(Some(stop)) when one asks.
     fn reviews(

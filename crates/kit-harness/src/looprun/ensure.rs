@@ -4,7 +4,7 @@
 //!
 //! - a live loop holds `longrun/.lock` → nothing to do (exit 0);
 //! - `longrun/PAUSE` exists → nothing is started (exit 5, as `kit loop` would);
-//! - the last run is finished (done, or a cap reached: see [`super::durable`]) → nothing to start
+//! - the last run is finished (done, or a cap reached: see [`durable`]) → nothing to start
 //!   (exit 0; `kit loop --new-run` starts a new run by hand);
 //! - else it starts `kit loop` detached: in its own session (`setsid`, so no terminal's hangup
 //!   reaches it), stdin from `/dev/null`, stdout and stderr appended to
@@ -27,10 +27,11 @@ use std::time::{Duration, Instant};
 
 use fs4::fs_std::FileExt;
 
-use super::{durable, pause, LoopOptions};
+use super::LoopOptions;
 use crate::error::{Error, IoContext, Result, EXIT_CAP, EXIT_LOCKED, EXIT_OK, EXIT_PAUSED};
 use crate::longrun::lock;
 use crate::longrun::Project;
+use crate::longrun::{durable, pause};
 
 /// The hidden `kit loop` flag the detached loop is started with: it makes itself the leader of
 /// a new session before anything else ([`detach_session`]).
@@ -127,13 +128,7 @@ pub fn ensure_alive(cwd: &Path, opts: &LoopOptions, out: &mut dyn Write) -> Resu
 ///
 /// Errors: [`Error::Io`]; [`Error::Locked`] when another call kept it for the whole wait.
 fn take_turn(path: &Path) -> Result<File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .at(path)?;
+    let file = lock::open_lock_file(path)?;
     let deadline = Instant::now() + QUEUE_PATIENCE;
     while !FileExt::try_lock_exclusive(&file).at(path)? {
         if Instant::now() >= deadline {

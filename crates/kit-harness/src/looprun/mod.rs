@@ -65,21 +65,16 @@
 pub mod agent;
 mod checks;
 pub mod confirm;
-pub mod durable;
 pub mod ensure;
 mod fallback;
-pub mod inbox;
 mod iteration;
 mod ledger;
 pub mod limits;
 pub mod memcap;
 pub mod notify;
-pub mod pause;
 mod probe;
 pub mod prompt;
-mod repair;
 mod settings;
-pub mod signals;
 mod stops;
 mod tree;
 mod waits;
@@ -104,14 +99,15 @@ use crate::units::format_duration;
 
 use crate::longrun::history::{CriterionView, History};
 use crate::longrun::lock;
+use crate::longrun::{durable, inbox, pause, repair};
 use crate::proc as procs;
+use crate::signals;
 use agent::{AgentSpec, Launch};
 use memcap::Enforcer;
 
 use checks::{commands_not_found, describe_revert, list_reverts, restore};
 use iteration::end_strays;
 use repair::{cut_appends, journal_len};
-pub use settings::planned_caps;
 pub use tree::CHECKPOINT_REF;
 use tree::{checkpoint, failure_fingerprint, git_head, git_rev, git_settings, tree_state};
 
@@ -199,21 +195,6 @@ struct Settings {
     /// Where each cap and limit came from: `(name, source)`, source one of `flag`,
     /// `config.toml`, `goal.md budget`, in the order the loop prints them.
     sources: Vec<(&'static str, &'static str)>,
-}
-
-/// The caps a `kit loop` with no flags would run with; see [`planned_caps`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PlannedCaps {
-    /// Agent iterations.
-    pub iterations: u32,
-    /// Wall time.
-    pub wall: Duration,
-    /// USD.
-    pub cost_usd: f64,
-    /// Consecutive iterations without progress.
-    pub no_progress: u32,
-    /// Where iterations, wall and cost came from: `config.toml` or `goal.md budget`.
-    pub sources: [&'static str; 3],
 }
 
 /// How a run ended (other than by an error), and why in words.
@@ -843,6 +824,7 @@ impl RunCtx<'_> {
                  sessions; export CLAUDE_CONFIG_DIR=$PWD/.home/.claude to keep a rehearsal apart",
             );
         }
+        // Twin of the note above, for the fake agent as Codex and its own home.
         if matches!(settings.spec, AgentSpec::FakeCodex(_))
             && std::env::var_os("CODEX_HOME").is_none_or(|v| v.is_empty())
         {
@@ -1099,13 +1081,14 @@ mod tests {
         let j = Journal::new(&path);
         j.append(&Event::LoopStart(ev::LoopStart::default())).unwrap();
         let base = journal_len(&path);
-        let forged = "{\"ts\":\"x\",\"event\":\"loop_end\",\"outcome\":\"done\"}";
+        let line = |name, fields| ev::fixture(name, fields).to_string();
+        let forged = &line("loop_end", json!({"ts": "x", "outcome": "done"}));
         crate::atomic::append_line(&path, forged).unwrap(); // the agent, before kit's line
         let start = ev::AgentStart { iteration: 1, ..ev::AgentStart::default() };
         let own = j.append_at(&Event::AgentStart(start)).unwrap().1;
-        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"hook\"}").unwrap();
+        crate::atomic::append_line(&path, &line("hook", json!({"ts": "x"}))).unwrap();
         // `kit handoff save`, run by the agent, journals its save: kept like a hook event.
-        crate::atomic::append_line(&path, "{\"ts\":\"x\",\"event\":\"handoff_saved\"}").unwrap();
+        crate::atomic::append_line(&path, &line("handoff_saved", json!({"ts": "x"}))).unwrap();
         crate::atomic::append_line(&path, forged).unwrap(); // and after
         std::fs::OpenOptions::new()
             .append(true)

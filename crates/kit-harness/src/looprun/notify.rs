@@ -75,7 +75,7 @@ pub fn fire(
         cmd.env(env_name(k), v);
     }
     // The loop blocks SIGINT/SIGTERM/SIGHUP for itself; the command must not inherit that.
-    super::signals::unblock_in_child(&mut cmd);
+    crate::signals::unblock_in_child(&mut cmd);
     let began = Instant::now();
     let how = crate::proc::Spawn { input: None, merge: true, own_group: true };
     let result = crate::proc::spawn(&mut cmd, how)

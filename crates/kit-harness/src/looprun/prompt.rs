@@ -6,7 +6,7 @@
 //! failed in the last check, with what was missing and the tail of their output), `{{reverts}}`
 //! (the frozen files kit restored since the last iteration), `{{takeover}}` (when a fallback
 //! agent runs its first iteration: who it takes over from and why) and `{{messages}}` (the
-//! messages of `longrun/inbox.md` not yet delivered, see [`super::inbox`]); the last two are
+//! messages of `longrun/inbox.md` not yet delivered, see [`crate::longrun::inbox`]); the last two are
 //! empty, with their heading, when there is nothing to say. A missing or empty file reads as a
 //! short note saying so. The prompt is written to `longrun/.runs/NNN.prompt.md`.
 
@@ -36,7 +36,7 @@ pub struct PromptInput<'a> {
     /// appended as a last section, so the agent does not try them again.
     pub denials: &'a [String],
     /// The inbox's messages for this iteration, one prompt item each
-    /// ([`super::inbox::Message::prompt_item`]); empty when none.
+    /// ([`crate::longrun::inbox::Message::prompt_item`]); empty when none.
     pub messages: &'a [String],
     /// When this agent takes over the run from another (`[agent] fallback`): who and why, in
     /// words.
@@ -142,18 +142,20 @@ mod tests {
         std::fs::write(&goal, "# Goal: add\nliteral {{reverts}} stays\n").unwrap();
         let failures = vec!["- function: `python3 t.py` exit 1".to_string()];
         let reverts = vec!["tests/t.py (modified): restored".to_string()];
-        let text = render(&PromptInput {
+        let (progress, handoff) = (d.path().join("progress.md"), d.path().join("handoff.md"));
+        let first = PromptInput {
             iteration: 3,
             root: d.path(),
             goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
+            progress: &progress,
+            handoff: &handoff,
             failures: &failures,
             reverts: &reverts,
             denials: &[],
             messages: &[],
             takeover: None,
-        });
+        };
+        let text = render(&first);
         assert!(text.contains("iteration 3"));
         assert!(text.contains("# Goal: add\nliteral {{reverts}} stays"));
         assert!(text.contains("(progress.md does not exist yet.)"));
@@ -164,15 +166,10 @@ mod tests {
         let denials = vec![r#"Bash: {"command":"npm install"}"#.to_string()];
         let text = render(&PromptInput {
             iteration: 4,
-            root: d.path(),
-            goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
             failures: &[],
             reverts: &[],
             denials: &denials,
-            messages: &[],
-            takeover: None,
+            ..first
         });
         assert!(text.contains("# Tool calls denied last time"));
         assert!(text.contains(r#"- Bash: {"command":"npm install"}"#));
@@ -181,15 +178,11 @@ mod tests {
         let messages = vec!["- From ada (2026-10-01T09:00:00Z): keep {{goal}} as is".to_string()];
         let text = render(&PromptInput {
             iteration: 5,
-            root: d.path(),
-            goal: &goal,
-            progress: &d.path().join("progress.md"),
-            handoff: &d.path().join("handoff.md"),
             failures: &[],
             reverts: &[],
-            denials: &[],
             messages: &messages,
             takeover: Some("The agent `codex` met its usage limit."),
+            ..first
         });
         let (m, g) = (text.find(MESSAGES_HEADING).unwrap(), text.find("# The goal").unwrap());
         let t = text.find("# You take over this run").unwrap();

@@ -11,9 +11,10 @@ use serde::Serialize;
 use super::{MeasureOptions, Scan};
 use crate::error::Result;
 use crate::transcript::dedup::CallKey;
-use crate::transcript::ledger::{append, read, Appended, Collected, Ledger, Record};
-use crate::transcript::Builder;
-use crate::transcript::{codex_compaction_point, EngineOptions, SessionSummary, Source, Stream};
+use crate::transcript::ledger::{
+    append, read, summarise_records, Appended, Collected, Ledger, Record,
+};
+use crate::transcript::{EngineOptions, SessionSummary, Source};
 
 /// What `kit measure` does with the ledger.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,16 +64,7 @@ pub(crate) fn merge(
     let mut got = FromLedger::default();
     for ((source, session), mut recs) in groups {
         recs.sort_by_key(|r| r.ts_ms().unwrap_or(i64::MAX));
-        let mut b = Builder::new(engine, source, session.to_string(), dir.to_path_buf());
-        b.project = recs[0].project.clone();
-        if source == Source::Codex {
-            b.point_override = Some(codex_compaction_point(CODEX_WINDOW));
-        }
-        for t in recs.iter().filter_map(|r| r.ts_ms()) {
-            b.clock.tick(t);
-        }
-        let mut stream = Stream { calls: recs.iter().map(|r| r.to_call(source)).collect() };
-        let s = b.summarise(&mut stream, true);
+        let s = summarise_records(&recs, source, session, engine, dir);
         if let Some(row) =
             scan.sessions.iter_mut().find(|x| x.source == source && x.session_id == session)
         {
@@ -89,10 +81,6 @@ pub(crate) fn merge(
     scan.sessions.sort_by(|a, b| (a.start_ms, &a.session_id).cmp(&(b.start_ms, &b.session_id)));
     got
 }
-
-/// The effective window Codex reports for GPT-5-class models (tokens), as the Codex reader
-/// assumes when a rollout gives none.
-const CODEX_WINDOW: u64 = 258_400;
 
 /// Add a ledger-only part of a session to its live row.
 fn fold(row: &mut SessionSummary, s: &SessionSummary) {
@@ -192,29 +180,8 @@ pub(crate) fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::ledger::testing::rec;
     use crate::transcript::parse_ts_ms;
-
-    // The transcript crate's test helper of the same name (its tests module is not public).
-    /// A record of `agent`'s session with id `id` (Claude: `msg`; Codex: `seq`) at `ts`.
-    fn rec(agent: &str, session: &str, id: &str, ts: &str, out: u64) -> Record {
-        Record {
-            agent: agent.into(),
-            session: session.into(),
-            project: "proj".into(),
-            msg: (agent == "claude").then(|| id.to_string()),
-            req: (agent == "claude").then(|| format!("req_{id}")),
-            seq: (agent == "codex").then(|| id.parse().unwrap()),
-            model: "claude-sonnet-4-5-20250929".into(),
-            ts: Some(ts.into()),
-            input: 10,
-            cw5m: 0,
-            cw1h: 100,
-            cr: 1000,
-            out,
-            reason: 0,
-            usd: Some(0.01),
-        }
-    }
 
     #[test]
     fn merge_counts_each_call_once() {
@@ -227,11 +194,7 @@ mod tests {
             ..Ledger::default()
         };
         let engine = EngineOptions::standard();
-        let mut row = {
-            let mut b = Builder::new(engine, Source::Claude, "s".into(), d.path().into());
-            let mut st = Stream { calls: vec![live_call.to_call(Source::Claude)] };
-            b.summarise(&mut st, true)
-        };
+        let mut row = summarise_records(&[&live_call], Source::Claude, "s", engine, d.path());
         row.start_ms = Some(1);
         let live: HashSet<CallKey> = [live_call.key().unwrap()].into();
         // (case, --since, calls from the ledger, rows of their own, rows shown)

@@ -256,6 +256,7 @@ pub(crate) fn cache_cost(calls: &[ApiCall]) -> Chart {
             .x_labels(X_LABELS)
             .y_labels(Y_LABELS)
             .x_desc("API call")
+            // Twin of the context chart's mesh above: the same axes, another quantity.
             .y_desc("cache (tokens)")
             .x_label_formatter(&|x| call_label(*x, n))
             .y_label_formatter(&|y| tokens(*y as u64))

@@ -161,7 +161,7 @@ fn fields(e: &Entry) -> String {
     let v = e.to_value();
     let Some(o) = v.as_object() else { return v.to_string() };
     o.iter()
-        .filter(|(k, _)| *k != "ts" && *k != "event")
+        .filter(|(k, _)| *k != "ts" && *k != crate::longrun::event::TAG)
         .map(|(k, v): (&String, &Value)| match v.as_str() {
             Some(s) => format!("{k}={s}"),
             None => format!("{k}={v}"),
@@ -173,24 +173,28 @@ fn fields(e: &Entry) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::longrun::event::{fixture, newer_fixture};
     use serde_json::json;
 
     #[test]
     fn events_attach_to_their_iteration_in_each_run() {
         let ev = vec![
-            json!({"event":"loop_start","ts":"t0"}),
-            json!({"event":"baseline","passed":0,"total":2,"commit":"c0"}),
-            json!({"event":"iteration_start","iteration":1,"ts":"t1"}),
-            json!({"event":"agent_end","iteration":1,"exit":0,"cost_usd":0.5,"duration_ms":1200}),
-            json!({"event":"cheat","iteration":1,"path":"tests/t.py","kind":"modified"}),
-            json!({"event":"criteria","iteration":1,"passed":1,"total":2,"progress":true,"commit":"c1"}),
-            json!({"event":"limit_wait","iteration":1,"until":"03:10"}),
-            json!({"event":"cap","which":"iterations","used":1,"limit":1}),
-            json!({"event":"loop_start","ts":"t2"}),
-            json!({"event":"baseline","passed":1,"total":2}),
-            json!({"event":"iteration_start","iteration":2}),
-            json!({"event":"agent_end","iteration":2,"timed_out":true}),
-            json!({"event":"criterion_flap","iteration":2,"line":9}),
+            fixture("loop_start", json!({"ts":"t0"})),
+            fixture("baseline", json!({"passed":0,"total":2,"commit":"c0"})),
+            fixture("iteration_start", json!({"iteration":1,"ts":"t1"})),
+            fixture("agent_end", json!({"iteration":1,"exit":0,"cost_usd":0.5,"duration_ms":1200})),
+            fixture("cheat", json!({"iteration":1,"path":"tests/t.py","kind":"modified"})),
+            fixture(
+                "criteria",
+                json!({"iteration":1,"passed":1,"total":2,"progress":true,"commit":"c1"}),
+            ),
+            fixture("limit_wait", json!({"iteration":1,"until":"03:10"})),
+            fixture("cap", json!({"which":"iterations","used":1,"limit":1})),
+            fixture("loop_start", json!({"ts":"t2"})),
+            fixture("baseline", json!({"passed":1,"total":2})),
+            fixture("iteration_start", json!({"iteration":2})),
+            fixture("agent_end", json!({"iteration":2,"timed_out":true})),
+            newer_fixture("criterion_flap", json!({"iteration":2,"line":9})),
         ];
         let r = rows(&History::from_events(ev, vec![]));
         assert_eq!(r.len(), 4);

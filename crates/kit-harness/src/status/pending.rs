@@ -113,6 +113,7 @@ pub(crate) fn of(run: &[Entry], running: bool, paused: Option<String>) -> Vec<De
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::longrun::event::fixture;
     use serde_json::json;
 
     #[test]
@@ -121,12 +122,18 @@ mod tests {
             v.into_iter().map(Entry::from_value).collect()
         };
         let run = en(vec![
-            json!({"event":"loop_start"}),
-            json!({"event":"flap","line":7,"criterion":"pytest -q","runs":[true,false]}),
-            json!({"event":"review","line":9,"evaluator":"judge","verdict":"ask","reason":"is the API public?"}),
-            json!({"event":"review","line":10,"verdict":"ask","reason":"x"}),
-            json!({"event":"review","line":10,"verdict":"pass","reason":"ok"}),
-            json!({"event":"loop_end","outcome":"cap","reason":"iterations cap reached (2 of 2 iterations used)"}),
+            fixture("loop_start", json!({})),
+            fixture("flap", json!({"line":7,"criterion":"pytest -q","runs":[true,false]})),
+            fixture(
+                "review",
+                json!({"line":9,"evaluator":"judge","verdict":"ask","reason":"is the API public?"}),
+            ),
+            fixture("review", json!({"line":10,"verdict":"ask","reason":"x"})),
+            fixture("review", json!({"line":10,"verdict":"pass","reason":"ok"})),
+            fixture(
+                "loop_end",
+                json!({"outcome":"cap","reason":"iterations cap reached (2 of 2 iterations used)"}),
+            ),
         ]);
         let d = of(&run, false, None);
         let kinds: Vec<&str> = d.iter().map(|d| d.kind).collect();
@@ -145,14 +152,14 @@ mod tests {
         // A running loop: the cap is not pending; a later clean confirmation settles the flap.
         let mut later = run.clone();
         later.extend(en(vec![
-            json!({"event":"loop_start"}),
-            json!({"event":"confirm","runs":2,"all_pass":true}),
+            fixture("loop_start", json!({})),
+            fixture("confirm", json!({"runs":2,"all_pass":true})),
         ]));
         let d = of(&later, true, Some("since t by ada".into()));
         let kinds: Vec<&str> = d.iter().map(|d| d.kind).collect();
         assert_eq!(kinds, ["review", "paused"]);
         // done settles everything.
-        later.extend(en(vec![json!({"event":"loop_end","outcome":"done"})]));
+        later.extend(en(vec![fixture("loop_end", json!({"outcome":"done"}))]));
         assert!(of(&later, false, None).is_empty());
     }
 }

@@ -273,27 +273,40 @@ fn ts(e: &Entry) -> Option<&str> {
 /// The start of the journal's last run for [`Since::of`]: its first event's index, its number
 /// and its start time.
 pub(crate) fn run_start(h: &History) -> Option<(usize, u64, String)> {
-    crate::looprun::durable::last_run(h).map(|r| (r.first_event, r.id, r.started.clone()))
+    crate::longrun::durable::last_run(h).map(|r| (r.first_event, r.id, r.started.clone()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::longrun::event::fixture;
     use serde_json::json;
 
     fn journal() -> History {
         let ev = vec![
-            json!({"ts":"2026-10-01T09:00:00Z","event":"loop_start","run":1,"run_started":"2026-10-01T09:00:00Z"}),
-            json!({"ts":"2026-10-01T09:00:01Z","event":"iteration_start","iteration":1}),
-            json!({"ts":"2026-10-01T09:00:02Z","event":"cheat","iteration":1}),
-            json!({"ts":"2026-10-01T09:10:00Z","event":"iteration_start","iteration":2}),
-            json!({"ts":"2026-10-01T09:10:01Z","event":"limit_wait","iteration":2,"wait_s":3900}),
-            json!({"ts":"2026-10-01T10:15:01Z","event":"limit_resume","iteration":2,"waited_s":3900}),
-            json!({"ts":"2026-10-01T10:15:02Z","event":"iteration_start","iteration":2}),
-            json!({"ts":"2026-10-01T10:20:00Z","event":"flap","line":7,"criterion":"t","runs":[true,false]}),
-            json!({"ts":"2026-10-01T10:20:01Z","event":"review","line":9,"verdict":"ask","reason":"?"}),
-            json!({"ts":"2026-10-01T10:20:02Z","event":"iteration_start","iteration":3}),
-            json!({"ts":"2026-10-01T10:30:00Z","event":"loop_end","outcome":"cap"}),
+            fixture(
+                "loop_start",
+                json!({"ts":"2026-10-01T09:00:00Z","run":1,"run_started":"2026-10-01T09:00:00Z"}),
+            ),
+            fixture("iteration_start", json!({"ts":"2026-10-01T09:00:01Z","iteration":1})),
+            fixture("cheat", json!({"ts":"2026-10-01T09:00:02Z","iteration":1})),
+            fixture("iteration_start", json!({"ts":"2026-10-01T09:10:00Z","iteration":2})),
+            fixture("limit_wait", json!({"ts":"2026-10-01T09:10:01Z","iteration":2,"wait_s":3900})),
+            fixture(
+                "limit_resume",
+                json!({"ts":"2026-10-01T10:15:01Z","iteration":2,"waited_s":3900}),
+            ),
+            fixture("iteration_start", json!({"ts":"2026-10-01T10:15:02Z","iteration":2})),
+            fixture(
+                "flap",
+                json!({"ts":"2026-10-01T10:20:00Z","line":7,"criterion":"t","runs":[true,false]}),
+            ),
+            fixture(
+                "review",
+                json!({"ts":"2026-10-01T10:20:01Z","line":9,"verdict":"ask","reason":"?"}),
+            ),
+            fixture("iteration_start", json!({"ts":"2026-10-01T10:20:02Z","iteration":3})),
+            fixture("loop_end", json!({"ts":"2026-10-01T10:30:00Z","outcome":"cap"})),
         ];
         History::from_events(ev, vec![])
     }

@@ -85,7 +85,7 @@ pub(crate) fn watch(
     size: &dyn Fn() -> Option<(usize, usize)>,
 ) -> Result<u8> {
     // Before anything starts a thread (gather hashes on rayon's pool): see signals::Stop.
-    let stop = crate::looprun::signals::Stop::install();
+    let stop = crate::signals::Stop::install();
     let stdout = Path::new("stdout");
     // Hide the cursor and clear the screen once; later frames draw over the last one.
     write!(out, "\x1b[?25l\x1b[H\x1b[2J").at(stdout)?;

@@ -57,7 +57,7 @@ pub fn read(path: &Path, opts: EngineOptions<'_>) -> Result<SessionRead> {
 }
 
 /// The effective window Codex reports for GPT-5-class models (tokens): 272,000 × 95%.
-const DEFAULT_CODEX_WINDOW: u64 = 258_400;
+pub(super) const DEFAULT_CODEX_WINDOW: u64 = 258_400;
 
 /// The session id from a rollout's file name: the UUID after `rollout-YYYY-MM-DDThh-mm-ss-`.
 fn id_from_name(path: &Path) -> String {
@@ -206,6 +206,7 @@ impl State {
             usage,
             reasoning: d.reasoning_output_tokens.max(0) as u64,
             context_tokens: context,
+            // The fields no reader of a Codex rollout knows, as the ledger leaves them too.
             gap_s: None,
             resume: false,
             resume_premium_usd: 0.0,

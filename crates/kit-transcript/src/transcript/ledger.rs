@@ -65,8 +65,8 @@ use super::dedup::{call_key, CallKey};
 use super::discover::{self, Job};
 use super::lines::DamageKind;
 use super::{
-    claude, codex, context_from_usage, format_ts_ms, parse_ts_ms, ApiCall, Damage, EngineOptions,
-    SessionSummary, Source,
+    claude, codex, codex_compaction_point, context_from_usage, format_ts_ms, parse_ts_ms, ApiCall,
+    Builder, Damage, EngineOptions, SessionSummary, Source, Stream,
 };
 use crate::error::{Error, IoContext, Result};
 use crate::prices::Usage;
@@ -598,11 +598,39 @@ pub fn record_sessions(
     append(dir, records, now_ms)
 }
 
-#[cfg(test)]
-pub mod tests {
-    use super::*;
+/// One session measured by the engine from its ledger records alone (`recs`, in time order; a
+/// session whose transcripts are gone, or the part of one that only the ledger holds): its
+/// tokens, calls, cost and models, its start and end from the calls' times. No turns,
+/// compactions or idle time between calls are known; `dir` (the ledger's folder) is the row's
+/// path; a Codex session gets the compaction point its reader assumes for a rollout that gives
+/// no window. `recs` may be empty (a summary of nothing).
+pub fn summarise_records(
+    recs: &[&Record],
+    source: Source,
+    session: &str,
+    engine: EngineOptions<'_>,
+    dir: &Path,
+) -> SessionSummary {
+    let mut b = Builder::new(engine, source, session.to_string(), dir.to_path_buf());
+    b.project = recs.first().map(|r| r.project.clone()).unwrap_or_default();
+    if source == Source::Codex {
+        b.point_override = Some(codex_compaction_point(codex::DEFAULT_CODEX_WINDOW));
+    }
+    for t in recs.iter().filter_map(|r| r.ts_ms()) {
+        b.clock.tick(t);
+    }
+    let mut stream = Stream { calls: recs.iter().map(|r| r.to_call(source)).collect() };
+    b.summarise(&mut stream, true)
+}
+
+/// What the tests of kit's crates share about the ledger (not part of kit's interface).
+#[doc(hidden)]
+pub mod testing {
+    use super::Record;
 
     /// A record of `agent`'s session with id `id` (Claude: `msg`; Codex: `seq`) at `ts`.
+    ///
+    /// Panics when a Codex `id` is not a whole number.
     pub fn rec(agent: &str, session: &str, id: &str, ts: &str, out: u64) -> Record {
         Record {
             agent: agent.into(),
@@ -621,6 +649,28 @@ pub mod tests {
             reason: 0,
             usd: Some(0.01),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::rec;
+    use super::*;
+
+    #[test]
+    fn records_alone_make_a_session_with_its_calls_times_and_project() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            rec("codex", "s", "1", "2026-02-12T20:30:28.504Z", 5),
+            rec("codex", "s", "2", "2026-02-12T20:31:00.000Z", 7),
+        );
+        let s =
+            summarise_records(&[&a, &b], Source::Codex, "s", EngineOptions::standard(), d.path());
+        assert_eq!((s.api_calls, s.project.as_str(), s.path.as_path()), (2, "proj", d.path()));
+        assert_eq!((s.start_ms, s.end_ms), (a.ts_ms(), b.ts_ms()));
+        assert_eq!(s.tokens.total(), a.tokens() + b.tokens());
+        let none = summarise_records(&[], Source::Claude, "x", EngineOptions::standard(), d.path());
+        assert_eq!((none.api_calls, none.project.as_str()), (0, ""));
     }
 
     #[test]

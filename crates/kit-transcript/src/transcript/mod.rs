@@ -327,7 +327,7 @@ impl<'a> EngineOptions<'a> {
 
 /// Wall and active time from a stream of timestamps in file order (not assumed monotonic).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     first: Option<i64>,
     last: Option<i64>,
     active_ms: i64,
@@ -335,7 +335,7 @@ pub struct Clock {
 
 impl Clock {
     /// Note a line's timestamp (Unix ms).
-    pub fn tick(&mut self, t: i64) {
+    pub(crate) fn tick(&mut self, t: i64) {
         match self.last {
             None => {
                 self.first = Some(t);
@@ -418,39 +418,44 @@ pub(crate) fn is_rewrite(u: &Usage, prev_context: u64) -> bool {
 /// One agent's calls of a session in log order, with the per-call derivations applied by
 /// [`Stream::finish`]: gap, TTL in force, resume and its premium, cost.
 #[derive(Debug, Default)]
-pub struct Stream {
+pub(crate) struct Stream {
     /// Calls in order.
-    pub calls: Vec<ApiCall>,
+    pub(crate) calls: Vec<ApiCall>,
 }
 
 /// Per-session accumulator the source readers fill and [`Builder::finish`] turns into a
 /// [`SessionSummary`].
-pub struct Builder<'a> {
+pub(crate) struct Builder<'a> {
     opts: EngineOptions<'a>,
     prices: HashMap<Arc<str>, Lookup<'a>>,
     /// Identity.
-    pub session_id: String,
+    pub(crate) session_id: String,
     /// Source.
-    pub source: Source,
+    pub(crate) source: Source,
     /// Project.
-    pub project: String,
+    pub(crate) project: String,
     /// Main file.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Wall/active time of the main conversation.
-    pub clock: Clock,
+    pub(crate) clock: Clock,
     /// User turns.
-    pub turns: u64,
+    pub(crate) turns: u64,
     /// Compactions.
-    pub compactions: Vec<Compaction>,
+    pub(crate) compactions: Vec<Compaction>,
     /// Codex: the point from the rollout's window.
-    pub point_override: Option<u64>,
+    pub(crate) point_override: Option<u64>,
     /// Damage.
-    pub damage: Damage,
+    pub(crate) damage: Damage,
 }
 
 impl<'a> Builder<'a> {
     /// A new accumulator.
-    pub fn new(opts: EngineOptions<'a>, source: Source, session_id: String, path: PathBuf) -> Self {
+    pub(crate) fn new(
+        opts: EngineOptions<'a>,
+        source: Source,
+        session_id: String,
+        path: PathBuf,
+    ) -> Self {
         Builder {
             opts,
             prices: HashMap::new(),
@@ -482,7 +487,7 @@ impl<'a> Builder<'a> {
 
     /// Apply the per-call derivations to `stream` (in place) and summarise it.
     /// `main` says whether this is the main conversation (context, compactions, turns apply).
-    pub fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
+    pub(crate) fn summarise(&mut self, stream: &mut Stream, main: bool) -> SessionSummary {
         let mut tokens = Tokens::default();
         let mut cost = 0.0;
         let mut priced = false;

@@ -68,50 +68,42 @@ impl Lint<'_> {
             return;
         }
         match t {
-            Target::File(p) => {
+            Target::File(p) | Target::Script(p) => {
+                // A test file and a script the criterion runs differ only in what the agent
+                // could do with them, so in the words.
+                let script = matches!(t, Target::Script(_));
                 if self.frozen.covers(p) {
                     self.exercised.insert(p.clone());
                 } else if !self.root.join(p).exists() {
+                    let (could, first) = if script {
+                        (
+                            format!("could write a {p} that prints the expected output"),
+                            format!("write {p} first"),
+                        )
+                    } else {
+                        (
+                            "would write the test it is judged by".to_string(),
+                            "write the test first".to_string(),
+                        )
+                    };
                     self.flag(
                         line,
-                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent would write the test it is judged by"),
-                        format!("write the test first, then kit freeze {p}"),
+                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent {could}"),
+                        format!("{first}, then kit freeze {p}"),
                     );
-                } else if kind == Kind::Limit && !looks_like_test(p) {
+                } else if kind == Kind::Limit && (script || !looks_like_test(p)) {
                     self.flag(
                         line,
                         format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
                         format!("kit freeze {p}"),
                     );
                 } else {
-                    self.flag(
-                        line,
-                        format!("{p} is not frozen: the agent can edit the test until it passes"),
-                        format!("kit freeze {p}"),
-                    );
-                }
-            }
-            Target::Script(p) => {
-                if self.frozen.covers(p) {
-                    self.exercised.insert(p.clone());
-                } else if !self.root.join(p).exists() {
-                    self.flag(
-                        line,
-                        format!("{p} is run by this criterion but does not exist, so it is not frozen: the agent could write a {p} that prints the expected output"),
-                        format!("write {p} first, then kit freeze {p}"),
-                    );
-                } else if kind == Kind::Limit {
-                    self.flag(
-                        line,
-                        format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
-                        format!("kit freeze {p}"),
-                    );
-                } else {
-                    self.flag(
-                        line,
-                        format!("{p} is run by this criterion but is not frozen: the agent could change what it checks"),
-                        format!("kit freeze {p}"),
-                    );
+                    let why = if script {
+                        "is run by this criterion but is not frozen: the agent could change what it checks"
+                    } else {
+                        "is not frozen: the agent can edit the test until it passes"
+                    };
+                    self.flag(line, format!("{p} {why}"), format!("kit freeze {p}"));
                 }
             }
             Target::Config { path, runner, must_exist } => {

@@ -39,7 +39,7 @@ impl Target {
     }
 }
 
-const UNITTEST_PATTERN: &str = "test*.py";
+pub(super) const UNITTEST_PATTERN: &str = "test*.py";
 const PYTEST_PATTERNS: [&str; 2] = ["test_*.py", "*_test.py"];
 
 impl Lint<'_> {
@@ -334,6 +334,21 @@ impl Runner {
         out
     }
 
+    /// unittest discovery's start folder, pattern and top-level folder ("" for none).
+    pub(super) fn discovery(&self) -> (String, String, String) {
+        let pos: &[String] = if self.positional.is_empty() { &[] } else { &self.positional[1..] };
+        let start = self
+            .option(&["-s", "--start-directory"])
+            .or(pos.first().map(String::as_str))
+            .unwrap_or(".");
+        let pattern = self
+            .option(&["-p", "--pattern"])
+            .or(pos.get(1).map(String::as_str))
+            .unwrap_or(UNITTEST_PATTERN);
+        let top = self.option(&["-t", "--top-level-directory"]).or(pos.get(2).map(String::as_str));
+        (normalise(start), pattern.to_string(), top.unwrap_or("").to_string())
+    }
+
     /// What this run exercises that must be frozen.
     pub(super) fn targets(&self, root: &Path) -> Vec<Target> {
         match self.kind {
@@ -341,17 +356,8 @@ impl Runner {
                 if self.positional.first().is_some_and(|p| p == "discover")
                     || self.positional.is_empty()
                 {
-                    let pos =
-                        if self.positional.is_empty() { &[][..] } else { &self.positional[1..] };
-                    let start = self
-                        .option(&["-s", "--start-directory"])
-                        .or(pos.first().map(String::as_str))
-                        .unwrap_or(".");
-                    let pattern = self
-                        .option(&["-p", "--pattern"])
-                        .or(pos.get(1).map(String::as_str))
-                        .unwrap_or(UNITTEST_PATTERN);
-                    return vec![Target::Dir(normalise(start), vec![pattern.to_string()])];
+                    let (start, pattern, _) = self.discovery();
+                    return vec![Target::Dir(start, vec![pattern])];
                 }
                 self.positional.iter().map(|p| unittest_target(p, root)).collect()
             }

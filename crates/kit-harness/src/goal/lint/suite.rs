@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::adversary::pinned_count;
-use super::runner::{in_folders, normalise, runner_test_files, walk_matching, Runner, RunnerKind};
+use super::runner::{in_folders, runner_test_files, walk_matching, Runner, RunnerKind};
 use super::{abbreviate, shell, show_words, Criterion, Kind, Lint};
 
 /// How long one collection may take.
@@ -267,21 +267,6 @@ impl Runner {
     pub(super) fn names_modules(&self) -> bool {
         self.kind == RunnerKind::Unittest
             && self.positional.first().is_some_and(|p| p != "discover")
-    }
-
-    /// unittest discovery's start folder, pattern and top-level folder ("" for none).
-    fn discovery(&self) -> (String, String, String) {
-        let pos: &[String] = if self.positional.is_empty() { &[] } else { &self.positional[1..] };
-        let start = self
-            .option(&["-s", "--start-directory"])
-            .or(pos.first().map(String::as_str))
-            .unwrap_or(".");
-        let pattern = self
-            .option(&["-p", "--pattern"])
-            .or(pos.get(1).map(String::as_str))
-            .unwrap_or("test*.py");
-        let top = self.option(&["-t", "--top-level-directory"]).or(pos.get(2).map(String::as_str));
-        (normalise(start), pattern.to_string(), top.unwrap_or("").to_string())
     }
 }
 

@@ -31,7 +31,7 @@ pub struct Launch<'a> {
     /// Who enforces the memory cap.
     pub enforcer: Enforcer,
     /// Asked to stop by hand (SIGINT/SIGTERM/SIGHUP to kit): ended like a timeout.
-    pub stop: Option<&'a crate::looprun::signals::Stop>,
+    pub stop: Option<&'a crate::signals::Stop>,
     /// `longrun/PAUSE`, read every [`PAUSE_POLL`] while the agent runs: a `kit pause --now`
     /// record there stops the agent at once (ended like a timeout).
     pub pause_file: Option<&'a Path>,
@@ -136,7 +136,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
     let stdin = File::open(l.prompt_file).at(l.prompt_file)?;
     let started_at = Instant::now();
     let mut cmd = Command::new(&argv[0]);
-    crate::looprun::signals::unblock_in_child(&mut cmd);
+    crate::signals::unblock_in_child(&mut cmd);
     let mut child = cmd
         .args(&argv[1..])
         .current_dir(l.root)
@@ -232,7 +232,7 @@ pub fn run(l: &Launch<'_>, on_start: &mut dyn FnMut(&Started) -> Result<()>) -> 
         if let Some(pause_file) = l.pause_file.filter(|_| !ended.paused) {
             if pause_checked.elapsed() >= PAUSE_POLL {
                 pause_checked = Instant::now();
-                if crate::looprun::pause::read_at(pause_file).is_some_and(|p| p.now()) {
+                if crate::longrun::pause::read_at(pause_file).is_some_and(|p| p.now()) {
                     ended.paused = true;
                     notify(&format!(
                         "loop: kit pause --now: stopping the agent (process group {pid}): SIGTERM \

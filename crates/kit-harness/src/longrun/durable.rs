@@ -369,6 +369,7 @@ pub fn finished(run: &RunView, limits: &Limits) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::longrun::event::fixture;
     use serde_json::{json, Value};
 
     fn en(events: &[Value]) -> Vec<Entry> {
@@ -387,42 +388,42 @@ mod tests {
     fn the_backoff_streak_and_the_flaps_are_rebuilt_from_the_run() {
         let limited = |i: u64| {
             vec![
-                json!({"event":"iteration_start","iteration":i}),
-                json!({"event":"agent_start","iteration":i}),
-                json!({"event":"agent_end","iteration":i}),
-                json!({"event":"limit_wait","iteration":i,"backoff":true}),
-                json!({"event":"limit_resume","iteration":i}),
+                fixture("iteration_start", json!({"iteration":i})),
+                fixture("agent_start", json!({"iteration":i})),
+                fixture("agent_end", json!({"iteration":i})),
+                fixture("limit_wait", json!({"iteration":i,"backoff":true})),
+                fixture("limit_resume", json!({"iteration":i})),
             ]
         };
-        let mut ev = vec![json!({"event":"loop_start","run":1})];
+        let mut ev = vec![fixture("loop_start", json!({"run":1}))];
         ev.extend(limited(1));
         ev.extend(limited(1));
         assert_eq!(limit_streak(&en(&ev)), 2);
         // Killed while waiting, restarted: the streak stands.
-        ev.push(json!({"event":"loop_start","run":1,"resumed":true}));
+        ev.push(fixture("loop_start", json!({"run":1,"resumed":true})));
         ev.extend(limited(1));
         assert_eq!(limit_streak(&en(&ev)), 3);
         // An iteration that ends without a limit resets it, even before the next starts.
         ev.extend([
-            json!({"event":"iteration_start","iteration":1}),
-            json!({"event":"agent_end","iteration":1}),
+            fixture("iteration_start", json!({"iteration":1})),
+            fixture("agent_end", json!({"iteration":1})),
         ]);
         assert_eq!(limit_streak(&en(&ev)), 0);
-        ev.push(json!({"event":"criteria","iteration":1}));
+        ev.push(fixture("criteria", json!({"iteration":1})));
         ev.extend(limited(2));
         assert_eq!(limit_streak(&en(&ev)), 1);
         // An agent killed in flight (no agent_end) neither adds nor resets.
         ev.extend([
-            json!({"event":"iteration_start","iteration":2}),
-            json!({"event":"agent_start","iteration":2}),
-            json!({"event":"loop_start","run":1}),
+            fixture("iteration_start", json!({"iteration":2})),
+            fixture("agent_start", json!({"iteration":2})),
+            fixture("loop_start", json!({"run":1})),
         ]);
         assert_eq!(limit_streak(&en(&ev)), 1);
 
-        let f = |line: u64| json!({"event":"flap","line":line});
-        let mut ev = vec![f(7), json!({"event":"loop_end","outcome":"interrupted"}), f(7), f(9)];
+        let f = |line: u64| fixture("flap", json!({"line":line}));
+        let mut ev = vec![f(7), fixture("loop_end", json!({"outcome":"interrupted"})), f(7), f(9)];
         assert_eq!(flaps(&en(&ev)), [(7, 2), (9, 1)].into_iter().collect());
-        ev.push(json!({"event":"loop_end","outcome":"flapping"}));
+        ev.push(fixture("loop_end", json!({"outcome":"flapping"})));
         assert!(flaps(&en(&ev)).is_empty(), "a flapping stop starts the count afresh");
         ev.push(f(9));
         assert_eq!(flaps(&en(&ev)), [(9, 1)].into_iter().collect());
@@ -431,12 +432,12 @@ mod tests {
     #[test]
     fn an_old_journal_reads_as_one_run_per_loop_process() {
         let j = h(vec![
-            json!({"event":"loop_start","ts":"2026-10-01T09:00:00Z"}),
-            json!({"event":"iteration_start","iteration":1}),
-            json!({"event":"loop_end","outcome":"cap","ts":"2026-10-01T09:00:30Z"}),
-            json!({"event":"loop_start","ts":"2026-10-01T10:00:00Z"}),
-            json!({"event":"iteration_start","iteration":2}),
-            json!({"event":"agent_end","iteration":2,"cost_usd":0.5}),
+            fixture("loop_start", json!({"ts":"2026-10-01T09:00:00Z"})),
+            fixture("iteration_start", json!({"iteration":1})),
+            fixture("loop_end", json!({"outcome":"cap","ts":"2026-10-01T09:00:30Z"})),
+            fixture("loop_start", json!({"ts":"2026-10-01T10:00:00Z"})),
+            fixture("iteration_start", json!({"iteration":2})),
+            fixture("agent_end", json!({"iteration":2,"cost_usd":0.5})),
         ]);
         let rs = runs(&j);
         assert_eq!(rs.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
@@ -450,15 +451,15 @@ mod tests {
     #[test]
     fn a_run_spans_the_loop_processes_that_continue_it() {
         let j = h(vec![
-            json!({"event":"loop_start","run":1,"ts":"2026-10-01T09:00:00Z"}),
-            json!({"event":"iteration_start","iteration":1}),
-            json!({"event":"agent_end","iteration":1,"cost_usd":0.25}),
-            json!({"event":"criteria","iteration":1,"no_progress":1}),
-            json!({"event":"iteration_start","iteration":2,"ts":"2026-10-01T09:10:00Z"}),
+            fixture("loop_start", json!({"run":1,"ts":"2026-10-01T09:00:00Z"})),
+            fixture("iteration_start", json!({"iteration":1})),
+            fixture("agent_end", json!({"iteration":1,"cost_usd":0.25})),
+            fixture("criteria", json!({"iteration":1,"no_progress":1})),
+            fixture("iteration_start", json!({"iteration":2,"ts":"2026-10-01T09:10:00Z"})),
             // killed here: no loop_end; its wall runs to its last line
-            json!({"event":"loop_start","run":1,"resumed":true,"ts":"2026-10-01T11:00:00Z"}),
-            json!({"event":"iteration_start","iteration":3}),
-            json!({"event":"loop_end","outcome":"paused","wall_s":5.5}),
+            fixture("loop_start", json!({"run":1,"resumed":true,"ts":"2026-10-01T11:00:00Z"})),
+            fixture("iteration_start", json!({"iteration":3})),
+            fixture("loop_end", json!({"outcome":"paused","wall_s":5.5})),
         ]);
         let rs = runs(&j);
         assert_eq!(rs.len(), 1);
@@ -474,8 +475,11 @@ mod tests {
     #[test]
     fn done_or_a_cap_reached_under_the_next_caps_is_finished() {
         let done = h(vec![
-            json!({"event":"loop_start","run":4}),
-            json!({"event":"loop_end","outcome":"done","reason":"every criterion passes (2 of 2) at iteration 0, before any agent ran"}),
+            fixture("loop_start", json!({"run":4})),
+            fixture(
+                "loop_end",
+                json!({"outcome":"done","reason":"every criterion passes (2 of 2) at iteration 0, before any agent ran"}),
+            ),
         ]);
         match plan(&done, &limits(8), false) {
             Plan::Finished { run, reason, next } => {
@@ -487,14 +491,14 @@ mod tests {
         }
         // A later loop refused before its own loop_start does not reopen the run.
         let mut refused_after = done.entries.clone();
-        refused_after.push(Entry::from_value(json!({"event":"loop_end","outcome":"refused"})));
+        refused_after.push(Entry::from_value(fixture("loop_end", json!({"outcome":"refused"}))));
         let refused_after = History::from_entries(refused_after, vec![]);
         assert!(matches!(plan(&refused_after, &limits(8), false), Plan::Finished { .. }));
         let capped = h(vec![
-            json!({"event":"loop_start","run":1}),
-            json!({"event":"iteration_start","iteration":1}),
-            json!({"event":"iteration_start","iteration":2}),
-            json!({"event":"loop_end","outcome":"cap"}),
+            fixture("loop_start", json!({"run":1})),
+            fixture("iteration_start", json!({"iteration":1})),
+            fixture("iteration_start", json!({"iteration":2})),
+            fixture("loop_end", json!({"outcome":"cap"})),
         ]);
         match plan(&capped, &limits(2), false) {
             Plan::Finished { reason, next, .. } => {
@@ -507,8 +511,8 @@ mod tests {
         assert!(matches!(plan(&capped, &limits(3), false), Plan::Continue(_)));
         for outcome in ["interrupted", "paused", "refused", "agent_failed", "error"] {
             let j = h(vec![
-                json!({"event":"loop_start","run":1}),
-                json!({"event":"loop_end","outcome":outcome}),
+                fixture("loop_start", json!({"run":1})),
+                fixture("loop_end", json!({"outcome":outcome})),
             ]);
             assert!(matches!(plan(&j, &limits(2), false), Plan::Continue(_)), "{outcome}");
         }
