@@ -40,9 +40,9 @@
 //! 4. what a project holds: `frozen`, `goal`, `handoff`, `cache`
 //! 5. what reports on it, reading the run from the state layer, never from the loop: `measure`,
 //!    `recall`, `status`, `report`, `mine`
-//! 6. what runs on it: `looprun`, `hook`, `fake_agent` (the scripted stand-in for an agent, and
-//!    its scenarios), `schedule` (the timers that start the loop), `doctor` (whether the loop's
-//!    agent can start here)
+//! 6. what runs on it: `looprun`, `race` (several loops side by side in git worktrees), `hook`,
+//!    `fake_agent` (the scripted stand-in for an agent, and its scenarios), `schedule` (the
+//!    timers that start the loop), `doctor` (whether the loop's agent can start here)
 //! 7. the course and its rehearsals: `sandbox` (a sandbox's marker and environment),
 //!    `embedded` (lessons, exercises, cases), `matcher`, `golden`, `rehearse`, `course`, `verify`
 //! 8. the command line: `cli`, `run`

@@ -199,7 +199,7 @@ pub(crate) struct Status {
     pub inbox_waiting: usize,
     /// The project's last `kit race`, with every lane; absent when it never raced.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub race: Option<crate::race::view::RaceView>,
+    pub race: Option<crate::longrun::race::RaceView>,
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
@@ -495,7 +495,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         notify: notify.map(Entry::to_value),
         agent,
         inbox_waiting,
-        race: crate::race::view::last_race(&h),
+        race: crate::longrun::race::last_race(&h),
         seen: since::Mark::now(&h),
     })
 }

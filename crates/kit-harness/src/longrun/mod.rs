@@ -29,6 +29,7 @@ pub mod init;
 pub mod journal;
 pub mod lock;
 pub mod pause;
+pub mod race;
 pub(crate) mod repair;
 
 use std::path::{Path, PathBuf};

@@ -9,79 +9,9 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 use crate::error::{Error, IoContext, Result};
-use crate::longrun::event::{Event, RaceLane};
+use crate::longrun::event::RaceLane;
 use crate::longrun::history::History;
 use crate::longrun::{lock, Project};
-use crate::looprun::durable;
-
-/// What a lane's journal says of its run (the lane's last run: a resumed lane continues it).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LaneState {
-    /// The highest iteration started (0: none yet).
-    pub iteration: u64,
-    /// Criteria passing at the last check (baseline or iteration).
-    pub passed: u64,
-    /// Criteria in all (0: not checked yet).
-    pub total: u64,
-    /// Frozen-file reverts (`cheat` events) of the run.
-    pub reverts: u64,
-    /// USD the run spent (the agents' reported usage, as the loop priced it).
-    pub cost_usd: f64,
-    /// Wall time of the run, seconds, up to its journal's last line.
-    pub wall_s: f64,
-    /// The last `loop_end`'s outcome and reason; None while its loop runs, or when it was
-    /// killed or has not started.
-    pub end: Option<(String, String)>,
-    /// A run was started in the lane.
-    pub started: bool,
-    /// When the last `loop_end` was written (RFC 3339; empty: none).
-    pub ended_at: String,
-}
-
-impl LaneState {
-    /// Read the lane whose worktree is `path`. A missing journal reads as a lane not started.
-    ///
-    /// Errors: [`Error::Io`] when the journal exists but cannot be read.
-    pub fn read(path: &Path) -> Result<LaneState> {
-        let h = History::read(&Project::at(path).journal())?;
-        let Some(run) = durable::last_run(&h) else {
-            return Ok(LaneState { iteration: h.last_iteration, ..LaneState::default() });
-        };
-        let mut s = LaneState {
-            iteration: h.last_iteration,
-            cost_usd: run.spent.cost_usd,
-            wall_s: run.spent.wall_s,
-            end: run.last_end.as_ref().map(|e| (e.outcome.clone(), e.reason.clone())),
-            ended_at: run
-                .events(&h)
-                .iter()
-                .rev()
-                .find(|e| matches!(e.event, Event::LoopEnd(_)))
-                .map(|e| e.ts.clone())
-                .unwrap_or_default(),
-            started: true,
-            ..LaneState::default()
-        };
-        for e in run.events(&h) {
-            match &e.event {
-                Event::Baseline(b) => (s.passed, s.total) = (b.passed, b.total),
-                Event::Criteria(c) => (s.passed, s.total) = (c.passed, c.total),
-                Event::Cheat(_) => s.reverts += 1,
-                _ => {}
-            }
-        }
-        Ok(s)
-    }
-
-    /// `1 of 3` criteria, or `-` before the first check.
-    pub fn criteria(&self) -> String {
-        if self.total == 0 {
-            "-".into()
-        } else {
-            format!("{} of {}", self.passed, self.total)
-        }
-    }
-}
 
 /// The loop process working in a lane.
 #[derive(Debug)]
@@ -146,15 +76,10 @@ pub(super) fn spawn(lane: &RaceLane, flags: &LoopFlags, log: &Path) -> Result<Ch
     }
     cmd.args(["--max-wall", &format!("{}s", flags.max_wall.as_secs().max(1))]);
     cmd.current_dir(&lane.path).stdin(Stdio::null()).stdout(file).stderr(file2).process_group(0);
-    crate::looprun::signals::unblock_in_child(&mut cmd);
+    crate::signals::unblock_in_child(&mut cmd);
     cmd.spawn().map_err(|e| {
         Error::internal(format!("cannot start {} loop in {}: {e}", exe.display(), lane.path))
     })
-}
-
-/// The live loop holding the lane's lock, if one does (a lane loop a killed race left running).
-pub(super) fn live_loop(path: &Path) -> Option<lock::Holder> {
-    crate::longrun::running_loop(&Project::at(path))
 }
 
 /// Stop the lanes' loops: SIGTERM to each (the loop ends its agent's process group as at a

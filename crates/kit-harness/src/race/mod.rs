@@ -44,7 +44,6 @@
 
 mod git;
 pub mod lane;
-pub mod view;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -56,12 +55,13 @@ use crate::longrun::event::{Event, LaneEnd, RaceCaps, RaceEnd, RaceLane, RaceSta
 use crate::longrun::history::History;
 use crate::longrun::journal::Journal;
 use crate::longrun::{lock, Project};
-use crate::looprun::signals::{Stop, EXIT_INTERRUPTED};
 use crate::looprun::LoopOptions;
+use crate::signals::{Stop, EXIT_INTERRUPTED};
 use crate::units::format_duration;
 
+use crate::longrun::race::{self as view, live_loop, LaneState};
 pub use git::{lane_branch, races_dir};
-use lane::{LaneState, LoopFlags, Worker};
+use lane::{LoopFlags, Worker};
 
 /// Most lanes one race may have.
 pub const MAX_LANES: u32 = 16;
@@ -147,7 +147,7 @@ pub fn run(cwd: &Path, opts: &RaceOptions, out: &mut dyn Write) -> Result<u8> {
     let open = view::open_race(&history);
     let cfg = Config::load(&project.config())?;
     let goal = crate::goal::load(&project)?;
-    let planned = crate::looprun::planned_caps(&cfg, &goal.budget)?;
+    let planned = crate::longrun::caps::planned_caps(&cfg, &goal.budget)?;
     let patience = cfg.grace() + Duration::from_secs(30);
     let mut race = match open {
         Some((start, ended)) => {
@@ -382,7 +382,7 @@ impl<'a> Race<'a> {
                 continue;
             }
             let path = PathBuf::from(&self.slots[i].lane.path);
-            if let Some(h) = lane::live_loop(&path) {
+            if let Some(h) = live_loop(&path) {
                 let (n, pid) = (self.slots[i].lane.lane, h.pid);
                 self.slots[i].worker = Some(Worker::Adopted(h));
                 self.say(format!("race: lane {n}: adopted its running loop (pid {pid})"));
@@ -676,7 +676,7 @@ pub fn clean(cwd: &Path, out: &mut dyn Write) -> Result<u8> {
     let o = Path::new("stdout");
     if let Some((start, _)) = view::open_race(&history) {
         for l in &start.lanes {
-            if let Some(h) = lane::live_loop(Path::new(&l.path)) {
+            if let Some(h) = live_loop(Path::new(&l.path)) {
                 return Err(Error::usage(format!(
                     "lane {} of race {} still runs ({})",
                     l.lane,

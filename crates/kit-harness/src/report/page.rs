@@ -375,15 +375,15 @@ fn loop_section(lp: &LoopPart<'_>) -> Markup {
 }
 
 /// The project's last `kit race`: its lanes side by side, one column each.
-fn race_table(r: &crate::race::view::RaceView, racing: bool) -> Markup {
-    let criteria = |l: &crate::race::view::LaneView| {
+fn race_table(r: &crate::longrun::race::RaceView, racing: bool) -> Markup {
+    let criteria = |l: &crate::longrun::race::LaneView| {
         if l.total == 0 {
             "-".to_string()
         } else {
             format!("{} of {}", l.passed, l.total)
         }
     };
-    type Cell = fn(&crate::race::view::LaneView) -> String;
+    type Cell = fn(&crate::longrun::race::LaneView) -> String;
     let rows: [(&str, Cell); 6] = [
         ("agent", |l| l.agent.clone()),
         ("iterations", |l| l.iteration.to_string()),

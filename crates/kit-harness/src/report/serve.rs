@@ -164,7 +164,7 @@ struct Made {
 /// serving goes on.
 pub(crate) fn serve(opts: &ReportOptions, addr: SocketAddr, out: &mut dyn Write) -> Result<u8> {
     // Before anything starts a thread (tiny_http's, rayon's pool): see signals::Stop.
-    let stop = crate::looprun::signals::Stop::install();
+    let stop = crate::signals::Stop::install();
     let server = Server::http(addr).map_err(|e| {
         let in_use = e
             .downcast_ref::<std::io::Error>()

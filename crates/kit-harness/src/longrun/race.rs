@@ -1,14 +1,16 @@
-//! A race as the user's journal and its lanes' journals show it: for `kit race` itself (the
-//! unfinished race to continue), `kit status` (every lane while a race runs and after) and `kit
-//! report` (the lanes side by side).
+//! A race as the journals show it: the user's journal (its `race_start`, `lane_end`,
+//! `race_end`) and each lane's own. For `kit race` itself (the unfinished race to continue),
+//! `kit status` (every lane while a race runs and after) and `kit report` (the lanes side by
+//! side): the state layer's reading, so that reports see a race without importing its runner.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::lane::LaneState;
+use crate::error::Result;
 use crate::longrun::event::{Event, LaneEnd, RaceEnd, RaceLane, RaceStart};
 use crate::longrun::history::History;
+use crate::longrun::{durable, lock, Project};
 
 /// The first `race_start` of each race in the journal, in order.
 pub fn race_starts(h: &History) -> Vec<RaceStart> {
@@ -109,7 +111,7 @@ pub fn last_race(h: &History) -> Option<RaceView> {
             Some(e) => from_end(l, e),
             None => {
                 let st = LaneState::read(Path::new(&l.path)).unwrap_or_default();
-                let alive = super::lane::live_loop(Path::new(&l.path)).is_some();
+                let alive = live_loop(Path::new(&l.path)).is_some();
                 LaneView {
                     lane: l.lane,
                     agent: l.agent.clone(),
@@ -191,7 +193,7 @@ impl RaceView {
 }
 
 /// The lanes of `lanes` whose `lane_end` is in `ends` (same order), as a text table.
-pub(super) fn lanes_table(lanes: &[RaceLane], ends: &[Option<LaneEnd>]) -> String {
+pub fn lanes_table(lanes: &[RaceLane], ends: &[Option<LaneEnd>]) -> String {
     let rows: Vec<LaneView> = lanes
         .iter()
         .zip(ends)
@@ -226,4 +228,78 @@ pub fn table(lanes: &[LaneView]) -> String {
         ));
     }
     s
+}
+
+/// What a lane's journal says of its run (the lane's last run: a resumed lane continues it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaneState {
+    /// The highest iteration started (0: none yet).
+    pub iteration: u64,
+    /// Criteria passing at the last check (baseline or iteration).
+    pub passed: u64,
+    /// Criteria in all (0: not checked yet).
+    pub total: u64,
+    /// Frozen-file reverts (`cheat` events) of the run.
+    pub reverts: u64,
+    /// USD the run spent (the agents' reported usage, as the loop priced it).
+    pub cost_usd: f64,
+    /// Wall time of the run, seconds, up to its journal's last line.
+    pub wall_s: f64,
+    /// The last `loop_end`'s outcome and reason; None while its loop runs, or when it was
+    /// killed or has not started.
+    pub end: Option<(String, String)>,
+    /// A run was started in the lane.
+    pub started: bool,
+    /// When the last `loop_end` was written (RFC 3339; empty: none).
+    pub ended_at: String,
+}
+
+impl LaneState {
+    /// Read the lane whose worktree is `path`. A missing journal reads as a lane not started.
+    ///
+    /// Errors: [`Error::Io`] when the journal exists but cannot be read.
+    pub fn read(path: &Path) -> Result<LaneState> {
+        let h = History::read(&Project::at(path).journal())?;
+        let Some(run) = durable::last_run(&h) else {
+            return Ok(LaneState { iteration: h.last_iteration, ..LaneState::default() });
+        };
+        let mut s = LaneState {
+            iteration: h.last_iteration,
+            cost_usd: run.spent.cost_usd,
+            wall_s: run.spent.wall_s,
+            end: run.last_end.as_ref().map(|e| (e.outcome.clone(), e.reason.clone())),
+            ended_at: run
+                .events(&h)
+                .iter()
+                .rev()
+                .find(|e| matches!(e.event, Event::LoopEnd(_)))
+                .map(|e| e.ts.clone())
+                .unwrap_or_default(),
+            started: true,
+            ..LaneState::default()
+        };
+        for e in run.events(&h) {
+            match &e.event {
+                Event::Baseline(b) => (s.passed, s.total) = (b.passed, b.total),
+                Event::Criteria(c) => (s.passed, s.total) = (c.passed, c.total),
+                Event::Cheat(_) => s.reverts += 1,
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// `1 of 3` criteria, or `-` before the first check.
+    pub fn criteria(&self) -> String {
+        if self.total == 0 {
+            "-".into()
+        } else {
+            format!("{} of {}", self.passed, self.total)
+        }
+    }
+}
+
+/// The live loop holding the lane's lock, if one does (a lane loop a killed race left running).
+pub fn live_loop(path: &Path) -> Option<lock::Holder> {
+    crate::longrun::running_loop(&Project::at(path))
 }
