@@ -129,6 +129,19 @@ pub fn execute(
             &crate::looprun::inbox::TellOptions { text: text.join(" "), from },
             out,
         ),
+        Command::Ask { text, from } => {
+            crate::ask::ask(&ctx.cwd, &crate::ask::AskOptions { text: text.join(" "), from }, out)
+        }
+        Command::Approve { number, note, by } => crate::ask::approve(
+            &ctx.cwd,
+            &crate::ask::ApproveOptions { number, reject: false, note, by },
+            out,
+        ),
+        Command::Reject { number, note, by } => crate::ask::approve(
+            &ctx.cwd,
+            &crate::ask::ApproveOptions { number, reject: true, note: Some(note), by },
+            out,
+        ),
         Command::Schedule(cmd) => schedule(ctx, cmd, out),
         Command::Doctor => crate::doctor::run(&ctx.cwd, &ctx.theme, out),
         Command::Rehearse(a) => {

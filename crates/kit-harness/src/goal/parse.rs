@@ -394,7 +394,10 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
     if word.is_some_and(|w| w.eq_ignore_ascii_case("human")) {
         let text = rest.trim().trim_end_matches('.').trim();
         if text.is_empty() {
-            return err("the human criterion says nothing for a person to approve".into(), HUMAN_SHAPE);
+            return err(
+                "the human criterion says nothing for a person to approve".into(),
+                HUMAN_SHAPE,
+            );
         }
         return Ok(Item::Human(rest.trim().to_string()));
     }
@@ -816,9 +819,27 @@ mod tests {
     fn human_items_are_decisions_for_a_person_not_criteria_or_prose() {
         // (goal.md's criteria section, (line, text) of each human item, criteria, prose, reviews)
         let ok: &[(&str, &[(usize, &str)], usize, usize, usize)] = &[
-            ("- human: the error messages read well", &[(2, "the error messages read well")], 0, 0, 0),
-            ("- Human: the `--help` text is clear.", &[(2, "the `--help` text is clear.")], 0, 0, 0),
-            ("- **human**: the design\n  is what the end state asks", &[(2, "the design is what the end state asks")], 0, 0, 0),
+            (
+                "- human: the error messages read well",
+                &[(2, "the error messages read well")],
+                0,
+                0,
+                0,
+            ),
+            (
+                "- Human: the `--help` text is clear.",
+                &[(2, "the `--help` text is clear.")],
+                0,
+                0,
+                0,
+            ),
+            (
+                "- **human**: the design\n  is what the end state asks",
+                &[(2, "the design is what the end state asks")],
+                0,
+                0,
+                0,
+            ),
             (
                 "- function: `a` → `x`\n- human: ship it\n- review: small diff\n- all good",
                 &[(3, "ship it")],
