@@ -110,7 +110,8 @@ pub struct Decision {
     pub tree: Option<String>,
     /// The last answer that counts, if any.
     pub answer: Option<Answer>,
-    /// Answers that do not count (given from inside an agent iteration), in order.
+    /// Answers that do not count (given from inside an agent iteration) since the last one that
+    /// counts, in order.
     pub not_counted: Vec<Answer>,
 }
 
@@ -158,6 +159,7 @@ pub fn decisions(entries: &[Entry]) -> Vec<Decision> {
                     d.not_counted.push(answer);
                 } else {
                     d.answer = Some(answer);
+                    d.not_counted.clear();
                 }
             }
             _ => {}
@@ -547,7 +549,9 @@ mod tests {
         assert!(d[0].not_counted[0].why.as_deref().unwrap().contains("iteration 2's agent ran"));
         let mut e = e;
         e.push(Entry::from_value(approval(1, "approved", "t1", true)));
-        assert!(decisions(&e)[0].answer.as_ref().is_some_and(Answer::approved));
+        let d = decisions(&e);
+        assert!(d[0].answer.as_ref().is_some_and(Answer::approved));
+        assert!(d[0].not_counted.is_empty());
         assert_eq!(next_number(&e), 2);
     }
 

@@ -437,7 +437,8 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let from_run = start.as_ref().map(|(i, id, at)| (*i, *id, at.as_str()));
     let since = since::Since::of(&h, since_mark.as_ref(), from_run);
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
-    let decisions = pending::of(run_events, live, paused_words);
+    let mut decisions = pending::of(run_events, live, paused_words);
+    decisions.extend(pending::asks(&h.entries));
     let notify = h.entries.iter().rev().find(|e| matches!(e.event, Event::Notify(_)));
     let agent = run_events.iter().rev().find_map(|e| match &e.event {
         Event::AgentSwitch(s) => Some(json!({

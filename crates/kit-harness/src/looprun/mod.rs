@@ -24,7 +24,7 @@
 //!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
 //!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
 //!    the iteration's log written again from kit's open handle.
-//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
+//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 6 needs you, 2 bad goal/config/usage, 1 internal error, and
 //!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
 //!    names the outcome; the journal's `loop_end` holds why.
 //!
@@ -47,7 +47,9 @@
 //! comment every iteration while the same tests fail the same way trips the cap.
 //!
 //! Steering: messages of `longrun/inbox.md` (`kit tell`) go into the next iteration's prompt,
-//! once (see [`inbox`]); `[agent] fallback` hands the run to the next agent after a limit too far
+//! once (see [`inbox`]); a question the agent asks (`kit ask`) stops the run after its
+//! iteration, and a `- human:` criterion stops it once everything else passes, both "needs you"
+//! (exit 6) until `kit approve N` (see [`crate::ask`] and `human.rs`); `[agent] fallback` hands the run to the next agent after a limit too far
 //! away or iterations without progress (see `fallback.rs`).
 //!
 //! Journal events this module writes (`longrun/journal.jsonl`): [`Event`] (see the table in
@@ -68,6 +70,7 @@ pub mod confirm;
 pub mod durable;
 pub mod ensure;
 mod fallback;
+mod human;
 pub mod inbox;
 mod iteration;
 mod ledger;
@@ -674,6 +677,8 @@ impl RunCtx<'_> {
         let history = History::read(&self.project.journal())?;
         self.recover(&history)?;
         self.last_iteration = history.last_iteration;
+        // What a killed loop's agent asked or approved and no loop journaled yet.
+        self.take_asks(history.last_iteration)?;
         // A run whose loop stopped while it waited out a limit retries that iteration under its
         // own number: the wait was not an iteration.
         let pending = match &self.plan {
