@@ -58,8 +58,8 @@ pub mod run;
 use kit_core::{duration, error, term, units};
 use kit_course::{course, rehearse, sandbox, verify};
 use kit_harness::{
-    ask, cache, doctor, frozen, goal, handoff, hook, longrun, looprun, measure, mine, recall,
-    report, schedule, status,
+    cache, doctor, frozen, goal, handoff, hook, longrun, looprun, measure, mine, recall, report,
+    schedule, status,
 };
 use kit_transcript::transcript;
 

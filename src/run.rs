@@ -129,17 +129,19 @@ pub fn execute(
             &crate::looprun::inbox::TellOptions { text: text.join(" "), from },
             out,
         ),
-        Command::Ask { text, from } => {
-            crate::ask::ask(&ctx.cwd, &crate::ask::AskOptions { text: text.join(" "), from }, out)
-        }
-        Command::Approve { number, note, by } => crate::ask::approve(
+        Command::Ask { text, from } => crate::looprun::ask::ask(
             &ctx.cwd,
-            &crate::ask::ApproveOptions { number, reject: false, note, by },
+            &crate::looprun::ask::AskOptions { text: text.join(" "), from },
             out,
         ),
-        Command::Reject { number, note, by } => crate::ask::approve(
+        Command::Approve { number, note, by } => crate::looprun::ask::approve(
             &ctx.cwd,
-            &crate::ask::ApproveOptions { number, reject: true, note: Some(note), by },
+            &crate::looprun::ask::ApproveOptions { number, reject: false, note, by },
+            out,
+        ),
+        Command::Reject { number, note, by } => crate::looprun::ask::approve(
+            &ctx.cwd,
+            &crate::looprun::ask::ApproveOptions { number, reject: true, note: Some(note), by },
             out,
         ),
         Command::Schedule(cmd) => schedule(ctx, cmd, out),

@@ -16,7 +16,6 @@
 // prints nothing itself.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod ask;
 pub mod cache;
 pub mod doctor;
 pub mod fake_agent;

@@ -180,7 +180,7 @@ pub struct Review {
 /// A criterion of kind `human`: `- human: WHAT A PERSON MUST APPROVE` (prose, backquotes
 /// allowed). Only a person marks it: when every other criterion passes (and every review says
 /// pass), the loop stops "needs you" (exit 6) and asks for it as a numbered decision, which
-/// `kit approve N` answers for the tree it was given on (see [`crate::ask`]). An approval given
+/// `kit approve N` answers for the tree it was given on (see [`crate::looprun::ask`]). An approval given
 /// from inside an agent iteration never counts. Like a review, it never replaces a test: the
 /// linter rates a goal whose only criteria are reviews and human ones at level 2 at most.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -14,7 +14,7 @@
 //!
 //! A review criterion is `- review: TEXT`: prose (backquotes allowed) that the evaluator of
 //! config.toml's `[review]` judges (see [`super::review`]). A human criterion is `- human: TEXT`:
-//! a decision only a person can make (`kit approve N`, see [`crate::ask`]).
+//! a decision only a person can make (`kit approve N`, see [`crate::looprun::ask`]).
 
 use std::path::Path;
 

@@ -24,7 +24,7 @@
 //!    reason goes to the next prompt; `ask` → the loop stops (exit 3, outcome `review_ask`) with
 //!    the evaluator's question, a decision for a human (`kit status` shows it); the run stays
 //!    unfinished. A review can only refuse done: it never runs while a test fails.
-//! 4. **Human criteria** (`- human:` items, see [`crate::ask`]): each must be approved by a
+//! 4. **Human criteria** (`- human:` items, see [`crate::looprun::ask`]): each must be approved by a
 //!    person (`kit approve N`) for the tree as it is now. One not asked yet for this tree is
 //!    asked (`asked`, numbered) and the loop stops "needs you" (exit 6, `needs_you`); one
 //!    rejected on this tree refuses done, the person's note going to the next prompt.

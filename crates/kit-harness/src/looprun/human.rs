@@ -1,4 +1,4 @@
-//! Where the loop stops for a person ("needs you", exit 6; see [`crate::ask`]): a question the
+//! Where the loop stops for a person ("needs you", exit 6; see [`crate::looprun::ask`]): a question the
 //! agent asked with `kit ask` during an iteration, or a `- human:` criterion of goal.md not yet
 //! approved for the tree every other criterion passes on. Either way the run stays unfinished:
 //! after `kit approve N` (or `kit reject N --note WHY`) `kit loop` goes on with it.
@@ -7,8 +7,8 @@
 //! `approval` (a spooled one, never counting), `needs_you`.
 
 use super::*;
-use crate::ask::{self, HumanState};
 use crate::error::EXIT_NEEDS_YOU;
+use crate::looprun::ask::{self, HumanState};
 
 impl RunCtx<'_> {
     /// Journal what `kit ask` and `kit approve` spooled while the agent of `iteration` ran

@@ -49,7 +49,7 @@
 //! Steering: messages of `longrun/inbox.md` (`kit tell`) go into the next iteration's prompt,
 //! once (see [`inbox`]); a question the agent asks (`kit ask`) stops the run after its
 //! iteration, and a `- human:` criterion stops it once everything else passes, both "needs you"
-//! (exit 6) until `kit approve N` (see [`crate::ask`] and `human.rs`); `[agent] fallback` hands the run to the next agent after a limit too far
+//! (exit 6) until `kit approve N` (see [`crate::looprun::ask`] and `human.rs`); `[agent] fallback` hands the run to the next agent after a limit too far
 //! away or iterations without progress (see `fallback.rs`).
 //!
 //! Journal events this module writes (`longrun/journal.jsonl`): [`Event`] (see the table in
@@ -65,6 +65,7 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
+pub mod ask;
 mod checks;
 pub mod confirm;
 pub mod durable;

@@ -8,7 +8,7 @@
 //!   loop runs now: raise the cap, change the goal, or start afresh;
 //! - `paused`: `longrun/PAUSE` exists: the loop waits for `kit resume`;
 //! - `ask` (from [`asks`], over the whole journal): a decision no counting answer has answered
-//!   yet (`crate::ask`): a question of the agent's, or the latest ask for a `- human:` criterion,
+//!   yet (`crate::looprun::ask`): a question of the agent's, or the latest ask for a `- human:` criterion,
 //!   with the number `kit approve N` takes; and `not_counted`: an answer given since a
 //!   decision's last counting one that does not count (from inside an agent iteration), with why.
 //!
@@ -117,7 +117,7 @@ pub(crate) fn of(run: &[Entry], running: bool, paused: Option<String>) -> Vec<De
 /// The decisions of the whole journal `entries` that wait for a person's answer (`ask`), and the
 /// answers to them that do not count (`not_counted`); see the module doc.
 pub(crate) fn asks(entries: &[Entry]) -> Vec<Decision> {
-    let all = crate::ask::decisions(entries);
+    let all = crate::looprun::ask::decisions(entries);
     let mut out = Vec::new();
     for (i, d) in all.iter().enumerate() {
         // A human criterion asked again later (for another tree) waits under its newer number.
