@@ -18,6 +18,10 @@ fn with_human(fixed: bool) -> tempfile::TempDir {
         &GOAL.replace("\n\n## Budget", &format!("\n- human: {HUMAN}\n\n## Budget")),
     );
     write(root, ".git/fixed.py", CALC_FIXED);
+    // The notify hook, as a person would point it at notify-send or ntfy (see the README).
+    let notify =
+        "[notify]\ncommand = \"echo \\\"$KIT_EVENT: $KIT_EXIT_CODE\\\" >> .git/notified\"\n";
+    write(root, "longrun/config.toml", &format!("{CONFIG}\n{notify}"));
     kit_ok(root, &["freeze", "tests"]);
     d
 }
@@ -48,6 +52,9 @@ fn a_human_criterion_stops_the_loop_until_a_person_approves_the_tree_and_then_it
         )
     );
     assert_eq!(outcome(root), "needs_you");
+    assert_eq!(read(root, ".git/notified"), "needs_you: 6\n");
+    let notified = events(root, "notify").pop().unwrap();
+    assert_eq!((notified["on"].as_str(), notified["exit"].as_i64()), (Some("needs_you"), Some(0)));
     let asked = events(root, "asked");
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!((asked[0]["number"].as_u64(), asked[0]["line"].as_u64()), (Some(1), Some(9)));
@@ -101,6 +108,7 @@ fn a_human_criterion_stops_the_loop_until_a_person_approves_the_tree_and_then_it
     assert!(t.contains("goal.md:9 (human) approved by "), "{t}");
     assert_eq!(outcome(root), "done");
     assert!(!status(root).contains("needs you:"));
+    assert!(read(root, ".git/notified").ends_with("needs_you: 6\ndone: 0\n"));
 }
 
 #[test]
