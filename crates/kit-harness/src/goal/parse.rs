@@ -818,7 +818,8 @@ mod tests {
     #[test]
     fn human_items_are_decisions_for_a_person_not_criteria_or_prose() {
         // (goal.md's criteria section, (line, text) of each human item, criteria, prose, reviews)
-        let ok: &[(&str, &[(usize, &str)], usize, usize, usize)] = &[
+        type Row<'a> = (&'a str, &'a [(usize, &'a str)], usize, usize, usize);
+        let ok: &[Row<'_>] = &[
             (
                 "- human: the error messages read well",
                 &[(2, "the error messages read well")],
