@@ -3,10 +3,12 @@
 //!
 //! A decision is an `asked` event, numbered 1, 2, … across the journal. It comes from:
 //! - **`kit ask TEXT`**, typically run by the agent from inside an iteration ("drop Python 3.8?").
-//!   During an iteration the journal is the loop's (lines others append are cut off), so `kit
-//!   ask` then writes the question to the spool [`SPOOL`] and the loop, when the agent has ended,
-//!   journals it (`from` = `agent`). After that iteration's criteria the loop stops "needs you"
-//!   (exit 6): a question that waits for an answer stops the run rather than let the agent guess.
+//!   While a loop runs the journal is the loop's (lines others append during an iteration are
+//!   cut off), so `kit ask` then writes the question to the spool [`SPOOL`] and the loop, when
+//!   the agent has ended, journals it (`from` = `agent` when asked from inside the iteration).
+//!   After that iteration's criteria the loop stops "needs you" (exit 6): a question that waits
+//!   for an answer stops the run rather than let the agent guess. With no loop running, `kit
+//!   ask` journals it at once, and the next `kit loop` stops after its baseline.
 //! - **a `- human:` criterion of goal.md**: when every other criterion passes on a verified tree
 //!   (and the flake guard, the revert probe and the reviews agree), the loop asks for each human
 //!   criterion not yet approved *for the current tree*, journals `needs_you` and stops (exit 6).
@@ -53,10 +55,13 @@ pub const SPOOL: &str = "longrun/.runs/asks.jsonl";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Spooled {
-    /// `kit ask TEXT` during an iteration.
+    /// `kit ask TEXT` while a loop runs.
     Ask {
         /// The question.
         text: String,
+        /// Who asked: None from inside an agent iteration (journaled as `agent`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<String>,
     },
     /// `kit approve N` / `kit reject N` during an iteration: journaled as not counting.
     Approval {
@@ -298,12 +303,12 @@ pub fn take_spool(project: &Project, journal: &Journal, iteration: u64) -> Resul
     let mut said = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         match serde_json::from_str::<Spooled>(line) {
-            Ok(Spooled::Ask { text }) => {
+            Ok(Spooled::Ask { text, from }) => {
                 journal.append(&Event::Asked(Asked {
                     number,
                     text: text.clone(),
                     line: None,
-                    from: "agent".into(),
+                    from: from.unwrap_or_else(|| "agent".into()),
                     iteration,
                     tree: tree.clone(),
                     commit: commit.clone(),
@@ -359,12 +364,22 @@ pub fn ask(cwd: &Path, opts: &AskOptions, out: &mut dyn Write) -> Result<u8> {
     }
     let stdout = Path::new("stdout");
     let h = History::read(&project.journal())?;
-    if let Some(i) = agent_in_flight(&project, &h) {
-        spool(&project, &Spooled::Ask { text: text.clone() })?;
+    // While a loop runs, the journal is its own: the loop journals the question itself.
+    if let Some(holder) = crate::longrun::running_loop(&project) {
+        let in_flight = agent_in_flight(&project, &h);
+        let from = match in_flight {
+            Some(_) => None,
+            None => Some(opts.from.clone().unwrap_or_else(crate::looprun::pause::user_name)),
+        };
+        spool(&project, &Spooled::Ask { text: text.clone(), from })?;
+        let when = match in_flight {
+            Some(i) => format!("when iteration {i}'s agent ends"),
+            None => format!("(pid {}) after its next agent iteration", holder.pid),
+        };
         writeln!(
             out,
-            "asked: kit loop journals it when iteration {i}'s agent ends, then stops \"needs you\" \
-             until a person answers (kit approve N or kit reject N --note WHY)"
+            "asked: kit loop journals it {when}, then stops \"needs you\" until a person answers \
+             (kit approve N or kit reject N --note WHY)"
         )
         .at(stdout)?;
         return Ok(EXIT_OK);
@@ -405,8 +420,9 @@ pub struct ApproveOptions {
 /// who, HEAD and the working tree's id. Exit 0 when it counts; 2 when it was recorded but does
 /// not count (given from inside an agent iteration: see the module doc), saying why.
 ///
-/// Errors: [`Error::Usage`] for a number the journal does not hold, or a rejection without a
-/// note; [`Error::Io`] when the journal, the spool or the inbox cannot be written.
+/// Errors: [`Error::Usage`] for a number the journal does not hold, a rejection without a note,
+/// or a person answering while a loop runs (the loop's journal is its own until it stops);
+/// [`Error::Io`] when the journal, the spool or the inbox cannot be written.
 pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
     let h = History::read(&project.journal())?;
@@ -449,6 +465,19 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
         )?;
     }
     let why = inside_an_agent(&project, &h);
+    if why.is_none() {
+        if let Some(holder) = crate::longrun::running_loop(&project) {
+            return Err(Error::usage(format!(
+                "a loop runs now (pid {}) and its journal is its own while it runs; an answer \
+                 is given once it has stopped \"needs you\"",
+                holder.pid
+            ))
+            .with_hint(format!(
+                "kit status (then kit {word} {} when the loop has stopped)",
+                d.number
+            )));
+        }
+    }
     if let Some(why) = &why {
         if agent_in_flight(&project, &h).is_none() {
             journal_approval(&project, d.number, verdict, &note, &by, false, Some(why.clone()))?;
