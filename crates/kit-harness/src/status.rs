@@ -25,8 +25,8 @@
 //! the journal holds only events this kit reads), since: {from (mark/run), at, run,
 //! iterations, iteration_range, reverts, limit_waits, limit_waited_s, flaps, reviews: {pass,
 //! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind
-//! (flap/review/cap/paused/ask/not_counted), line, text}] (see [`pending`]), notify: the last `notify` event |
-//! null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
+//! (flap/review/cap/paused/ask/not_counted), line, text}] (see [`pending`]), notify: the last
+//! `notify` event | null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
 //! `looprun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
 //! fallback agent (absent otherwise; see `looprun::fallback`)}`.
 //!
