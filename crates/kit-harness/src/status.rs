@@ -600,7 +600,7 @@ fn next_loop(
         Ok(p) => p.limits(),
         Err(e) => return NextLoop { action: "refuse", text: format!("exits 2: {e}") },
     };
-    match durable::plan(h, &limits, false) {
+    match crate::looprun::ask::after_needs_you(durable::plan(h, &limits, false)) {
         durable::Plan::New { id, .. } => {
             NextLoop { action: "start", text: format!("starts run {id}") }
         }

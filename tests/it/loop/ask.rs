@@ -38,7 +38,9 @@ fn status(root: &Path) -> String {
 fn a_human_criterion_stops_the_loop_until_a_person_approves_the_tree_and_then_it_is_done() {
     let d = with_human(false);
     let root = d.path();
-    let agent = ["--agent", "cp .git/fixed.py calc.py"];
+    // One iteration: the run's cap is reached when it stops for a person, and still goes on
+    // after the answer.
+    let agent = ["--agent", "cp .git/fixed.py calc.py", "--max-iterations", "1"];
 
     let o = kit_loop(root, &agent);
     let t = text(&o);

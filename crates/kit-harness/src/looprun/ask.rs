@@ -223,6 +223,18 @@ pub fn human_state(decisions: &[Decision], human: &Human, tree: Option<&str>) ->
     HumanState::NotAsked
 }
 
+/// A run whose last loop stopped "needs you" is not finished, even when its caps are reached
+/// (it stopped for a person at its last iteration): the next `kit loop` goes on with it, its
+/// baseline decides (done after an approval), and no agent runs past the cap. Every other plan
+/// is returned as it is.
+pub fn after_needs_you(plan: super::durable::Plan) -> super::durable::Plan {
+    use super::durable::Plan;
+    match plan {
+        Plan::Finished { run, .. } if run.last_outcome() == "needs_you" => Plan::Continue(run),
+        plan => plan,
+    }
+}
+
 /// The working tree's id (as the loop reads it: outside `longrun/`, by content) and HEAD.
 pub fn tree_and_commit(root: &Path) -> (Option<String>, String) {
     let head = crate::git::lines_in(root, &["rev-parse", "--verify", "-q", "HEAD"])

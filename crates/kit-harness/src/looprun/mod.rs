@@ -467,7 +467,7 @@ fn plan_for(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
     let goal = crate::goal::load(project)?;
     let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
     let history = History::read(&project.journal())?;
-    Ok(durable::plan(&history, &settings.limits(), opts.new_run))
+    Ok(ask::after_needs_you(durable::plan(&history, &settings.limits(), opts.new_run)))
 }
 
 /// What [`RunCtx::prepare`] checks before anything is written, run before the lock: the config,
