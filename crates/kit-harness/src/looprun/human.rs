@@ -12,16 +12,23 @@ use crate::looprun::ask::{self, HumanState};
 
 impl RunCtx<'_> {
     /// Journal what `kit ask` and `kit approve` spooled while the agent of `iteration` ran
-    /// (see [`ask::take_spool`]), saying each.
-    pub(super) fn take_asks(&mut self, iteration: u64) -> Result<()> {
-        for line in ask::take_spool(&self.project, &self.journal, iteration)? {
+    /// (see [`ask::take_spool`]), saying each. Returns whether anything was journaled.
+    pub(super) fn take_asks(&mut self, iteration: u64) -> Result<bool> {
+        let said = ask::take_spool(&self.project, &self.journal, iteration)?;
+        let any = !said.is_empty();
+        for line in said {
             self.say(line);
         }
-        Ok(())
+        Ok(any)
     }
 
     /// Stop "needs you" when a question the agent asked (`kit ask`) has no answer that counts.
-    pub(super) fn asks_waiting(&mut self) -> Result<Option<Outcome>> {
+    /// The journal is read only when `tally.asks_to_check` says questions may have come in (at
+    /// the start of a loop process, after an iteration whose agent asked); it is cleared.
+    pub(super) fn asks_waiting(&mut self, tally: &mut Tally) -> Result<Option<Outcome>> {
+        if !std::mem::take(&mut tally.asks_to_check) {
+            return Ok(None);
+        }
         let entries = crate::longrun::journal::read(&self.project.journal())?.entries;
         let waiting: Vec<ask::Decision> = ask::decisions(&entries)
             .into_iter()

@@ -299,6 +299,9 @@ struct Tally {
     skip_probe: bool,
     /// For the next prompt: the agent takes over from another, who and why (see [`fallback`]).
     takeover: Option<String>,
+    /// Questions were journaled since the loop last looked for unanswered ones (see `human.rs`):
+    /// set at the start of a loop process and when an iteration's agent asked.
+    asks_to_check: bool,
 }
 
 /// One run of the criteria.
@@ -690,7 +693,7 @@ impl RunCtx<'_> {
             self.last_iteration = w.iteration.saturating_sub(1);
         }
         self.announce_run();
-        let mut tally = Tally::default();
+        let mut tally = Tally { asks_to_check: true, ..Tally::default() };
         if let durable::Plan::Continue(r) = &self.plan {
             // The journal is the checkpoint: the run's budget and what counts as progress go on
             // from where its last loop process left them.
