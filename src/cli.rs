@@ -90,6 +90,48 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         from: Option<String>,
     },
+    /// Record a decision for a person: the loop stops "needs you" until kit approve N answers.
+    ///
+    /// Meant for the agent, from inside an iteration: the loop journals the question (`asked`,
+    /// numbered) when the agent ends and stops with exit 6 after that iteration's criteria.
+    /// kit status lists it under "needs you" with its number.
+    Ask {
+        /// The question (several words are joined by spaces).
+        #[arg(required = true, value_name = "TEXT")]
+        text: Vec<String>,
+        /// Who asks (default: your login name).
+        #[arg(long, value_name = "NAME")]
+        from: Option<String>,
+    },
+    /// Approve decision N: a `- human:` criterion of goal.md for the tree as it is now, or an
+    /// agent's question.
+    ///
+    /// Journaled (`approval`) with who, when, HEAD and the working tree's id; a human
+    /// criterion's approval holds while the tree stays the same. An approval given from inside
+    /// an agent iteration never counts (exit 2). Then kit loop goes on.
+    Approve {
+        /// The decision's number, as kit status shows it.
+        #[arg(value_name = "N")]
+        number: u64,
+        /// What to keep in mind (for an agent's question, it reaches its next prompt).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+        /// Who approves (default: your login name).
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+    },
+    /// Reject decision N, saying why: done is refused on this tree and the agent gets the note.
+    Reject {
+        /// The decision's number, as kit status shows it.
+        #[arg(value_name = "N")]
+        number: u64,
+        /// Why (required): the agent's next prompt carries it.
+        #[arg(long, value_name = "TEXT", required = true)]
+        note: String,
+        /// Who rejects (default: your login name).
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+    },
     /// A timer that keeps a loop alive here: kit loop --ensure-alive from systemd or cron.
     #[command(subcommand)]
     Schedule(ScheduleCommand),

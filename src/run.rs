@@ -146,6 +146,21 @@ pub fn execute(
             &crate::longrun::inbox::TellOptions { text: text.join(" "), from },
             out,
         ),
+        Command::Ask { text, from } => crate::looprun::ask::ask(
+            &ctx.cwd,
+            &crate::looprun::ask::AskOptions { text: text.join(" "), from },
+            out,
+        ),
+        Command::Approve { number, note, by } => crate::looprun::ask::approve(
+            &ctx.cwd,
+            &crate::looprun::ask::ApproveOptions { number, reject: false, note, by },
+            out,
+        ),
+        Command::Reject { number, note, by } => crate::looprun::ask::approve(
+            &ctx.cwd,
+            &crate::looprun::ask::ApproveOptions { number, reject: true, note: Some(note), by },
+            out,
+        ),
         Command::Schedule(cmd) => schedule(ctx, cmd, out),
         Command::Doctor => crate::doctor::run(&ctx.cwd, &ctx.theme, out),
         Command::Rehearse(a) => {

@@ -1724,6 +1724,7 @@ fn kill_fuzz_a_loop_killed_at_random_instants_and_restarted_always_finishes() {
     assert_eq!(read(root, "tests/test_calc.py"), TEST_CALC);
 }
 mod agents;
+mod ask;
 mod cheats;
 mod cost;
 mod fallback;

@@ -5,8 +5,8 @@
 //!
 //! Every exit status kit ends with is named here (DESIGN §6 for the loop's): 0 [`EXIT_OK`],
 //! 1 [`EXIT_INTERNAL`] and [`EXIT_CHECK_FAILED`], 2 [`EXIT_BAD_INPUT`], 3 [`EXIT_CAP`],
-//! 4 [`EXIT_LOCKED`], 5 [`EXIT_PAUSED`]; and 130 when a loop is stopped by SIGINT or SIGTERM
-//! (`signals::EXIT_INTERRUPTED`, 128 + the signal's number as shells report it).
+//! 4 [`EXIT_LOCKED`], 5 [`EXIT_PAUSED`], 6 [`EXIT_NEEDS_YOU`]; and 130 when a loop is stopped by
+//! SIGINT or SIGTERM (`signals::EXIT_INTERRUPTED`, 128 + the signal's number as shells report it).
 //! Status 1 has two names because it has two meanings that goldens, `--help` texts and DESIGN
 //! pin to the same number: kit failed ([`EXIT_INTERNAL`]), or a check ran to its end and found
 //! a difference ([`EXIT_CHECK_FAILED`]); the output tells them apart.
@@ -31,6 +31,10 @@ pub const EXIT_CAP: u8 = 3;
 pub const EXIT_LOCKED: u8 = 4;
 /// Exit code when a loop stopped because `longrun/PAUSE` exists.
 pub const EXIT_PAUSED: u8 = 5;
+/// Exit code when a loop stopped for a person ("needs you"): the agent asked something (`kit
+/// ask`), or every other criterion passes and a `- human:` criterion of goal.md waits for `kit
+/// approve N`. The run is unfinished: after the answer, `kit loop` goes on.
+pub const EXIT_NEEDS_YOU: u8 = 6;
 
 /// `Result` with kit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -25,10 +25,11 @@
 //! the journal holds only events this kit reads), since: {from (mark/run), at, run,
 //! iterations, iteration_range, reverts, limit_waits, limit_waited_s, flaps, reviews: {pass,
 //! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind
-//! (flap/review/cap/paused), line, text}] (see [`pending`]), notify: the last `notify` event |
-//! null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
+//! (flap/review/cap/paused/ask/not_counted), line, text}] (see [`pending`]), notify: the last
+//! `notify` event | null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
 //! `longrun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
-//! fallback agent (absent otherwise; see the loop's `fallback` module)}`.
+//! fallback agent (absent otherwise; see the loop's `fallback`
+//! module)}`.
 //!
 //! For a person coming back: `since …:` says what happened after they last looked (the mark
 //! is moved only by a status on a terminal, `--mark`, or the end of `--watch`; see [`since`]),
@@ -440,7 +441,8 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let from_run = start.as_ref().map(|(i, id, at)| (*i, *id, at.as_str()));
     let since = since::Since::of(&h, since_mark.as_ref(), from_run);
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
-    let decisions = pending::of(run_events, live, paused_words);
+    let mut decisions = pending::of(run_events, live, paused_words);
+    decisions.extend(pending::asks(&h.entries));
     let notify = h.entries.iter().rev().find(|e| matches!(e.event, Event::Notify(_)));
     let agent = run_events.iter().rev().find_map(|e| match &e.event {
         Event::AgentSwitch(s) => Some(json!({
@@ -603,7 +605,7 @@ fn next_loop(
         Ok(p) => p.limits(),
         Err(e) => return NextLoop { action: "refuse", text: format!("exits 2: {e}") },
     };
-    match durable::plan(h, &limits, false) {
+    match crate::longrun::decisions::after_needs_you(durable::plan(h, &limits, false)) {
         durable::Plan::New { id, .. } => {
             NextLoop { action: "start", text: format!("starts run {id}") }
         }

@@ -86,6 +86,8 @@ struct Report<'a> {
     criteria: &'a [super::Criterion],
     adversarial: &'a [super::Trial],
     prose_criteria: Vec<Prose<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    humans: &'a [super::Human],
     budget: BudgetJson,
 }
 
@@ -119,6 +121,7 @@ fn to_json(goal: &Goal, rating: &Rating, required: u8) -> String {
             .iter()
             .map(|(line, text)| Prose { line: *line, text })
             .collect(),
+        humans: &goal.humans,
         budget: BudgetJson {
             iterations: goal.budget.iterations,
             wall_s: goal.budget.wall.map(|d| d.as_secs()),
@@ -146,7 +149,7 @@ fn render(goal: &Goal, rating: &Rating, required: u8, theme: &Theme) -> String {
         s += &wrap(&format!("  {mark} {point}  "), 7, reason);
     }
 
-    if !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() {
+    if !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() || !goal.humans.is_empty() {
         s += &format!("\n{}\n", theme.bold("Criteria"));
         let mut rows: Vec<(usize, String)> = Vec::new();
         for c in &goal.criteria {
@@ -165,6 +168,16 @@ fn render(goal: &Goal, rating: &Rating, required: u8, theme: &Theme) -> String {
         }
         for (line, text) in &goal.prose_criteria {
             rows.push((*line, format!("{:<12}{}", "prose", text)));
+        }
+        for h in &goal.humans {
+            rows.push((
+                h.line,
+                format!(
+                    "{:<12}{}\n{:12}→ waits for a person: kit approve N when kit loop stops \
+                     \"needs you\"",
+                    "human", h.text, ""
+                ),
+            ));
         }
         rows.sort_by_key(|r| r.0);
         for (line, row) in rows {

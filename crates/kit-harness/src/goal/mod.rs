@@ -176,6 +176,20 @@ pub struct Review {
     pub text: String,
 }
 
+/// A criterion of kind `human`: `- human: WHAT A PERSON MUST APPROVE` (prose, backquotes
+/// allowed). Only a person marks it: when every other criterion passes (and every review says
+/// pass), the loop stops "needs you" (exit 6) and asks for it as a numbered decision, which
+/// `kit approve N` answers for the tree it was given on (see [`crate::looprun::ask`]). An approval given
+/// from inside an agent iteration never counts. Like a review, it never replaces a test: the
+/// linter rates a goal whose only criteria are reviews and human ones at level 2 at most.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Human {
+    /// 1-based line in goal.md.
+    pub line: usize,
+    /// What the person must approve, as written after `human:`.
+    pub text: String,
+}
+
 /// The budget section: caps on the goal's runs, so the type lives with them in the state layer.
 pub use crate::longrun::caps::Budget;
 
@@ -193,6 +207,9 @@ pub struct Goal {
     /// The `- review:` items of `## Criteria`: judged by the evaluator in config.toml, only
     /// once every deterministic criterion passes (see [`review`]).
     pub reviews: Vec<Review>,
+    /// The `- human:` items of `## Criteria`: decisions only a person marks (`kit approve N`),
+    /// asked once every other criterion passes (see [`Human`]).
+    pub humans: Vec<Human>,
     /// The items of `## Constraints`.
     pub constraints: Vec<String>,
     /// The `## Budget` section.

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! A review criterion is `- review: TEXT`: prose (backquotes allowed) that the evaluator of
-//! config.toml's `[review]` judges (see [`super::review`]).
+//! config.toml's `[review]` judges (see [`super::review`]). A human criterion is `- human: TEXT`:
+//! a decision only a person can make (`kit approve N`, see [`crate::looprun::ask`]).
 
 use std::path::Path;
 
@@ -34,6 +35,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
         criteria: Vec::new(),
         prose_criteria: Vec::new(),
         reviews: Vec::new(),
+        humans: Vec::new(),
         constraints: Vec::new(),
         budget: Budget::default(),
     };
@@ -118,6 +120,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Goal> {
                 Item::Criterion(c) => goal.criteria.push(c),
                 Item::Prose(p) => goal.prose_criteria.push((n, p)),
                 Item::Review(text) => goal.reviews.push(super::Review { line: n, text }),
+                Item::Human(text) => goal.humans.push(super::Human { line: n, text }),
             },
             Section::Constraints => goal.constraints.push(text),
             Section::Budget => {
@@ -359,6 +362,8 @@ enum Item {
     Prose(String),
     /// `- review: TEXT`: the text the evaluator judges.
     Review(String),
+    /// `- human: TEXT`: what a person must approve.
+    Human(String),
 }
 
 const CRITERION_SHAPE: &str = "write it as - function: `COMMAND` → `EXPECTED OUTPUT` \
@@ -366,6 +371,9 @@ const CRITERION_SHAPE: &str = "write it as - function: `COMMAND` → `EXPECTED O
 
 const REVIEW_SHAPE: &str = "write it as - review: WHAT THE EVALUATOR MUST JUDGE, e.g. - review: \
 every error message names the file and line (the evaluator is [review] evaluator in config.toml)";
+
+const HUMAN_SHAPE: &str = "write it as - human: WHAT A PERSON MUST APPROVE, e.g. - human: the \
+error messages read well to a new user (kit loop stops \"needs you\" and kit approve N marks it)";
 
 fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
     let err = |msg: String, hint: &str| Err(Error::input(path, Some(line), msg).with_hint(hint));
@@ -382,6 +390,16 @@ fn parse_item(path: &Path, line: usize, text: &str) -> Result<Item> {
             );
         }
         return Ok(Item::Review(rest.trim().to_string()));
+    }
+    if word.is_some_and(|w| w.eq_ignore_ascii_case("human")) {
+        let text = rest.trim().trim_end_matches('.').trim();
+        if text.is_empty() {
+            return err(
+                "the human criterion says nothing for a person to approve".into(),
+                HUMAN_SHAPE,
+            );
+        }
+        return Ok(Item::Human(rest.trim().to_string()));
     }
     let kind = word.and_then(Kind::from_word);
     if kind.is_none() {
@@ -795,6 +813,65 @@ mod tests {
             Err(Error::Input { line: Some(2), .. }) => {}
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn human_items_are_decisions_for_a_person_not_criteria_or_prose() {
+        // (goal.md's criteria section, (line, text) of each human item, criteria, prose, reviews)
+        type Row<'a> = (&'a str, &'a [(usize, &'a str)], usize, usize, usize);
+        let ok: &[Row<'_>] = &[
+            (
+                "- human: the error messages read well",
+                &[(2, "the error messages read well")],
+                0,
+                0,
+                0,
+            ),
+            (
+                "- Human: the `--help` text is clear.",
+                &[(2, "the `--help` text is clear.")],
+                0,
+                0,
+                0,
+            ),
+            (
+                "- **human**: the design\n  is what the end state asks",
+                &[(2, "the design is what the end state asks")],
+                0,
+                0,
+                0,
+            ),
+            (
+                "- function: `a` → `x`\n- human: ship it\n- review: small diff\n- all good",
+                &[(3, "ship it")],
+                1,
+                1,
+                1,
+            ),
+            ("- humane: not a kind, prose", &[], 0, 1, 0),
+            ("- the human reads it", &[], 0, 1, 0),
+        ];
+        for (items, humans, criteria, prose, reviews) in ok {
+            let g = p(&format!("## Criteria\n{items}\n")).unwrap();
+            let got: Vec<(usize, &str)> =
+                g.humans.iter().map(|h| (h.line, h.text.as_str())).collect();
+            assert_eq!(got, *humans, "{items}");
+            assert_eq!(
+                (g.criteria.len(), g.prose_criteria.len(), g.reviews.len()),
+                (*criteria, *prose, *reviews),
+                "{items}"
+            );
+        }
+        for bad in ["- human:\n", "- human: .\n", "- human:   \n"] {
+            match p(&format!("## Criteria\n{bad}")) {
+                Err(e @ Error::Input { line: Some(2), .. }) => {
+                    assert!(e.to_string().contains("nothing for a person to approve"), "{e}")
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        // Outside the criteria section it is prose like any other list item.
+        assert!(p("## Constraints\n- human: x\n").unwrap().humans.is_empty());
     }
 
     #[test]

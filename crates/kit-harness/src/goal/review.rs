@@ -300,10 +300,16 @@ pub fn parse_verdict(stdout: &str) -> std::result::Result<(Verdict, String), Str
 /// with commands (tests are the floor), and a goal whose only evidence is review criteria — no
 /// command, no prose — is rated 2, never more: the evaluator runs, but its opinion is no floor.
 /// Its third reason says so and what to add.
+///
+/// Human criteria (`- human:`) weigh the same way: a person's approval is no floor either, so a
+/// goal whose only criteria are human ones (and reviews) is rated 2 at most.
 pub fn weigh(goal: &Goal, mut rating: Rating) -> Rating {
     let n = goal.reviews.len();
-    if n == 0 || !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() {
+    if !goal.criteria.is_empty() || !goal.prose_criteria.is_empty() {
         return rating;
+    }
+    if n == 0 {
+        return weigh_humans(goal, rating);
     }
     let reviews =
         if n == 1 { "1 review criterion".to_string() } else { format!("{n} review criteria") };
@@ -318,6 +324,36 @@ pub fn weigh(goal: &Goal, mut rating: Rating) -> Rating {
         "no shortcut: not yet — only review criteria: an evaluator's opinion is not a floor, so \
          level 2 at most; add the tests that decide the work (- function: `COMMAND` → `OUTPUT`, \
          - regression: …) and keep the reviews for what no test can judge"
+            .to_string(),
+    ];
+    for (i, w) in why.into_iter().enumerate() {
+        match rating.reasons.get_mut(i) {
+            Some(r) => *r = w,
+            None => rating.reasons.push(w),
+        }
+    }
+    rating
+}
+
+/// [`weigh`] for a goal with no command, no prose and no review, only human criteria.
+fn weigh_humans(goal: &Goal, mut rating: Rating) -> Rating {
+    let n = goal.humans.len();
+    if n == 0 {
+        return rating;
+    }
+    let humans =
+        if n == 1 { "1 human criterion".to_string() } else { format!("{n} human criteria") };
+    let lines: Vec<String> = goal.humans.iter().map(|h| format!("goal.md:{}", h.line)).collect();
+    rating.level = 2;
+    let why = [
+        format!("criteria: {humans} written under `## Criteria` ({})", lines.join(", ")),
+        format!(
+            "commands: a person approves {humans} (kit approve N), but no test decides {}",
+            if n == 1 { "it" } else { "them" }
+        ),
+        "no shortcut: not yet — only human criteria: an approval is not a floor, so level 2 at \
+         most; add the tests that decide the work (- function: `COMMAND` → `OUTPUT`, \
+         - regression: …) and keep the human criteria for what only a person can judge"
             .to_string(),
     ];
     for (i, w) in why.into_iter().enumerate() {
@@ -402,6 +438,24 @@ mod tests {
         .unwrap();
         let (a, b) =
             (super::super::rate(&plain, &[], root), super::super::rate(&reviewed, &[], root));
+        assert_eq!((a.level, a.reasons), (b.level, b.reasons));
+    }
+
+    #[test]
+    fn a_goal_with_only_human_criteria_is_rated_2_at_most_and_they_never_raise_a_goal() {
+        let root = Path::new("/nonexistent");
+        let parse = |t: &str| super::super::parse(Path::new("goal.md"), t).unwrap();
+        let only = parse("# G\n## Criteria\n- human: the messages read well\n");
+        let r = super::super::rate(&only, &[], root);
+        assert_eq!(r.level, 2, "{r:?}");
+        assert!(r.reasons[0].contains("1 human criterion") && r.reasons[0].contains("goal.md:3"));
+        assert!(r.reasons[2].contains("level 2 at most"), "{r:?}");
+        let tested =
+            "# G\n## Criteria\n- function: `python3 -m unittest t` → `Ran 3 tests` and `re:^OK$`\n";
+        let (a, b) = (
+            super::super::rate(&parse(tested), &[], root),
+            super::super::rate(&parse(&format!("{tested}- human: ship it\n")), &[], root),
+        );
         assert_eq!((a.level, a.reasons), (b.level, b.reasons));
     }
 

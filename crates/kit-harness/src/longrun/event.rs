@@ -46,13 +46,16 @@
 //! | `frozen_commit` | `iteration`, `commits`, `paths`: commits of this run that change a frozen file kit just restored |
 //! | `git_config_changed` | `added`: local git config entries and hooks that appeared during the run |
 //! | `told` | `iteration`, `messages` [{`from` (`kit tell --from`, else the login name; null for a line added by hand), `at` (when told, RFC 3339; null by hand), `text`, `sha256` (of sender, time and text: what marks it delivered), `line` (in inbox.md)}]: messages of `longrun/inbox.md` put in this iteration's prompt, each delivered once ([`crate::longrun::inbox`]) |
+//! | `asked` | `number` (1, 2, …: what `kit approve N` names), `text`, `line` (the goal.md line of a `- human:` criterion the loop asks for; null for `kit ask`), `from` (`kit ask --from`, else the login name; `agent` when the loop took it from an agent iteration; `kit` for a human criterion), `iteration` (the last iteration started when asked), `tree` (the working tree's id when asked: an approval binds to it; null when git could not say), `commit` (HEAD then): a decision pending for a person ([`crate::looprun::ask`]) |
+//! | `approval` | `number` (of the `asked` it answers), `verdict` (`approved`/`rejected`), `note` (`--note`, may be empty), `by` (the login name), `tree` (the working tree's id it was given on; a human criterion's approval counts only while the tree is that one), `commit` (HEAD then), `counts` (false when it was given from inside an agent iteration: the agent cannot approve itself), `why` (null, or why it does not count), `pid`, `pgid` (`kit approve`'s own): `kit approve N` / `kit reject N` ([`crate::looprun::ask`]) |
+//! | `needs_you` | `iteration`, `pending` (the `asked` numbers unanswered), `reason`: the loop stops for a person (exit 6, outcome `needs_you`): an agent asked (`kit ask`), or every other criterion passes and a `- human:` criterion waits for `kit approve N` |
 //! | `agent_switch` | `iteration` (the one the next agent runs), `from`, `to` (agent specs), `why` (`limit`: a usage or rate limit whose wait passes `[agent] fallback_after_wait`; `no_progress`: `[agent] fallback_after_no_progress` iterations in a row without progress), `reason` (in words), `until` (the limit's reset, RFC 3339, or null), `retry` (the iteration is retried under its number: it counted as none), `position` (the new agent's place in `[agent] fallback`, 1-based): the run goes on with the next agent of `[agent] fallback` (`looprun::fallback`); the no-progress count starts again |
 //! | `limit_wait` | `iteration`, `agent` (`claude`/`codex`/`fake`/`command`), `kind` (`usage`/`rate`), `until` (RFC 3339 or null), `wait_s`, `backoff`, `message`: the agent stopped on a usage or rate limit ([`crate::looprun::limits`]); the loop sleeps (bounded by the wall cap, interruptible) and retries the same iteration number, which counts as no iteration, failure or no progress (its cost counts) |
 //! | `limit_resume` | `iteration`, `waited_s`, `cut_short` (null, `paused`, `interrupted` or `wall`) |
 //! | `cap` | `which` (`iterations`/`wall`/`cost`/`no_progress`), `used`, `limit` |
 //! | `paused` | `iteration` (the last one run), `now` (`kit pause --now` stopped its agent at once), `by` (the PAUSE record, see [`crate::longrun::pause`]; null for a file made by hand) |
-//! | `notify` | `on` (`done`/`cap`/`limit`/`pause`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`crate::looprun::notify`]) |
-//! | `loop_end` | `outcome` (`done`/`cap`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
+//! | `notify` | `on` (`done`/`cap`/`limit`/`pause`/`needs_you`), `command`, `exit`, `error`, `timed_out`, `duration_ms`, `output_tail`: the `[notify]` command ran (see [`crate::looprun::notify`]) |
+//! | `loop_end` | `outcome` (`done`/`cap`/`needs_you`/`denied`/`flapping`/`review_ask`/`paused`/`interrupted`/`agent_failed`/`refused`/`error`), `iterations` (this loop process), `iteration` (last number), `reason`, `exit`, `run`, `run_iterations` (the whole run's), `wall_s` (this loop process's) |
 //! | `confirm` | `iteration`, `runs` (runs of the criteria made, the candidate's included), `all_pass`, `required` (confirm_runs) |
 //! | `flap` | `iteration`, `line`, `criterion` (the command), `runs` (passed, per run: `[true, false]`), `times` (flaps of this criterion in this run since its last `flapping` stop, counted across loop processes: see [`crate::longrun::durable::flaps`]) |
 //! | `revert_probe` | `iteration`, `tree` (the run's start tree), `results` [{`line`, `command`, `passed`, `exit`, `timed_out`, `duration_ms`}], `pass_without_work` (lines), `exempt` (lines, `--allow-green-start`), `refused`, `wall_ms`, `cpu_ms` |
@@ -207,6 +210,12 @@ pub enum Event {
     GitConfigChanged(GitConfigChanged),
     /// Messages of `longrun/inbox.md` put in an iteration's prompt.
     Told(Told),
+    /// A decision pending for a person (`kit ask`, or a `- human:` criterion).
+    Asked(Asked),
+    /// `kit approve N` / `kit reject N` answered one.
+    Approval(Approval),
+    /// The loop stopped for a person.
+    NeedsYou(NeedsYou),
     /// The run goes on with the next agent of `[agent] fallback`.
     AgentSwitch(AgentSwitch),
     /// The agent stopped on a usage or rate limit; the loop waits.
@@ -257,7 +266,7 @@ impl Default for Event {
 
 impl Event {
     /// The name of every known event, as journaled.
-    pub const NAMES: [&'static str; 36] = [
+    pub const NAMES: [&'static str; 39] = [
         "lock_takeover",
         "recovered",
         "memory_cap",
@@ -276,6 +285,9 @@ impl Event {
         "frozen_commit",
         "git_config_changed",
         "told",
+        "asked",
+        "approval",
+        "needs_you",
         "agent_switch",
         "limit_wait",
         "limit_resume",
@@ -342,6 +354,8 @@ impl Event {
             Event::Criteria(e) => e.iteration,
             Event::FrozenCommit(e) => e.iteration,
             Event::Told(e) => e.iteration,
+            Event::Asked(e) => e.iteration,
+            Event::NeedsYou(e) => e.iteration,
             Event::AgentSwitch(e) => e.iteration,
             Event::LimitWait(e) => e.iteration,
             Event::LimitResume(e) => e.iteration,
@@ -415,6 +429,9 @@ fn known_name(e: &Event) -> &'static str {
         Event::FrozenCommit(_) => "frozen_commit",
         Event::GitConfigChanged(_) => "git_config_changed",
         Event::Told(_) => "told",
+        Event::Asked(_) => "asked",
+        Event::Approval(_) => "approval",
+        Event::NeedsYou(_) => "needs_you",
         Event::AgentSwitch(_) => "agent_switch",
         Event::LimitWait(_) => "limit_wait",
         Event::LimitResume(_) => "limit_resume",
@@ -799,6 +816,64 @@ pub struct ToldMessage {
     pub sha256: String,
     /// Its first line in `longrun/inbox.md`, 1-based.
     pub line: u64,
+}
+
+/// `asked`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Asked {
+    /// Its number, 1-based across the journal: `kit approve N`.
+    pub number: u64,
+    /// The question or what is to be approved.
+    pub text: String,
+    /// The goal.md line of the `- human:` criterion asked for; None for `kit ask`.
+    pub line: Option<u64>,
+    /// Who asked: a name, `agent` (from an iteration) or `kit` (a human criterion).
+    pub from: String,
+    /// The last iteration started when it was asked.
+    pub iteration: u64,
+    /// The working tree's id when asked (None when git could not say).
+    pub tree: Option<String>,
+    /// HEAD when asked (`none` before the first commit).
+    pub commit: String,
+}
+
+/// `approval`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Approval {
+    /// The `asked` number it answers.
+    pub number: u64,
+    /// `approved` or `rejected`.
+    pub verdict: String,
+    /// The person's note (may be empty).
+    pub note: String,
+    /// Who gave it (login name, or `--by`).
+    pub by: String,
+    /// The working tree's id it was given on (None when git could not say).
+    pub tree: Option<String>,
+    /// HEAD then.
+    pub commit: String,
+    /// Whether it counts: false when given from inside an agent iteration.
+    pub counts: bool,
+    /// Why it does not count; None when it does.
+    pub why: Option<String>,
+    /// `kit approve`'s process id.
+    pub pid: u32,
+    /// Its process group.
+    pub pgid: i32,
+}
+
+/// `needs_you`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NeedsYou {
+    /// The last iteration run.
+    pub iteration: u64,
+    /// The `asked` numbers left unanswered.
+    pub pending: Vec<u64>,
+    /// Why, in words.
+    pub reason: String,
 }
 
 /// `agent_switch`.

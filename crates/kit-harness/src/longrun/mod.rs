@@ -21,6 +21,7 @@
 
 pub mod caps;
 pub mod config;
+pub mod decisions;
 pub mod durable;
 pub mod event;
 pub mod history;

@@ -24,6 +24,10 @@
 //!    reason goes to the next prompt; `ask` → the loop stops (exit 3, outcome `review_ask`) with
 //!    the evaluator's question, a decision for a human (`kit status` shows it); the run stays
 //!    unfinished. A review can only refuse done: it never runs while a test fails.
+//! 4. **Human criteria** (`- human:` items, see [`crate::looprun::ask`]): each must be approved by a
+//!    person (`kit approve N`) for the tree as it is now. One not asked yet for this tree is
+//!    asked (`asked`, numbered) and the loop stops "needs you" (exit 6, `needs_you`); one
+//!    rejected on this tree refuses done, the person's note going to the next prompt.
 //!
 //! Journal events written here: `confirm`, `flap`, `revert_probe`, `review` (see the table in
 //! [`crate::longrun::event`]).
@@ -107,7 +111,7 @@ impl RunCtx<'_> {
         }
         match self.reviews(p, tally, iteration, first)? {
             Some(o) => Ok(o),
-            None => Ok(Some(done)),
+            None => self.humans(p, tally, iteration, done),
         }
     }
 

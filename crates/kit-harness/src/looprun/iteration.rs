@@ -38,10 +38,15 @@ impl RunCtx<'_> {
         p: &mut Prepared,
         tally: &mut Tally,
     ) -> Result<Option<Outcome>> {
+        // A question of the agent's still unanswered: no agent runs until a person answers.
+        if let Some(o) = self.asks_waiting(tally)? {
+            return Ok(Some(o));
+        }
         let iteration = self.last_iteration + 1;
         self.last_iteration = iteration;
         self.iterations_run += 1;
         let run = self.run_agent(p, tally, iteration)?;
+        tally.asks_to_check |= self.take_asks(iteration)?;
         tally.reverts.clear();
         tally.reverts.extend(run.reverts.iter().map(describe_revert));
         if let Some(o) = self.interrupted() {
@@ -109,6 +114,10 @@ impl RunCtx<'_> {
             c.views.len(),
             if c.late.is_empty() { "" } else { " (not counted: the tree changed meanwhile)" }
         ));
+        // The agent asked something in this iteration: the run stops for the answer.
+        if let Some(o) = self.asks_waiting(tally)? {
+            return Ok(Some(o));
+        }
         if !c.all_pass() {
             self.fall_back_on_no_progress(p, tally, iteration)?;
             return Ok(None);

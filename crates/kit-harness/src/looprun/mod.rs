@@ -24,7 +24,7 @@
 //!    An agent that wipes untracked files (`git clean -fdx`) or `longrun/` itself does not stop
 //!    the run: the state files are restored, `longrun/.runs/` and the lock file recreated, and
 //!    the iteration's log written again from kit's open handle.
-//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 2 bad goal/config/usage, 1 internal error, and
+//! 5. exit 0 done, 3 cap, 4 lock held, 5 paused, 6 needs you, 2 bad goal/config/usage, 1 internal error, and
 //!    130 when stopped by hand (Ctrl-C, SIGTERM, SIGHUP: see [`signals`]). The last line printed
 //!    names the outcome; the journal's `loop_end` holds why.
 //!
@@ -47,7 +47,9 @@
 //! comment every iteration while the same tests fail the same way trips the cap.
 //!
 //! Steering: messages of `longrun/inbox.md` (`kit tell`) go into the next iteration's prompt,
-//! once (see [`inbox`]); `[agent] fallback` hands the run to the next agent after a limit too far
+//! once (see [`inbox`]); a question the agent asks (`kit ask`) stops the run after its
+//! iteration, and a `- human:` criterion stops it once everything else passes, both "needs you"
+//! (exit 6) until `kit approve N` (see [`crate::looprun::ask`] and `human.rs`); `[agent] fallback` hands the run to the next agent after a limit too far
 //! away or iterations without progress (see `fallback.rs`).
 //!
 //! Journal events this module writes (`longrun/journal.jsonl`): [`Event`] (see the table in
@@ -63,10 +65,12 @@
 //! `agent_end` with `wall_cut`: the criteria are not run past the cap.
 
 pub mod agent;
+pub mod ask;
 mod checks;
 pub mod confirm;
 pub mod ensure;
 mod fallback;
+mod human;
 mod iteration;
 mod ledger;
 pub mod limits;
@@ -276,6 +280,9 @@ struct Tally {
     skip_probe: bool,
     /// For the next prompt: the agent takes over from another, who and why (see [`fallback`]).
     takeover: Option<String>,
+    /// Questions were journaled since the loop last looked for unanswered ones (see `human.rs`):
+    /// set at the start of a loop process and when an iteration's agent asked.
+    asks_to_check: bool,
 }
 
 /// One run of the criteria.
@@ -444,7 +451,7 @@ fn plan_for(project: &Project, opts: &LoopOptions) -> Result<durable::Plan> {
     let goal = crate::goal::load(project)?;
     let settings = Settings::resolve(&cfg, opts, &goal.budget)?;
     let history = History::read(&project.journal())?;
-    Ok(durable::plan(&history, &settings.limits(), opts.new_run))
+    Ok(ask::after_needs_you(durable::plan(&history, &settings.limits(), opts.new_run)))
 }
 
 /// What [`RunCtx::prepare`] checks before anything is written, run before the lock: the config,
@@ -655,6 +662,8 @@ impl RunCtx<'_> {
         let history = History::read(&self.project.journal())?;
         self.recover(&history)?;
         self.last_iteration = history.last_iteration;
+        // What a killed loop's agent asked or approved and no loop journaled yet.
+        self.take_asks(history.last_iteration)?;
         // A run whose loop stopped while it waited out a limit retries that iteration under its
         // own number: the wait was not an iteration.
         let pending = match &self.plan {
@@ -665,7 +674,7 @@ impl RunCtx<'_> {
             self.last_iteration = w.iteration.saturating_sub(1);
         }
         self.announce_run();
-        let mut tally = Tally::default();
+        let mut tally = Tally { asks_to_check: true, ..Tally::default() };
         if let durable::Plan::Continue(r) = &self.plan {
             // The journal is the checkpoint: the run's budget and what counts as progress go on
             // from where its last loop process left them.

@@ -1,6 +1,7 @@
 //! `[notify] command` (config.toml): tell a person when the loop needs them. The loop runs the
 //! command when a run ends `done`, stops at a `cap`, starts waiting out a usage or rate `limit`,
-//! or stops `pause`d (`kit pause`), after its own last line is printed.
+//! stops `pause`d (`kit pause`), or stops for a person (`needs_you`: the agent asked, or a
+//! `- human:` criterion waits for `kit approve N`), after its own last line is printed.
 //!
 //! How it runs: `sh -c COMMAND` in the repository root, stdin `/dev/null`, stdout and stderr
 //! collected (the loop prints nothing of it: its last line stays the outcome), in its own process
@@ -9,7 +10,7 @@
 //!
 //! | variable | value |
 //! |---|---|
-//! | `KIT_EVENT` | `done`, `cap`, `limit` or `pause` |
+//! | `KIT_EVENT` | `done`, `cap`, `limit`, `pause` or `needs_you` |
 //! | `KIT_REPO` | the repository root (absolute) |
 //! | `KIT_OUTCOME` | the loop's last line, e.g. `cap: iterations cap reached (2 of 2 …)` |
 //! | `KIT_RUN_ID` | the run's number |
@@ -22,7 +23,7 @@
 //! Whatever it does, the loop goes on: a command that is not found, exits non-zero, hangs past
 //! its timeout, or a config.toml that cannot be read, is journaled and nothing else.
 //!
-//! Journal event `notify`, fields: `on` (`done`, `cap`, `limit` or `pause`; the field events.md
+//! Journal event `notify`, fields: `on` (`done`, `cap`, `limit`, `pause` or `needs_you`; the field events.md
 //! calls `event`, renamed because every journal line's `event` is its own name), `command`,
 //! `exit` (its exit code; null when killed or not started), `error` (null, or why it failed:
 //! `exited 3`, `timed out after 30s and was killed`, …), `timed_out`, `duration_ms`,
@@ -119,12 +120,14 @@ pub fn fire(
 }
 
 /// The `[notify]` event for a loop outcome name: `done` → `done`, `cap` → `cap`, `paused` →
-/// `pause`; None for the others (interrupted, refused, error, agent_failed).
+/// `pause`, `needs_you` → `needs_you`; None for the others (interrupted, refused, error,
+/// agent_failed).
 pub fn event_for(outcome: &str) -> Option<&'static str> {
     match outcome {
         "done" => Some("done"),
         "cap" => Some("cap"),
         "paused" => Some("pause"),
+        "needs_you" => Some("needs_you"),
         _ => None,
     }
 }
@@ -256,6 +259,7 @@ mod tests {
         assert_eq!(event_for("done"), Some("done"));
         assert_eq!(event_for("cap"), Some("cap"));
         assert_eq!(event_for("paused"), Some("pause"));
+        assert_eq!(event_for("needs_you"), Some("needs_you"));
         assert_eq!(event_for("interrupted"), None);
         assert_eq!(env_name("iteration"), "KIT_ITERATION");
         assert!(tail("é".repeat(300).as_bytes()).len() <= OUTPUT_TAIL);

@@ -6,7 +6,11 @@
 //!   no later verdict for the same goal.md line answered it;
 //! - `cap`: the last loop process of the run stopped at a cap (`loop_end` outcome `cap`) and no
 //!   loop runs now: raise the cap, change the goal, or start afresh;
-//! - `paused`: `longrun/PAUSE` exists: the loop waits for `kit resume`.
+//! - `paused`: `longrun/PAUSE` exists: the loop waits for `kit resume`;
+//! - `ask` (from [`asks`], over the whole journal): a decision no counting answer has answered
+//!   yet (`crate::looprun::ask`): a question of the agent's, or the latest ask for a `- human:` criterion,
+//!   with the number `kit approve N` takes; and `not_counted`: an answer given since a
+//!   decision's last counting one that does not count (from inside an agent iteration), with why.
 //!
 //! Each is `{kind, line (goal.md line or null), text}`; the text says what is wrong and what to
 //! do. `kit status` prints all but `paused` as `needs you:` lines (`paused:` has its own line).
@@ -18,7 +22,7 @@ use crate::longrun::event::{Entry, Event, Flap, Review};
 /// One decision a person has to make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Decision {
-    /// `flap`, `review`, `cap` or `paused`.
+    /// `flap`, `review`, `cap`, `paused`, `ask` or `not_counted`.
     pub kind: &'static str,
     /// The goal.md line of the criterion concerned, if any.
     pub line: Option<u64>,
@@ -106,6 +110,48 @@ pub(crate) fn of(run: &[Entry], running: bool, paused: Option<String>) -> Vec<De
             line: None,
             text: format!("paused {p}; kit resume to go on"),
         });
+    }
+    out
+}
+
+/// The decisions of the whole journal `entries` that wait for a person's answer (`ask`), and the
+/// answers to them that do not count (`not_counted`); see the module doc.
+pub(crate) fn asks(entries: &[Entry]) -> Vec<Decision> {
+    let all = crate::longrun::decisions::decisions(entries);
+    let mut out = Vec::new();
+    for (i, d) in all.iter().enumerate() {
+        // A human criterion asked again later (for another tree) waits under its newer number.
+        let superseded =
+            d.line.is_some() && all[i + 1..].iter().any(|l| l.line == d.line && l.text == d.text);
+        if superseded {
+            continue;
+        }
+        let n = d.number;
+        let what = match d.line {
+            Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", d.text),
+            None => format!("the agent asks: {}", d.text),
+        };
+        if d.answer.is_none() {
+            out.push(Decision {
+                kind: "ask",
+                line: d.line,
+                text: format!("#{n} {what}; kit approve {n} (or kit reject {n} --note WHY)"),
+            });
+        }
+        for a in &d.not_counted {
+            out.push(Decision {
+                kind: "not_counted",
+                line: d.line,
+                text: format!(
+                    "#{n} was {} by {} at {}, which does not count ({}); approve from your own \
+                     shell",
+                    a.verdict,
+                    a.by,
+                    a.at,
+                    a.why.as_deref().unwrap_or("")
+                ),
+            });
+        }
     }
     out
 }
