@@ -312,6 +312,19 @@ pub fn scratch_base() -> PathBuf {
     .clone()
 }
 
+/// The name a case's scratch folder starts with in `base`: `kit-golden-`, or in `/dev/shm`
+/// `kit-gc-`, so that the sandbox's path (`/dev/shm/kit-gc-XXXXXX/sandbox`) is exactly as long
+/// as in `/tmp` (`/tmp/kit-golden-XXXXXX/sandbox`). The fake agent counts a token per 4 bytes of
+/// what it reads and writes, absolute paths included, so the token counts a golden prints
+/// (`loop_adds_each_iteration_to_the_ledger`) follow the length of that path.
+fn case_prefix(base: &Path) -> &'static str {
+    if base == Path::new("/dev/shm") {
+        "kit-gc-"
+    } else {
+        "kit-golden-"
+    }
+}
+
 /// The free space [`scratch_base`] wants of a memory file system: the whole course's sandboxes,
 /// eight at a time, take a few tens of MB.
 pub const SCRATCH_MIN_FREE: u64 = 512 << 20;
@@ -625,9 +638,10 @@ fn run_steps(
     progress: &ProgressFn<'_>,
 ) -> Result<(Outcome, Vec<StepRun>)> {
     let total = case.steps.iter().filter(|s| matches!(s, Step::Run { .. })).count();
+    let base = scratch_base();
     let tmp = tempfile::Builder::new()
-        .prefix("kit-golden-")
-        .tempdir_in(scratch_base())
+        .prefix(case_prefix(&base))
+        .tempdir_in(&base)
         .map_err(|e| Error::io("temporary folder", e))?;
     let root = tmp.path().join("sandbox");
     std::fs::create_dir_all(root.join(".home")).at(&root)?;
@@ -852,6 +866,9 @@ mod tests {
         assert!(!in_memory_with_room(Path::new("/no/such/folder")));
         let base = scratch_base();
         assert!(base.is_dir(), "{base:?}");
+        // A case's sandbox path is as long in memory as in /tmp (token counts follow it).
+        let len = |b: &str| Path::new(b).join(case_prefix(Path::new(b))).as_os_str().len();
+        assert_eq!(len("/dev/shm"), len("/tmp"));
         let memory = base == Path::new("/dev/shm");
         assert!(!memory || in_memory_with_room(&base), "/dev/shm chosen without room: {base:?}");
     }
