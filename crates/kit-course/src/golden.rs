@@ -288,6 +288,66 @@ pub struct Outcome {
     pub failure: Option<Failure>,
 }
 
+/// The folder a check's scratch folders (its sandbox, toolbox and temporary files) are made in:
+/// `/dev/shm` when `TMPDIR` is not set, `/dev/shm` is a tmpfs this user can write and it has
+/// [`SCRATCH_MIN_FREE`] free; else [`std::env::temp_dir`] (`$TMPDIR`, else `/tmp`). A check
+/// creates and removes thousands of files (a lab, git repositories, the criteria's folders): on a
+/// disk file system that is a third of its CPU, in the kernel; in memory it is a fraction of it
+/// (BENCHMARKS.md, "kit verify"). `/dev/shm` is among the folders the criteria's environment
+/// treats as temporary (a `PATH` entry there is dropped), exactly as `/tmp`, so a check judges the
+/// same wherever its scratch folder is. Decided once per process.
+pub fn scratch_base() -> PathBuf {
+    static BASE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
+            return std::env::temp_dir();
+        }
+        let shm = Path::new("/dev/shm");
+        if in_memory_with_room(shm) {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+    .clone()
+}
+
+/// The name a case's scratch folder starts with in `base`: `kit-golden-`, or in `/dev/shm`
+/// `kit-gc-`, so that the sandbox's path (`/dev/shm/kit-gc-XXXXXX/sandbox`) is exactly as long
+/// as in `/tmp` (`/tmp/kit-golden-XXXXXX/sandbox`). The fake agent counts a token per 4 bytes of
+/// what it reads and writes, absolute paths included, so the token counts a golden prints
+/// (`loop_adds_each_iteration_to_the_ledger`) follow the length of that path.
+fn case_prefix(base: &Path) -> &'static str {
+    if base == Path::new("/dev/shm") {
+        "kit-gc-"
+    } else {
+        "kit-golden-"
+    }
+}
+
+/// The free space [`scratch_base`] wants of a memory file system: the whole course's sandboxes,
+/// eight at a time, take a few tens of MB.
+pub const SCRATCH_MIN_FREE: u64 = 512 << 20;
+
+/// Whether `dir` is a tmpfs folder this process can write, with [`SCRATCH_MIN_FREE`] free.
+#[cfg(not(target_os = "linux"))]
+fn in_memory_with_room(_dir: &Path) -> bool {
+    false
+}
+
+/// Whether `dir` is a tmpfs folder this process can write, with [`SCRATCH_MIN_FREE`] free.
+#[cfg(target_os = "linux")]
+fn in_memory_with_room(dir: &Path) -> bool {
+    use nix::sys::statfs::{statfs, TMPFS_MAGIC};
+    use nix::unistd::{access, AccessFlags};
+    let Ok(fs) = statfs(dir) else { return false };
+    let Ok(vfs) = nix::sys::statvfs::statvfs(dir) else { return false };
+    let free = vfs.blocks_available() as u64 * vfs.fragment_size() as u64;
+    fs.filesystem_type() == TMPFS_MAGIC
+        && free >= SCRATCH_MIN_FREE
+        && access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_ok()
+}
+
 /// The binaries to test: this executable and the `fake-agent` beside it, else a `fake-agent`
 /// link to this executable (which is also the fake agent) in a temporary folder, returned so it
 /// lives as long as the run. So the `kit` binary alone verifies the whole catalogue.
@@ -578,9 +638,10 @@ fn run_steps(
     progress: &ProgressFn<'_>,
 ) -> Result<(Outcome, Vec<StepRun>)> {
     let total = case.steps.iter().filter(|s| matches!(s, Step::Run { .. })).count();
+    let base = scratch_base();
     let tmp = tempfile::Builder::new()
-        .prefix("kit-golden-")
-        .tempdir()
+        .prefix(case_prefix(&base))
+        .tempdir_in(&base)
         .map_err(|e| Error::io("temporary folder", e))?;
     let root = tmp.path().join("sandbox");
     std::fs::create_dir_all(root.join(".home")).at(&root)?;
@@ -797,6 +858,20 @@ fn leaves_a_job(command: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scratch_folders_go_to_memory_only_on_a_writable_tmpfs() {
+        // The source tree is on a disk, a missing folder is nothing: both fall back.
+        assert!(!in_memory_with_room(Path::new(env!("CARGO_MANIFEST_DIR"))));
+        assert!(!in_memory_with_room(Path::new("/no/such/folder")));
+        let base = scratch_base();
+        assert!(base.is_dir(), "{base:?}");
+        // A case's sandbox path is as long in memory as in /tmp (token counts follow it).
+        let len = |b: &str| Path::new(b).join(case_prefix(Path::new(b))).as_os_str().len();
+        assert_eq!(len("/dev/shm"), len("/tmp"));
+        let memory = base == Path::new("/dev/shm");
+        assert!(!memory || in_memory_with_room(&base), "/dev/shm chosen without room: {base:?}");
+    }
 
     #[test]
     fn parses_front_matter_files_and_steps() {

@@ -21,7 +21,7 @@ pub fn run(ex: &Exercise, proof: &Proof, bins: &Binaries) -> Result<Outcome> {
     let name = format!("exercise {} {} {}", ex.slug, proof.side.word(), proof.name);
     let tmp = tempfile::Builder::new()
         .prefix("kit-proof-")
-        .tempdir()
+        .tempdir_in(crate::golden::scratch_base())
         .map_err(|e| Error::io("a temporary folder", e))?;
     let (home, lab) = (tmp.path().join("home"), tmp.path().join("lab"));
     std::fs::create_dir_all(&home).at(&home)?;

@@ -294,8 +294,49 @@ fn seed(
 }
 
 /// The standard library folder of the Python interpreter at `python` and its bytecode tag
-/// (`cpython-311`), asked of it once in isolated mode (`-I`); None when it cannot say.
+/// (`cpython-311`): read from where a CPython keeps it ([`stdlib_by_layout`]), else asked of it
+/// in isolated mode (`-I`, [`ask_stdlib`]); None when it cannot say. Once per interpreter and
+/// process (a loop builds the criteria's environment up to four times, and each answer asked cost
+/// a Python start: 12 of the ~45 interpreter runs of an exercise-4 check).
+///
+/// Only speed depends on the answer: the bytecode folder links a `.pyc` of this folder where
+/// Python looks for the bytecode of a source *in this folder*, and Python checks it against that
+/// source; a wrong folder links bytecode no import reads, a missing one links nothing.
 fn stdlib_of(python: &Path) -> Option<(PathBuf, String)> {
+    type Answers = Mutex<BTreeMap<PathBuf, Option<(PathBuf, String)>>>;
+    static KNOWN: Answers = Mutex::new(BTreeMap::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    known
+        .entry(python.to_path_buf())
+        .or_insert_with(|| stdlib_by_layout(python).or_else(|| ask_stdlib(python)))
+        .clone()
+}
+
+/// The standard library of a CPython installed the usual way (`PREFIX/bin/pythonX.Y`, its
+/// library in `PREFIX/lib/pythonX.Y`: Debian's and Ubuntu's `/usr`, pyenv, Homebrew, python.org
+/// builds, a venv whose `python` links to one of those), found without starting it: `python`
+/// resolved through its links must be named `pythonX.Y` and `PREFIX/lib/pythonX.Y/os.py` must
+/// exist; the tag is then `cpython-XY`. None for any other layout (Fedora's `lib64`, a copied
+/// venv interpreter, PyPy), which [`ask_stdlib`] then answers.
+fn stdlib_by_layout(python: &Path) -> Option<(PathBuf, String)> {
+    let real = std::fs::canonicalize(python).ok()?;
+    let name = real.file_name()?.to_str()?;
+    let (major, minor) = name.strip_prefix("python")?.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(major) || !digits(minor) {
+        return None;
+    }
+    let bin = real.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let lib = bin.parent()?.join("lib").join(name);
+    lib.join("os.py").is_file().then(|| (lib, format!("cpython-{major}{minor}")))
+}
+
+/// [`stdlib_of`] asked of the interpreter: `sysconfig.get_path('stdlib')` and
+/// `sys.implementation.cache_tag`, in isolated mode with an empty environment.
+fn ask_stdlib(python: &Path) -> Option<(PathBuf, String)> {
     let out = std::process::Command::new(python)
         .args([
             "-I",
@@ -747,6 +788,48 @@ mod tests {
         let e2 = CriteriaEnv { cache: Arc::new(BytecodeCache::new(&e.vars)), ..e.clone() };
         let run = e2.for_run(repo.path()).unwrap();
         assert_eq!(files(&prefix(&run)), linked);
+    }
+
+    #[test]
+    fn a_cpython_standard_library_is_found_by_its_layout_and_agrees_with_the_interpreter() {
+        let d = tempfile::tempdir().unwrap();
+        let prefix = std::fs::canonicalize(d.path()).unwrap();
+        std::fs::create_dir_all(prefix.join("bin")).unwrap();
+        std::fs::create_dir_all(prefix.join("lib/python3.11")).unwrap();
+        std::fs::write(prefix.join("bin/python3.11"), "").unwrap();
+        std::os::unix::fs::symlink("python3.11", prefix.join("bin/python3")).unwrap();
+        // No os.py: not a standard library.
+        assert_eq!(stdlib_by_layout(&prefix.join("bin/python3")), None);
+        std::fs::write(prefix.join("lib/python3.11/os.py"), "").unwrap();
+        let want = Some((prefix.join("lib/python3.11"), "cpython-311".to_string()));
+        assert_eq!(stdlib_by_layout(&prefix.join("bin/python3")), want, "through the link");
+        assert_eq!(stdlib_by_layout(&prefix.join("bin/python3.11")), want);
+        // Other names and folders: asked instead.
+        for name in ["python", "pypy3.10", "python3.x", "python3.11d"] {
+            std::fs::write(prefix.join("bin").join(name), "").unwrap();
+            assert_eq!(stdlib_by_layout(&prefix.join("bin").join(name)), None, "{name}");
+        }
+        std::fs::create_dir_all(prefix.join("sbin")).unwrap();
+        std::fs::write(prefix.join("sbin/python3.11"), "").unwrap();
+        assert_eq!(stdlib_by_layout(&prefix.join("sbin/python3.11")), None, "not in bin/");
+        // The interpreter on this machine, when its layout is the usual one, says the same.
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path).map(|p| p.join("python3")).find(|p| p.is_file());
+        if let Some(py) = found.and_then(|p| ask_interpreter_path(&p)) {
+            if let Some(by_layout) = stdlib_by_layout(&py) {
+                assert_eq!(Some(by_layout), ask_stdlib(&py), "{py:?}");
+            }
+        }
+    }
+
+    /// The interpreter a `python3` on PATH (perhaps a pyenv shim) runs.
+    fn ask_interpreter_path(launcher: &Path) -> Option<PathBuf> {
+        let out = std::process::Command::new(launcher)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .ok()?;
+        let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        p.is_absolute().then_some(p)
     }
 
     #[test]
