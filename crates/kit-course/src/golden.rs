@@ -342,7 +342,7 @@ fn in_memory_with_room(dir: &Path) -> bool {
     use nix::unistd::{access, AccessFlags};
     let Ok(fs) = statfs(dir) else { return false };
     let Ok(vfs) = nix::sys::statvfs::statvfs(dir) else { return false };
-    let free = vfs.blocks_available() as u64 * vfs.fragment_size() as u64;
+    let free = u64::from(vfs.blocks_available()) * u64::from(vfs.fragment_size());
     fs.filesystem_type() == TMPFS_MAGIC
         && free >= SCRATCH_MIN_FREE
         && access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_ok()
