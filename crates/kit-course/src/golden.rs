@@ -342,6 +342,7 @@ fn in_memory_with_room(dir: &Path) -> bool {
     use nix::unistd::{access, AccessFlags};
     let Ok(fs) = statfs(dir) else { return false };
     let Ok(vfs) = nix::sys::statvfs::statvfs(dir) else { return false };
+    #[allow(clippy::useless_conversion)] // c_ulong and fsblkcnt_t are u32 on 32-bit targets
     let free = u64::from(vfs.blocks_available()) * u64::from(vfs.fragment_size());
     fs.filesystem_type() == TMPFS_MAGIC
         && free >= SCRATCH_MIN_FREE
