@@ -416,6 +416,35 @@ pub fn info_exclude(root: &Path) -> Vec<u8> {
         .unwrap_or_default()
 }
 
+/// The repository's own git settings an agent could plant to run code outside the loop or change
+/// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
+/// a `.sample`, as `hooks/NAME`. Compared before and after a run.
+pub fn local_settings(root: &Path) -> Vec<String> {
+    let mut out = lines_in(root, &["config", "--local", "--list"]).unwrap_or_default();
+    // The default hooks folder and the one `core.hooksPath` names, if any.
+    let mut dirs = lines_in(root, &["rev-parse", "--git-path", "hooks"]).unwrap_or_default();
+    let common = lines_in(root, &["rev-parse", "--git-common-dir"]).unwrap_or_default();
+    if let Some(common) = common.first() {
+        dirs.push(format!("{common}/hooks"));
+    }
+    dirs.sort();
+    dirs.dedup();
+    for dir in &dirs {
+        let dir = root.join(dir);
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            let mut names: Vec<String> = rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".sample"))
+                .map(|n| format!("hooks/{n}"))
+                .collect();
+            names.sort();
+            out.extend(names);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@
 //! the journal holds only events this kit reads), since: {from (mark/run), at, run,
 //! iterations, iteration_range, reverts, limit_waits, limit_waited_s, flaps, reviews: {pass,
 //! fail, ask}, loops_ended, events, marked} | null (see [`since`]), decisions: [{kind
-//! (flap/review/cap/paused/ask/not_counted), line, text}] (see [`pending`]), notify: the last
+//! (flap/review/cap/paused/ask/not_counted/git_planted), line, text}] (see [`pending`]), notify: the last
 //! `notify` event | null, inbox_waiting: messages of longrun/inbox.md no iteration got yet (absent when none; see
 //! `longrun::inbox`), agent: {current, from, why, reason, iteration} when the run went on with a
 //! fallback agent (absent otherwise; see the loop's `fallback`
@@ -443,6 +443,19 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
     let run_events = last.as_ref().map_or(&[][..], |r| r.events(&h));
     let mut decisions = pending::of(run_events, live, paused_words);
     decisions.extend(pending::asks(&h.entries));
+    let planted = crate::longrun::decisions::planted_git_settings(&project, &h);
+    if !planted.is_empty() {
+        decisions.push(pending::Decision {
+            kind: "git_planted",
+            line: None,
+            text: format!(
+                "git settings an agent added during a run are still in place: {}; read and \
+                 remove them (.git/hooks/, .git/config): your git runs them, and kit approve \
+                 refuses while they stay",
+                planted.join(", ")
+            ),
+        });
+    }
     let notify = h.entries.iter().rev().find(|e| matches!(e.event, Event::Notify(_)));
     let agent = run_events.iter().rev().find_map(|e| match &e.event {
         Event::AgentSwitch(s) => Some(json!({

@@ -213,3 +213,67 @@ fn a_question_the_agent_asks_stops_the_run_and_the_answer_reaches_its_next_promp
         "{prompt}"
     );
 }
+
+#[test]
+fn an_answer_the_agent_has_not_heard_keeps_the_run_from_ending_at_the_baseline() {
+    // The agent asks and does the work in the same iteration: every criterion passes when the
+    // person answers. The next loop's baseline passes too, but the answer waits in the inbox, so
+    // the agent runs once more and hears it before the run is done.
+    let d = project(false);
+    let root = d.path();
+    let kit_bin = env!("CARGO_BIN_EXE_kit");
+    let fix = CALC_FIXED.replace('\n', "\\n");
+    write(
+        root,
+        "agent.toml",
+        &format!(
+            "description = \"asks and works\"\n\n\
+             [[call]]\nwhen = \"1\"\n\n\
+             [[call.step]]\ndo = \"write\"\npath = \"calc.py\"\ncontent = \"{fix}\"\n\n\
+             [[call.step]]\ndo = \"run\"\ncommand = \"{kit_bin} ask 'may I drop Python 3.8?' > .git/ask.out 2>&1\"\n\n\
+             [[call]]\nwhen = \"2\"\n\n\
+             [[call.step]]\ndo = \"save_prompt\"\npath = \".git/prompt-2.md\"\n"
+        ),
+    );
+    let o = kit_loop(root, &["--agent", "fake:agent.toml"]);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let o = kit(root).args(["reject", "1", "--note", "keep 3.8"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = kit_loop(root, &["--agent", "fake:agent.toml"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("baseline: done waits: 1 message in longrun/inbox.md"), "{t}");
+    let prompt = read(root, ".git/prompt-2.md");
+    assert!(prompt.contains("rejected — keep 3.8"), "{prompt}");
+    assert_eq!(events(root, "told").len(), 1);
+}
+
+#[test]
+fn a_git_hook_the_agent_planted_blocks_kit_approve_until_it_is_removed() {
+    // A post-commit hook written during an iteration would run `kit approve` in the person's
+    // name at their next commit: kit approve refuses while it is there, and kit status names it.
+    let d = with_human(false);
+    let root = d.path();
+    let agent = [
+        "--agent",
+        "cp .git/fixed.py calc.py; printf '#!/bin/sh\\nkit approve 1\\n' > .git/hooks/post-commit; \
+         chmod +x .git/hooks/post-commit",
+    ];
+    let o = kit_loop(root, &agent);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(6), "{t}");
+    assert!(t.contains("hooks/post-commit"), "{t}");
+    assert!(status(root).contains(
+        "git settings an agent added during a run are still in place: hooks/post-commit"
+    ));
+    let o = kit(root).args(["approve", "1"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("kit approve refuses while git settings an agent added"), "{t}");
+    assert!(events(root, "approval").is_empty());
+    std::fs::remove_file(root.join(".git/hooks/post-commit")).unwrap();
+    let o = kit(root).args(["approve", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = kit_loop(root, &agent);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

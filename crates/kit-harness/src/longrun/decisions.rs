@@ -5,6 +5,8 @@
 use serde::Serialize;
 
 use crate::longrun::event::{Entry, Event};
+use crate::longrun::history::History;
+use crate::longrun::Project;
 
 /// An answer to a decision, from an `approval` event.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -126,4 +128,28 @@ pub fn after_needs_you(plan: crate::longrun::durable::Plan) -> crate::longrun::d
         Plan::Finished { run, .. } if run.last_outcome() == "needs_you" => Plan::Continue(run),
         plan => plan,
     }
+}
+
+/// The git settings (local config entries, hooks: see [`crate::git::local_settings`]) that a loop journaled as
+/// added during one of its runs (`git_config_changed`) and that are still in place: `kit approve`
+/// refuses while any is, since a hook or an alias the agent planted runs `kit approve` in the
+/// person's name when they next use git.
+pub fn planted_git_settings(project: &Project, h: &History) -> Vec<String> {
+    let added: Vec<&String> = h
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::GitConfigChanged(g) => Some(&g.added),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let now = crate::git::local_settings(&project.root);
+    let mut out: Vec<String> = added.into_iter().filter(|a| now.contains(a)).cloned().collect();
+    out.sort();
+    out.dedup();
+    out
 }

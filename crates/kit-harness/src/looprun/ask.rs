@@ -137,7 +137,7 @@ fn inside_an_agent(project: &Project, h: &History) -> Option<String> {
             "given while iteration {i}'s agent ran: an agent cannot approve itself"
         ));
     }
-    if std::env::var_os("KIT_RUN_KEY").is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os("KIT_RUN_KEY").is_some() {
         return Some(
             "run with KIT_RUN_KEY in its environment, as kit loop starts its agents: an agent \
              cannot approve itself"
@@ -333,6 +333,23 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
         ))
         .with_hint("kit status lists what needs you"));
     };
+    // A human criterion asked again for a later tree waits under its newer number.
+    if let Some(later) = all
+        .iter()
+        .rev()
+        .find(|l| l.number > d.number && d.line.is_some() && l.line == d.line && l.text == d.text)
+    {
+        return Err(Error::usage(format!(
+            "#{} asked goal.md:{} (human: {}) for an earlier tree; #{} asks it for the tree as it \
+             is now, and only an answer to #{} counts",
+            d.number,
+            d.line.unwrap_or_default(),
+            d.text,
+            later.number,
+            later.number
+        ))
+        .with_hint(format!("kit {word} {}", later.number)));
+    }
     let note = opts.note.clone().unwrap_or_default().trim().to_string();
     if opts.reject && note.is_empty() {
         return Err(Error::usage(format!("kit reject {} needs --note WHY", opts.number))
@@ -377,6 +394,22 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
             .at(stdout)?;
         return Ok(EXIT_BAD_INPUT);
     }
+    if !opts.reject {
+        let planted = crate::longrun::decisions::planted_git_settings(&project, &h);
+        if !planted.is_empty() {
+            return Err(Error::usage(format!(
+                "kit approve refuses while git settings an agent added during a run are still \
+                 in place: {}. A hook or a config entry runs when you use git, and could run kit \
+                 approve in your name",
+                planted.join(", ")
+            ))
+            .with_hint(format!(
+                "read and remove them (hooks live in .git/hooks/, entries in .git/config: git \
+                 config --local --unset KEY), then kit approve {}",
+                d.number
+            )));
+        }
+    }
     let tree = journal_approval(&project, d.number, verdict, &note, &by, true, None)?;
     let short = tree.as_deref().map_or("unknown".to_string(), |t| t[..t.len().min(12)].to_string());
     let what = match d.line {
@@ -396,11 +429,11 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
                 d.text,
                 if note.is_empty() { String::new() } else { format!(" — {note}") }
             );
-            let tell = crate::looprun::inbox::TellOptions { text: answer, from: Some(by.clone()) };
-            crate::looprun::inbox::tell(cwd, &tell, &mut std::io::sink())?;
+            let tell = crate::longrun::inbox::TellOptions { text: answer, from: Some(by.clone()) };
+            crate::longrun::inbox::tell(cwd, &tell, &mut std::io::sink())?;
             format!(
                 "the agent gets the answer in its next prompt ({}); kit loop goes on",
-                crate::looprun::inbox::FILE
+                crate::longrun::inbox::FILE
             )
         }
     };

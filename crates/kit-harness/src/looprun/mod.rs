@@ -109,11 +109,12 @@ use crate::signals;
 use agent::{AgentSpec, Launch};
 use memcap::Enforcer;
 
+use crate::git::local_settings as git_settings;
 use checks::{commands_not_found, describe_revert, list_reverts, restore};
 use iteration::end_strays;
 use repair::{cut_appends, journal_len};
 pub use tree::CHECKPOINT_REF;
-use tree::{checkpoint, failure_fingerprint, git_head, git_rev, git_settings, tree_state};
+use tree::{checkpoint, failure_fingerprint, git_head, git_rev, tree_state};
 
 /// `kit loop`'s options, converted from the command line (each overrides `config.toml`).
 #[derive(Clone, Debug, Default)]
@@ -982,15 +983,35 @@ impl RunCtx<'_> {
             )];
             return Ok(None);
         }
+        // A message no agent got yet (an answer to the agent's `kit ask`, a `kit tell`) is a
+        // person's word for the agent: it hears it before the run can end.
+        let unheard = crate::longrun::inbox::waiting(&self.project).unwrap_or(0);
+        if unheard > 0 {
+            self.say(format!(
+                "baseline: done waits: {unheard} message{} in {} (an answer to the agent's \
+                 question, kit tell) reached no agent yet; the agent runs with {} first",
+                if unheard == 1 { "" } else { "s" },
+                crate::longrun::inbox::FILE,
+                if unheard == 1 { "it" } else { "them" }
+            ));
+            return Ok(None);
+        }
         tally.skip_probe = first;
         self.say(c.canary_line());
+        let when = if first {
+            "at iteration 0, before any agent ran".to_string()
+        } else {
+            format!(
+                "at this loop's baseline, after iteration {} of run {}, before this loop ran an \
+                 agent",
+                self.last_iteration,
+                self.run_id()
+            )
+        };
         let done = Outcome {
             name: "done",
             code: EXIT_OK,
-            reason: format!(
-                "every criterion passes ({} of {}) at iteration 0, before any agent ran",
-                c.passed, tally.total
-            ),
+            reason: format!("every criterion passes ({} of {}) {when}", c.passed, tally.total),
         };
         let outcome = self.accept_done(p, tally, 0, &c, done);
         tally.skip_probe = false;

@@ -63,7 +63,8 @@ pub fn render(input: &PromptInput<'_>) -> String {
         String::new()
     } else {
         format!(
-            "{MESSAGES_HEADING}\n\nSent with kit tell while the loop ran, new for this iteration. Act on \
+            "{MESSAGES_HEADING}\n\nFrom the person running this loop (kit tell, kit approve, or written \
+             in longrun/inbox.md), new for this iteration. Act on \
              them; they change neither the goal's criteria, which still decide when the work is \
              done, nor the frozen files.\n\n{}\n\n",
             input.messages.join("\n")

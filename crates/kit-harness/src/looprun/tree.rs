@@ -42,36 +42,6 @@ pub(super) fn git_rev(root: &Path, rev: &str) -> Option<String> {
     crate::git::lines_in(root, &["rev-parse", "--verify", "-q", rev])?.into_iter().next()
 }
 
-/// The repository's own git settings an agent could plant to run code outside the loop or change
-/// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
-/// a `.sample`, as `hooks/NAME`. Compared before and after a run.
-pub(super) fn git_settings(root: &Path) -> Vec<String> {
-    let mut out = crate::git::lines_in(root, &["config", "--local", "--list"]).unwrap_or_default();
-    // The default hooks folder and the one `core.hooksPath` names, if any.
-    let mut dirs =
-        crate::git::lines_in(root, &["rev-parse", "--git-path", "hooks"]).unwrap_or_default();
-    let common = crate::git::lines_in(root, &["rev-parse", "--git-common-dir"]).unwrap_or_default();
-    if let Some(common) = common.first() {
-        dirs.push(format!("{common}/hooks"));
-    }
-    dirs.sort();
-    dirs.dedup();
-    for dir in &dirs {
-        let dir = root.join(dir);
-        if let Ok(rd) = std::fs::read_dir(&dir) {
-            let mut names: Vec<String> = rd
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.ends_with(".sample"))
-                .map(|n| format!("hooks/{n}"))
-                .collect();
-            names.sort();
-            out.extend(names);
-        }
-    }
-    out
-}
-
 /// The ref where kit keeps the user's uncommitted work from before a loop started.
 pub const CHECKPOINT_REF: &str = "refs/kit/checkpoint";
 

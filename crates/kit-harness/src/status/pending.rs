@@ -22,7 +22,7 @@ use crate::longrun::event::{Entry, Event, Flap, Review};
 /// One decision a person has to make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Decision {
-    /// `flap`, `review`, `cap`, `paused`, `ask` or `not_counted`.
+    /// `flap`, `review`, `cap`, `paused`, `ask`, `not_counted` or `git_planted`.
     pub kind: &'static str,
     /// The goal.md line of the criterion concerned, if any.
     pub line: Option<u64>,
@@ -129,7 +129,8 @@ pub(crate) fn asks(entries: &[Entry]) -> Vec<Decision> {
         let n = d.number;
         let what = match d.line {
             Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", d.text),
-            None => format!("the agent asks: {}", d.text),
+            None if d.from == "agent" => format!("the agent asks: {}", d.text),
+            None => format!("{} asks: {}", d.from, d.text),
         };
         if d.answer.is_none() {
             out.push(Decision {
