@@ -1175,6 +1175,8 @@ pub struct RaceStart {
     pub lanes: Vec<RaceLane>,
     /// The race's caps.
     pub caps: RaceCaps,
+    /// `--merge`: merge the winner into the user's branch (false in journals older than it).
+    pub merge: bool,
     /// The race's process id.
     pub pid: u32,
     /// Its host.
