@@ -45,12 +45,17 @@ fn git(root: &Path, args: &[&str]) -> String {
 /// The rehearsal project (parse_duration missing), `kit init`, its level-4 goal, tests and tools
 /// frozen. The project is committed; `longrun/` too when `commit_longrun`.
 fn project(commit_longrun: bool) -> tempfile::TempDir {
+    project_with_goal(commit_longrun, kit_course::rehearse::sample::goal_text())
+}
+
+/// [`project`] with `goal` as its goal.md.
+fn project_with_goal(commit_longrun: bool, goal: &str) -> tempfile::TempDir {
     let d = git_repo();
     let root = d.path();
     kit_course::rehearse::sample::write_sample_project(root).unwrap();
     write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
     kit_ok(root, &["init"]);
-    write(root, "longrun/goal.md", kit_course::rehearse::sample::goal_text());
+    write(root, "longrun/goal.md", goal);
     write(root, "longrun/config.toml", CONFIG);
     kit_ok(root, &["freeze", "tests", "tools"]);
     if commit_longrun {
@@ -230,4 +235,60 @@ fn a_race_killed_with_sigkill_resumes_every_lane() {
     assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
     assert!(end["merged"].is_null());
     assert!(t.contains("race: to merge it: git merge kit/race/1/1"), "{t}");
+}
+
+/// A goal with a `- human:` criterion: both lanes of `fake:finish` pass every machine criterion
+/// and stop `needs_you`. The race ends needs_you (exit 6) and names each lane's `kit -C LANE
+/// approve N`; `kit status` lists them under the race; once lane 1's decision is approved,
+/// `kit race` continues the race: lane 1's run goes on to done, wins and is merged (the race's
+/// `--merge` holds on resume), lane 2, still waiting, stays needs_you.
+#[test]
+fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_approval() {
+    let goal = kit_course::rehearse::sample::goal_text().replace(
+        "## Constraints",
+        "- human: the ValueError's message names the value it rejects\n\n## Constraints",
+    );
+    let d = project_with_goal(true, &goal);
+    let root = d.path();
+    let base = git(root, &["rev-parse", "HEAD"]);
+    let o = kit(root)
+        .args(["race", "--agent", "fake:finish", "--agent", "fake:finish"])
+        .args(["--max-iterations", "1", "--merge"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(6), "{t}");
+    let j = root.join("longrun/journal.jsonl");
+    let start = events(&j, "race_start")[0].clone();
+    assert_eq!(start["merge"], true);
+    let lane = |n: usize| start["lanes"][n - 1]["path"].as_str().unwrap().to_string();
+    for n in 1..=2 {
+        let approve = format!("kit -C {} approve 1 (or kit -C {} reject 1", lane(n), lane(n));
+        assert!(t.contains(&format!("race: lane {n} `fake:finish` needs you: #1 ")), "{t}");
+        assert!(t.contains(&approve), "{t}");
+    }
+    assert!(t.lines().last().unwrap().starts_with("needs_you: no lane is done"), "{t}");
+    assert_eq!(events(&j, "race_end")[0]["outcome"], "needs_you");
+    let s = kit_ok(root, &["status"]);
+    assert!(s.contains("race: 1 (needs you:"), "{s}");
+    assert!(s.contains(&format!("needs you: lane 1 `fake:finish`: #1 goal.md:")), "{s}");
+    assert!(s.contains(&format!("kit -C {} approve 1", lane(2))), "{s}");
+    // Answer lane 1 from the user's repository, as the race said.
+    let a = kit(root).args(["-C", &lane(1), "approve", "1"]).output().unwrap();
+    assert!(a.status.success(), "{}", text(&a));
+    let o = kit(root).args(["race"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("race: continuing run 1"), "{t}");
+    assert!(t.contains("race: lane 1 `fake:finish`: continued its run with a new loop"), "{t}");
+    assert!(!t.contains("next time"), "{t}");
+    let end = events(&j, "race_end").last().unwrap().clone();
+    assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
+    assert_eq!(end["merged"], "fast-forward", "{t}");
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), end["commit"].as_str().unwrap());
+    assert_eq!(git(root, &["merge-base", &base, "HEAD"]), base);
+    let s = kit_ok(root, &["status"]);
+    assert!(s.contains("race: 1 (won by lane 1 `fake:finish`, merged fast-forward)"), "{s}");
+    let last = s.lines().last().unwrap();
+    assert!(last.starts_with("outcome: race 1 won: lane 1 (`fake:finish`) is done"), "{s}");
 }
