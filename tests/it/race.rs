@@ -182,13 +182,15 @@ fn three_fake_lanes_the_proven_one_wins_and_is_merged() {
 
 /// The race's process is SIGKILLed while its lanes work: lane 1's loop goes on (adopted by the
 /// next `kit race`), lane 2's loop is killed too (continued by a new `kit loop`, which ends what
-/// is left of its agent). `kit race` again picks up both; lane 1 wins.
+/// is left of its agent). `kit race` again picks up both; lane 1 wins, and is merged: the
+/// killed race was started with `--merge`, which the resumed one keeps.
 #[test]
 fn a_race_killed_with_sigkill_resumes_every_lane() {
     let d = project(true);
     let root = d.path();
     let mut race = kit(root)
         .args(["race", "--agent", "fake:race", "--agent", "fake:hang", "--max-iterations", "2"])
+        .arg("--merge")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -233,8 +235,11 @@ fn a_race_killed_with_sigkill_resumes_every_lane() {
     assert_eq!(ends.len(), 2, "{t}");
     let end = &events(&j, "race_end")[0];
     assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
-    assert!(end["merged"].is_null());
-    assert!(t.contains("race: to merge it: git merge kit/race/1/1"), "{t}");
+    assert_eq!(starts[0]["merge"], true);
+    assert_eq!(starts[1]["merge"], true);
+    assert_eq!(end["merged"], "fast-forward", "{t}");
+    assert!(t.contains("race: merged kit/race/1/1 into main (fast-forward"), "{t}");
+    assert!(!t.contains("--merge next time"), "{t}");
 }
 
 /// A goal with a `- human:` criterion: both lanes of `fake:finish` pass every machine criterion
@@ -251,6 +256,8 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
     let d = project_with_goal(true, &goal);
     let root = d.path();
     let base = git(root, &["rev-parse", "HEAD"]);
+    // Uncommitted work is not in the lanes, and the race says so.
+    write(root, "notes.txt", "not committed\n");
     let o = kit(root)
         .args(["race", "--agent", "fake:finish", "--agent", "fake:finish"])
         .args(["--max-iterations", "1", "--merge"])
@@ -258,6 +265,7 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
         .unwrap();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(6), "{t}");
+    assert!(t.contains("your uncommitted changes are not in them (notes.txt); commit them"), "{t}");
     let j = root.join("longrun/journal.jsonl");
     let start = events(&j, "race_start")[0].clone();
     assert_eq!(start["merge"], true);
@@ -291,4 +299,18 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
     assert!(s.contains("race: 1 (won by lane 1 `fake:finish`, merged fast-forward)"), "{s}");
     let last = s.lines().last().unwrap();
     assert!(last.starts_with("outcome: race 1 won: lane 1 (`fake:finish`) is done"), "{s}");
+}
+
+/// A cap given to the race that may not be off names the race's help, not the loop's.
+#[test]
+fn a_race_flag_that_turns_a_cap_off_names_kit_race_help() {
+    let d = project(true);
+    let o = kit(d.path())
+        .args(["race", "--agent", "fake:finish", "--max-iterations", "0"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--max-iterations 0: caps may not be off"), "{t}");
+    assert!(t.contains("kit race --help") && !t.contains("kit loop --help"), "{t}");
 }

@@ -247,6 +247,7 @@ impl<'a> Race<'a> {
                     .with_hint("git add -A && git commit -m start, then kit race again")
             })?;
         let branch = git::git_opt(&root, &["symbolic-ref", "--short", "-q", "HEAD"]);
+        let left_out = git::uncommitted(&root);
         let run = view::race_runs(history) + 1;
         let dir = races_dir(&root)?.join(run.to_string());
         crate::atomic::create_dir_all(&dir)?;
@@ -293,6 +294,18 @@ impl<'a> Race<'a> {
                 .iterations
                 .map_or(String::new(), |n| format!("; iterations {n} per lane")),
         ));
+        if !left_out.is_empty() {
+            const SHOWN: usize = 5;
+            let mut names = left_out.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            if left_out.len() > SHOWN {
+                names.push_str(&format!(" and {} more", left_out.len() - SHOWN));
+            }
+            race.say(format!(
+                "race: the lanes start from {}: your uncommitted changes are not in them ({names}); \
+                 commit them and race again to include them",
+                git::short(&base)
+            ));
+        }
         Ok(race)
     }
 
