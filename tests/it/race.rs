@@ -314,3 +314,51 @@ fn a_race_flag_that_turns_a_cap_off_names_kit_race_help() {
     assert!(t.contains("--max-iterations 0: caps may not be off"), "{t}");
     assert!(t.contains("kit race --help") && !t.contains("kit loop --help"), "{t}");
 }
+
+/// `kit tell` while a race runs goes to every running lane's inbox, where each lane's loop puts
+/// it in its next iteration's prompt; the user's own inbox, which no loop of the race reads,
+/// stays empty.
+#[test]
+fn kit_tell_during_a_race_reaches_every_running_lane() {
+    let d = project(true);
+    let root = d.path();
+    let race = kit(root)
+        .args(["race", "--agent", "fake:hang", "--agent", "fake:hang", "--max-iterations", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let j = root.join("longrun/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let start = loop {
+        if let Some(s) = events(&j, "race_start").first() {
+            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
+                break s.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "the lanes' agents never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let t = kit_ok(root, &["tell", "--from", "ada", "keep parse_duration in confload"]);
+    let pid = |n: usize| events(&lane_journal(&start, n), "loop_start")[0]["pid"].clone();
+    assert!(
+        t.starts_with(&format!(
+            "told 2 running lanes of race 1: lane 1 (pid {}), lane 2 (pid {})",
+            pid(1),
+            pid(2)
+        )),
+        "{t}"
+    );
+    for n in 1..=2 {
+        let inbox = lane_journal(&start, n).with_file_name("inbox.md");
+        let text = std::fs::read_to_string(&inbox).unwrap_or_default();
+        assert!(text.contains(" ada: keep parse_duration in confload\n"), "lane {n}: {text}");
+    }
+    assert!(!root.join("longrun/inbox.md").exists(), "the user's inbox got the message");
+    let s = kit_ok(root, &["status"]);
+    assert!(!s.contains("inbox:"), "{s}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(race.id() as i32), nix::sys::signal::SIGTERM)
+        .unwrap();
+    let o = race.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+}
