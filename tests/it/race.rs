@@ -279,7 +279,7 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
     assert_eq!(events(&j, "race_end")[0]["outcome"], "needs_you");
     let s = kit_ok(root, &["status"]);
     assert!(s.contains("race: 1 (needs you:"), "{s}");
-    assert!(s.contains(&format!("needs you: lane 1 `fake:finish`: #1 goal.md:")), "{s}");
+    assert!(s.contains("needs you: lane 1 `fake:finish`: #1 goal.md:"), "{s}");
     assert!(s.contains(&format!("kit -C {} approve 1", lane(2))), "{s}");
     // Answer lane 1 from the user's repository, as the race said.
     let a = kit(root).args(["-C", &lane(1), "approve", "1"]).output().unwrap();

@@ -345,12 +345,15 @@ pub fn tell(cwd: &Path, opts: &TellOptions, out: &mut dyn Write) -> Result<u8> {
     Ok(0)
 }
 
-/// The open race of `project` and its lanes whose loops run now (lane, loop pid, worktree);
-/// None when no race is open or none of its lanes runs.
-fn running_lanes(project: &Project) -> Option<(u64, Vec<(u32, u32, PathBuf)>)> {
+/// A lane of a race whose loop runs now: its number, its loop's pid, its worktree.
+type RunningLane = (u32, u32, PathBuf);
+
+/// The open race of `project` and its lanes whose loops run now; None when no race is open or
+/// none of its lanes runs.
+fn running_lanes(project: &Project) -> Option<(u64, Vec<RunningLane>)> {
     let h = crate::longrun::history::History::read(&project.journal()).ok()?;
     let (start, _) = crate::longrun::race::open_race(&h)?;
-    let lanes: Vec<(u32, u32, PathBuf)> = start
+    let lanes: Vec<RunningLane> = start
         .lanes
         .iter()
         .filter_map(|l| {

@@ -142,10 +142,9 @@ pub fn last_race(h: &History) -> Option<RaceView> {
             }
             Event::RaceEnd(r) if r.run == start.run => end = Some(r.clone()),
             // A race that waited for a person, continued: its waiting lanes run again.
-            Event::RaceStart(s) if s.run == start.run && s.resumed => {
-                if end.take().is_some() {
-                    ends.retain(|x| x.outcome != NEEDS_YOU);
-                }
+            Event::RaceStart(s) if s.run == start.run && s.resumed && end.is_some() => {
+                end = None;
+                ends.retain(|x| x.outcome != NEEDS_YOU);
             }
             _ => {}
         }
