@@ -45,12 +45,17 @@ fn git(root: &Path, args: &[&str]) -> String {
 /// The rehearsal project (parse_duration missing), `kit init`, its level-4 goal, tests and tools
 /// frozen. The project is committed; `longrun/` too when `commit_longrun`.
 fn project(commit_longrun: bool) -> tempfile::TempDir {
+    project_with_goal(commit_longrun, kit_course::rehearse::sample::goal_text())
+}
+
+/// [`project`] with `goal` as its goal.md.
+fn project_with_goal(commit_longrun: bool, goal: &str) -> tempfile::TempDir {
     let d = git_repo();
     let root = d.path();
     kit_course::rehearse::sample::write_sample_project(root).unwrap();
     write(root, ".git/info/exclude", "/.home/\n__pycache__/\n");
     kit_ok(root, &["init"]);
-    write(root, "longrun/goal.md", kit_course::rehearse::sample::goal_text());
+    write(root, "longrun/goal.md", goal);
     write(root, "longrun/config.toml", CONFIG);
     kit_ok(root, &["freeze", "tests", "tools"]);
     if commit_longrun {
@@ -177,13 +182,15 @@ fn three_fake_lanes_the_proven_one_wins_and_is_merged() {
 
 /// The race's process is SIGKILLed while its lanes work: lane 1's loop goes on (adopted by the
 /// next `kit race`), lane 2's loop is killed too (continued by a new `kit loop`, which ends what
-/// is left of its agent). `kit race` again picks up both; lane 1 wins.
+/// is left of its agent). `kit race` again picks up both; lane 1 wins, and is merged: the
+/// killed race was started with `--merge`, which the resumed one keeps.
 #[test]
 fn a_race_killed_with_sigkill_resumes_every_lane() {
     let d = project(true);
     let root = d.path();
     let mut race = kit(root)
         .args(["race", "--agent", "fake:race", "--agent", "fake:hang", "--max-iterations", "2"])
+        .arg("--merge")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -228,6 +235,130 @@ fn a_race_killed_with_sigkill_resumes_every_lane() {
     assert_eq!(ends.len(), 2, "{t}");
     let end = &events(&j, "race_end")[0];
     assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
-    assert!(end["merged"].is_null());
-    assert!(t.contains("race: to merge it: git merge kit/race/1/1"), "{t}");
+    assert_eq!(starts[0]["merge"], true);
+    assert_eq!(starts[1]["merge"], true);
+    assert_eq!(end["merged"], "fast-forward", "{t}");
+    assert!(t.contains("race: merged kit/race/1/1 into main (fast-forward"), "{t}");
+    assert!(!t.contains("--merge next time"), "{t}");
+}
+
+/// A goal with a `- human:` criterion: both lanes of `fake:finish` pass every machine criterion
+/// and stop `needs_you`. The race ends needs_you (exit 6) and names each lane's `kit -C LANE
+/// approve N`; `kit status` lists them under the race; once lane 1's decision is approved,
+/// `kit race` continues the race: lane 1's run goes on to done, wins and is merged (the race's
+/// `--merge` holds on resume), lane 2, still waiting, stays needs_you.
+#[test]
+fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_approval() {
+    let goal = kit_course::rehearse::sample::goal_text().replace(
+        "## Constraints",
+        "- human: the ValueError's message names the value it rejects\n\n## Constraints",
+    );
+    let d = project_with_goal(true, &goal);
+    let root = d.path();
+    let base = git(root, &["rev-parse", "HEAD"]);
+    // Uncommitted work is not in the lanes, and the race says so.
+    write(root, "notes.txt", "not committed\n");
+    let o = kit(root)
+        .args(["race", "--agent", "fake:finish", "--agent", "fake:finish"])
+        .args(["--max-iterations", "1", "--merge"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(6), "{t}");
+    assert!(t.contains("your uncommitted changes are not in them (notes.txt); commit them"), "{t}");
+    let j = root.join("longrun/journal.jsonl");
+    let start = events(&j, "race_start")[0].clone();
+    assert_eq!(start["merge"], true);
+    let lane = |n: usize| start["lanes"][n - 1]["path"].as_str().unwrap().to_string();
+    for n in 1..=2 {
+        let approve = format!("kit -C {} approve 1 (or kit -C {} reject 1", lane(n), lane(n));
+        assert!(t.contains(&format!("race: lane {n} `fake:finish` needs you: #1 ")), "{t}");
+        assert!(t.contains(&approve), "{t}");
+    }
+    assert!(t.lines().last().unwrap().starts_with("needs_you: no lane is done"), "{t}");
+    assert_eq!(events(&j, "race_end")[0]["outcome"], "needs_you");
+    let s = kit_ok(root, &["status"]);
+    assert!(s.contains("race: 1 (needs you:"), "{s}");
+    assert!(s.contains("needs you: lane 1 `fake:finish`: #1 goal.md:"), "{s}");
+    assert!(s.contains(&format!("kit -C {} approve 1", lane(2))), "{s}");
+    // Answer lane 1 from the user's repository, as the race said.
+    let a = kit(root).args(["-C", &lane(1), "approve", "1"]).output().unwrap();
+    assert!(a.status.success(), "{}", text(&a));
+    let o = kit(root).args(["race"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("race: continuing run 1"), "{t}");
+    assert!(t.contains("race: lane 1 `fake:finish`: continued its run with a new loop"), "{t}");
+    assert!(!t.contains("next time"), "{t}");
+    let end = events(&j, "race_end").last().unwrap().clone();
+    assert_eq!((end["outcome"].as_str(), end["winner"].as_u64()), (Some("won"), Some(1)), "{t}");
+    assert_eq!(end["merged"], "fast-forward", "{t}");
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), end["commit"].as_str().unwrap());
+    assert_eq!(git(root, &["merge-base", &base, "HEAD"]), base);
+    let s = kit_ok(root, &["status"]);
+    assert!(s.contains("race: 1 (won by lane 1 `fake:finish`, merged fast-forward)"), "{s}");
+    let last = s.lines().last().unwrap();
+    assert!(last.starts_with("outcome: race 1 won: lane 1 (`fake:finish`) is done"), "{s}");
+}
+
+/// A cap given to the race that may not be off names the race's help, not the loop's.
+#[test]
+fn a_race_flag_that_turns_a_cap_off_names_kit_race_help() {
+    let d = project(true);
+    let o = kit(d.path())
+        .args(["race", "--agent", "fake:finish", "--max-iterations", "0"])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--max-iterations 0: caps may not be off"), "{t}");
+    assert!(t.contains("kit race --help") && !t.contains("kit loop --help"), "{t}");
+}
+
+/// `kit tell` while a race runs goes to every running lane's inbox, where each lane's loop puts
+/// it in its next iteration's prompt; the user's own inbox, which no loop of the race reads,
+/// stays empty.
+#[test]
+fn kit_tell_during_a_race_reaches_every_running_lane() {
+    let d = project(true);
+    let root = d.path();
+    let race = kit(root)
+        .args(["race", "--agent", "fake:hang", "--agent", "fake:hang", "--max-iterations", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let j = root.join("longrun/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let start = loop {
+        if let Some(s) = events(&j, "race_start").first() {
+            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
+                break s.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "the lanes' agents never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let t = kit_ok(root, &["tell", "--from", "ada", "keep parse_duration in confload"]);
+    let pid = |n: usize| events(&lane_journal(&start, n), "loop_start")[0]["pid"].clone();
+    assert!(
+        t.starts_with(&format!(
+            "told 2 running lanes of race 1: lane 1 (pid {}), lane 2 (pid {})",
+            pid(1),
+            pid(2)
+        )),
+        "{t}"
+    );
+    for n in 1..=2 {
+        let inbox = lane_journal(&start, n).with_file_name("inbox.md");
+        let text = std::fs::read_to_string(&inbox).unwrap_or_default();
+        assert!(text.contains(" ada: keep parse_duration in confload\n"), "lane {n}: {text}");
+    }
+    assert!(!root.join("longrun/inbox.md").exists(), "the user's inbox got the message");
+    let s = kit_ok(root, &["status"]);
+    assert!(!s.contains("inbox:"), "{s}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(race.id() as i32), nix::sys::signal::SIGTERM)
+        .unwrap();
+    let o = race.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
 }

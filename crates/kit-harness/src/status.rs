@@ -201,6 +201,13 @@ pub(crate) struct Status {
     /// The project's last `kit race`, with every lane; absent when it never raced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub race: Option<crate::longrun::race::RaceView>,
+    /// The decisions the last race's lanes wait for (lanes stopped `needs_you`), one line each
+    /// with the lane and the command that answers it (see `longrun::race::lane_decisions`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub race_decisions: Vec<String>,
+    /// The journal's last event is the race's `race_end` (no loop ran here since).
+    #[serde(skip)]
+    pub race_last: bool,
     /// The mark that moving it now would write (everything this status read).
     #[serde(skip)]
     pub seen: since::Mark,
@@ -471,6 +478,7 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
             0
         }
     };
+    let race = crate::longrun::race::last_race(&h);
     let run_status = last.map(|r| RunStatus {
         id: r.id,
         started: r.started.clone(),
@@ -510,7 +518,33 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
         notify: notify.map(Entry::to_value),
         agent,
         inbox_waiting,
-        race: crate::longrun::race::last_race(&h),
+        race_decisions: race.as_ref().map_or_else(Vec::new, |r| {
+            r.lanes
+                .iter()
+                .filter(|l| l.outcome == crate::longrun::race::NEEDS_YOU)
+                .flat_map(|l| {
+                    crate::longrun::race::lane_decisions(std::path::Path::new(&l.path))
+                        .into_iter()
+                        .map(move |d| format!("lane {} `{}`: {d}", l.lane, l.agent))
+                })
+                .collect()
+        }),
+        race_last: race.is_some()
+            && h
+                .entries
+                .iter()
+                .rev()
+                .find(|e| {
+                    matches!(
+                        e.event,
+                        Event::LoopStart(_)
+                            | Event::LoopEnd(_)
+                            | Event::RaceStart(_)
+                            | Event::RaceEnd(_)
+                    )
+                })
+                .is_some_and(|e| matches!(e.event, Event::RaceStart(_) | Event::RaceEnd(_))),
+        race,
         seen: since::Mark::now(&h),
     })
 }
@@ -1117,10 +1151,17 @@ fn print_text(s: &Status, theme: &Theme, out: &mut dyn Write) -> std::io::Result
         for l in r.table().lines() {
             writeln!(out, "  {l}")?;
         }
+        for d in &s.race_decisions {
+            writeln!(out, "  {} {d}", theme.warn("needs you:"))?;
+        }
     }
     // Before the outcome, which stays the last line (`kit status | tail -n 1`).
     writeln!(out, "{} {}", theme.bold("next loop:"), s.next_loop.text)?;
     match &s.outcome {
+        _ if s.race_last && s.owner.is_none() => {
+            let r = s.race.as_ref().map(|r| r.outcome()).unwrap_or_default();
+            writeln!(out, "{} {r}", theme.bold("outcome:"))?
+        }
         Some(o) => writeln!(
             out,
             "{} {}: {}",

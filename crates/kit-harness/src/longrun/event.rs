@@ -64,9 +64,9 @@
 //! | `criteria_env` | `removed` (variables), `set` (variables kit set), `path_dropped` (PATH entries, each with why), `pinned` (program → path), `not_found` (names PATH did not find): the criteria's environment, see `goal::env` |
 //! | `hook` | `hook_event` (Claude Code's), `session`, `action` (what the context-band hook did), `band`, `context` (tokens), `pct` (of the compaction point, one decimal), `why` |
 //! | `handoff_saved` | `stamp`, `commit`, `dirty`, `files` (fingerprinted), `handoff_sha256`, `summary_sha256`: `kit handoff save` wrote `longrun/handoff.md` |
-//! | `race_start` | `run` (the race's number), `resumed` (a `kit race` after a killed or stopped one, same run), `base` (the commit the lanes started from), `branch` (the user's branch then; null when HEAD was detached), `lanes` [{`lane` (1-based), `agent`, `branch` (`kit/race/<run>/<lane>`), `path` (its worktree)}], `caps` {`cost_usd`, `wall_s` (the race's, shared by its lanes), `iterations` (per lane; null: each loop's own)}, `pid`, `host`, `command`: `kit race` started or resumed its lanes ([`crate::race`]) |
+//! | `race_start` | `run` (the race's number), `resumed` (a `kit race` after a killed or stopped one, same run), `base` (the commit the lanes started from), `branch` (the user's branch then; null when HEAD was detached), `lanes` [{`lane` (1-based), `agent`, `branch` (`kit/race/<run>/<lane>`), `path` (its worktree)}], `caps` {`cost_usd`, `wall_s` (the race's, shared by its lanes), `iterations` (per lane; null: each loop's own)}, `merge` (`--merge`: kept when the race is resumed; false in older journals), `pid`, `host`, `command`: `kit race` started or resumed its lanes ([`crate::race`]) |
 //! | `lane_end` | `run`, `lane`, `agent`, `outcome` (`won`; `stopped`: the race ended it, another lane having won or a race cap reached; else its loop's own: `cap`, `error`, …), `loop_outcome` (the lane loop's last `loop_end` outcome, `killed` when none), `reason`, `iterations` (the lane run's), `passed`, `total` (its last criteria), `reverts` (frozen-file reverts, `cheat` events), `cost_usd` |
-//! | `race_end` | `run`, `outcome` (`won`/`no_winner`/`cap`/`interrupted`/`error`), `winner` (lane, or null), `branch` (the winner's), `commit` (the winner's work, committed on its branch), `merged` (`fast-forward`/`merge`, or null: not asked, or the user's branch moved), `reason`, `cost_usd` (summed over lanes), `wall_s` (this race process's) |
+//! | `race_end` | `run`, `outcome` (`won`/`no_winner`/`needs_you` (no lane done, one or more wait for a person: the race is not finished, `kit race` continues it)/`cap`/`interrupted`/`error`), `winner` (lane, or null), `branch` (the winner's), `commit` (the winner's work, committed on its branch), `merged` (`fast-forward`/`merge`, or null: not asked, or the user's branch moved), `reason`, `cost_usd` (summed over lanes), `wall_s` (this race process's) |
 
 use std::collections::BTreeMap;
 
@@ -1175,6 +1175,8 @@ pub struct RaceStart {
     pub lanes: Vec<RaceLane>,
     /// The race's caps.
     pub caps: RaceCaps,
+    /// `--merge`: merge the winner into the user's branch (false in journals older than it).
+    pub merge: bool,
     /// The race's process id.
     pub pid: u32,
     /// Its host.
@@ -1243,7 +1245,8 @@ pub struct LaneEnd {
 pub struct RaceEnd {
     /// The race.
     pub run: u64,
-    /// `won`, `no_winner`, `cap`, `interrupted` or `error`.
+    /// `won`, `no_winner`, `needs_you` (not final: `kit race` continues it), `cap`,
+    /// `interrupted` or `error`.
     pub outcome: String,
     /// The winning lane.
     pub winner: Option<u32>,

@@ -279,18 +279,12 @@ pub fn entry(text: &str, from: &str, at: &str) -> Result<String> {
     Ok(out)
 }
 
-/// `kit tell`: append a message to `longrun/inbox.md` (created with a short header when missing)
-/// in one write (`O_APPEND`, then fsync, as journal lines are), and say when it reaches the
-/// agent. Exit 0.
+/// Append `entry` to the inbox of `project` (created with a short header when missing) in one
+/// write (`O_APPEND`, then fsync, as journal lines are).
 ///
-/// Errors: [`Error::Usage`] outside an initialised repository or for a bad text or sender (see
-/// [`entry`]); [`Error::Io`] when the file cannot be written.
-pub fn tell(cwd: &Path, opts: &TellOptions, out: &mut dyn Write) -> Result<u8> {
-    let project = Project::discover_initialised(cwd)?;
-    let from = opts.from.clone().unwrap_or_else(super::pause::user_name);
-    let at = crate::clock::now_rfc3339();
-    let entry = entry(&opts.text, &from, &at)?;
-    let file = path(&project);
+/// Errors: [`Error::Io`] when the file cannot be written.
+fn append(project: &Project, entry: &str) -> Result<()> {
+    let file = path(project);
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&file).at(&file)?;
     let len = f.metadata().at(&file)?.len();
     let mut block = String::new();
@@ -299,10 +293,44 @@ pub fn tell(cwd: &Path, opts: &TellOptions, out: &mut dyn Write) -> Result<u8> {
     } else if !std::fs::read(&file).at(&file)?.ends_with(b"\n") {
         block.push('\n');
     }
-    block.push_str(&entry);
+    block.push_str(entry);
     f.write_all(block.as_bytes()).at(&file)?;
-    f.sync_data().at(&file)?;
-    drop(f);
+    f.sync_data().at(&file)
+}
+
+/// `kit tell`: append a message to `longrun/inbox.md` (see [`append`]) and say when it reaches
+/// the agent. While a race runs in the project (`kit race`: the project's open race has lanes
+/// whose loops run), the message goes to the inbox of every lane still running instead, where
+/// each lane's loop puts it in its next iteration's prompt; the user's own inbox is left as it
+/// is (the race's process reads no inbox). Exit 0.
+///
+/// Errors: [`Error::Usage`] outside an initialised repository or for a bad text or sender (see
+/// [`entry`]); [`Error::Io`] when a file cannot be written.
+pub fn tell(cwd: &Path, opts: &TellOptions, out: &mut dyn Write) -> Result<u8> {
+    let project = Project::discover_initialised(cwd)?;
+    let from = opts.from.clone().unwrap_or_else(super::pause::user_name);
+    let at = crate::clock::now_rfc3339();
+    let entry = entry(&opts.text, &from, &at)?;
+    let o = Path::new("stdout");
+    if let Some((run, lanes)) = running_lanes(&project) {
+        let mut told = Vec::new();
+        for (lane, pid, path) in &lanes {
+            append(&Project::at(path), &entry)?;
+            told.push(format!("lane {lane} (pid {pid})"));
+        }
+        writeln!(
+            out,
+            "told {} running lane{} of race {run}: {}; added to each lane's {FILE} from {}, its \
+             loop puts it in its next iteration's prompt",
+            lanes.len(),
+            if lanes.len() == 1 { "" } else { "s" },
+            told.join(", "),
+            from.trim()
+        )
+        .at(o)?;
+        return Ok(0);
+    }
+    append(&project, &entry)?;
     let waiting = waiting(&project).unwrap_or(1);
     let also = match waiting {
         0 | 1 => String::new(),
@@ -313,9 +341,27 @@ pub fn tell(cwd: &Path, opts: &TellOptions, out: &mut dyn Write) -> Result<u8> {
         None => "no loop runs now: the next kit loop puts it in its first iteration's prompt"
             .to_string(),
     };
-    writeln!(out, "told: added to {FILE} from {}; {when}{also}", from.trim())
-        .at(Path::new("stdout"))?;
+    writeln!(out, "told: added to {FILE} from {}; {when}{also}", from.trim()).at(o)?;
     Ok(0)
+}
+
+/// A lane of a race whose loop runs now: its number, its loop's pid, its worktree.
+type RunningLane = (u32, u32, PathBuf);
+
+/// The open race of `project` and its lanes whose loops run now; None when no race is open or
+/// none of its lanes runs.
+fn running_lanes(project: &Project) -> Option<(u64, Vec<RunningLane>)> {
+    let h = crate::longrun::history::History::read(&project.journal()).ok()?;
+    let (start, _) = crate::longrun::race::open_race(&h)?;
+    let lanes: Vec<RunningLane> = start
+        .lanes
+        .iter()
+        .filter_map(|l| {
+            let path = PathBuf::from(&l.path);
+            crate::longrun::race::live_loop(&path).map(|h| (l.lane, h.pid, path))
+        })
+        .collect();
+    (!lanes.is_empty()).then_some((start.run, lanes))
 }
 
 #[cfg(test)]

@@ -30,18 +30,55 @@ pub fn race_runs(h: &History) -> u64 {
     race_starts(h).iter().map(|s| s.run).max().unwrap_or(0)
 }
 
-/// The last race if it has no `race_end`: its first `race_start` and the `lane_end`s so far.
+/// The last race if it has not finished: its first `race_start` and each lane's last `lane_end`
+/// so far (in lane order). A race is finished by a `race_end` other than `needs_you`: a race that
+/// ended waiting for a person continues with `kit race` once the lanes' decisions are answered.
 pub fn open_race(h: &History) -> Option<(RaceStart, Vec<LaneEnd>)> {
     let start = race_starts(h).into_iter().last()?;
-    let mut ends = Vec::new();
+    let mut ends: Vec<LaneEnd> = Vec::new();
     for e in &h.entries {
         match &e.event {
-            Event::RaceEnd(r) if r.run == start.run => return None,
-            Event::LaneEnd(l) if l.run == start.run => ends.push(l.clone()),
+            Event::RaceEnd(r) if r.run == start.run && r.outcome != NEEDS_YOU => return None,
+            Event::LaneEnd(l) if l.run == start.run => {
+                ends.retain(|x| x.lane != l.lane);
+                ends.push(l.clone());
+            }
             _ => {}
         }
     }
+    ends.sort_by_key(|e| e.lane);
     Some((start, ends))
+}
+
+/// The outcome of a lane (its loop stopped for a decision only a person makes) and of a race
+/// (no lane won and one or more wait for a person): not final, `kit race` continues it.
+pub const NEEDS_YOU: &str = "needs_you";
+
+/// The decisions waiting for a person in the lane whose worktree is `path`, one line each with
+/// the commands that answer it from anywhere: `#1 goal.md:14 (human: …) waits for your
+/// approval; kit -C PATH approve 1 (or kit -C PATH reject 1 --note WHY)`.
+pub fn lane_decisions(path: &Path) -> Vec<String> {
+    let Ok(h) = History::read(&Project::at(path).journal()) else {
+        return Vec::new();
+    };
+    let all = crate::longrun::decisions::decisions(&h.entries);
+    let kit = format!("kit -C {}", path.display());
+    let mut out = Vec::new();
+    for (i, d) in all.iter().enumerate() {
+        // A human criterion asked again later (for another tree) waits under its newer number.
+        let superseded =
+            d.line.is_some() && all[i + 1..].iter().any(|l| l.line == d.line && l.text == d.text);
+        if superseded || d.answer.is_some() {
+            continue;
+        }
+        let n = d.number;
+        let what = match d.line {
+            Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", d.text),
+            None => format!("the agent asks: {}", d.text),
+        };
+        out.push(format!("#{n} {what}; {kit} approve {n} (or {kit} reject {n} --note WHY)"));
+    }
+    out
 }
 
 /// One lane as `kit status` and `kit report` show it.
@@ -99,8 +136,16 @@ pub fn last_race(h: &History) -> Option<RaceView> {
     let mut end = None;
     for e in &h.entries {
         match &e.event {
-            Event::LaneEnd(l) if l.run == start.run => ends.push(l.clone()),
+            Event::LaneEnd(l) if l.run == start.run => {
+                ends.retain(|x| x.lane != l.lane);
+                ends.push(l.clone());
+            }
             Event::RaceEnd(r) if r.run == start.run => end = Some(r.clone()),
+            // A race that waited for a person, continued: its waiting lanes run again.
+            Event::RaceStart(s) if s.run == start.run && s.resumed && end.is_some() => {
+                end = None;
+                ends.retain(|x| x.outcome != NEEDS_YOU);
+            }
             _ => {}
         }
     }
@@ -172,6 +217,10 @@ impl RaceView {
                 };
                 format!("won by lane {w} `{agent}`{merged}")
             }
+            Some(e) if e.outcome == NEEDS_YOU => format!(
+                "needs you: {}; answer each lane's decision below, then kit race continues it",
+                e.reason
+            ),
             Some(e) => format!("{}: {}", e.outcome, e.reason),
             None if racing => format!("running, {} lanes", self.lanes.len()),
             None => "unfinished: its race process is gone; kit race --resume continues it".into(),
@@ -184,6 +233,28 @@ impl RaceView {
             &self.base[..self.base.len().min(12)],
             self.cost_cap_usd
         )
+    }
+
+    /// The race's outcome for `kit status`'s last line when the race is the journal's last
+    /// word: `race 1 won: lane 2 (`fake:finish`) is done: …; merged fast-forward`.
+    pub fn outcome(&self) -> String {
+        let run = self.run;
+        match &self.end {
+            Some(e) if e.outcome == "won" => format!(
+                "race {run} won: {}; {}",
+                e.reason,
+                match &e.merged {
+                    Some(m) => format!("merged {m}"),
+                    None => format!("not merged: git merge {}", e.branch.as_deref().unwrap_or("?")),
+                }
+            ),
+            Some(e) if e.outcome == NEEDS_YOU => format!(
+                "race {run} needs you: {}; answer each lane's decision, then kit race continues it",
+                e.reason
+            ),
+            Some(e) => format!("race {run} {}: {}", e.outcome, e.reason),
+            None => format!("race {run} is unfinished; kit race continues it"),
+        }
     }
 
     /// The lanes as a text table (see [`table`]).

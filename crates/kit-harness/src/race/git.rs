@@ -31,6 +31,25 @@ pub(super) fn git_opt(dir: &Path, args: &[&str]) -> Option<String> {
     git(dir, args).ok().filter(|s| !s.is_empty())
 }
 
+/// The paths outside `longrun/` that differ from HEAD in the work tree at `root` (changed,
+/// staged, deleted or untracked and not ignored), sorted: what a race from HEAD leaves out.
+pub(super) fn uncommitted(root: &Path) -> Vec<String> {
+    let spec = [".", ":(exclude)longrun"];
+    let mut paths: Vec<String> = Vec::new();
+    for args in [
+        &["diff", "--name-only", "--no-renames", "HEAD", "--"][..],
+        &["ls-files", "--others", "--exclude-standard", "--"][..],
+    ] {
+        let all: Vec<&str> = args.iter().chain(spec.iter()).copied().collect();
+        if let Some(out) = git_opt(root, &all) {
+            paths.extend(out.lines().map(str::to_string));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
 /// The folder kit keeps the races of the repository at `root` in: `<git common dir>/kit/race`.
 ///
 /// Errors: [`Error::Internal`] when git cannot name the git folder.

@@ -31,16 +31,24 @@
 //!    merge` to run is printed. Journal `race_end`. The worktrees stay for inspection until `kit
 //!    race clean`.
 //!
-//! Exit status: 0 a lane won, 3 none did (every lane ended without done, or a race cap), 4 the
+//! Exit status: 0 a lane won, 3 none did (every lane ended without done, or a race cap), 6 none
+//! did and one or more lanes stopped `needs_you` (a decision only a person makes: the race prints
+//! the `kit -C LANE approve N` that answers each, and `kit race` then continues the race), 4 the
 //! project's lock is held, 2 bad flags, goal or config, 130 stopped by hand (Ctrl-C, SIGTERM:
 //! every lane is stopped first).
+//!
+//! `--merge` is part of the race (`race_start`'s `merge`): a resumed race merges its winner when
+//! the first or the resuming command asked for it.
 //!
 //! **Resume.** The race's state is the user's journal (`race_start` names every lane) and each
 //! lane's own journal. `kit race` (or `kit race --resume`) after a killed race continues it: a
 //! lane with a `lane_end` stays ended; a lane whose loop still runs (its lock's live holder) is
 //! adopted and watched; a lane whose loop ended while no race watched is judged by its journal
 //! (done wins, earliest first); any other lane is continued with `kit loop`, which continues its
-//! killed run (and ends what a killed loop left of its agent's process group).
+//! killed run (and ends what a killed loop left of its agent's process group). A race that ended
+//! `needs_you` is continued the same way: each lane that waited for a person and whose decisions
+//! are all answered is continued by a new `kit loop` (done after an approval); one still waiting
+//! ends `needs_you` again.
 
 mod git;
 pub mod lane;
@@ -49,7 +57,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, IoContext, Result, EXIT_CAP, EXIT_OK};
+use crate::error::{Error, IoContext, Result, EXIT_CAP, EXIT_NEEDS_YOU, EXIT_OK};
 use crate::longrun::config::Config;
 use crate::longrun::event::{Event, LaneEnd, RaceCaps, RaceEnd, RaceLane, RaceStart};
 use crate::longrun::history::History;
@@ -59,7 +67,7 @@ use crate::looprun::LoopOptions;
 use crate::signals::{Stop, EXIT_INTERRUPTED};
 use crate::units::format_duration;
 
-use crate::longrun::race::{self as view, live_loop, LaneState};
+use crate::longrun::race::{self as view, lane_decisions, live_loop, LaneState, NEEDS_YOU};
 pub use git::{lane_branch, races_dir};
 use lane::{LoopFlags, Worker};
 
@@ -175,7 +183,11 @@ pub fn run(cwd: &Path, opts: &RaceOptions, out: &mut dyn Write) -> Result<u8> {
                     max_wall: opts.max_wall,
                     ..LoopOptions::default()
                 };
-                lo.check(&project.root)?;
+                // The flags are the race's: its help, not the loop's, says what they take.
+                lo.check(&project.root).map_err(|e| match e.hint() {
+                    Some("kit loop --help") => e.with_hint("kit race --help"),
+                    _ => e,
+                })?;
             }
             let caps = RaceCaps {
                 cost_usd: opts.max_cost.unwrap_or(planned.cost_usd),
@@ -213,6 +225,9 @@ struct Slot {
     ended: Option<LaneEnd>,
     /// Asked to stop, and why.
     stopping: Option<String>,
+    /// Its last `lane_end` was `needs_you` (a race continued after a person answered): its run
+    /// is continued by a new loop rather than judged again by its journal.
+    asked: bool,
 }
 
 impl<'a> Race<'a> {
@@ -232,6 +247,7 @@ impl<'a> Race<'a> {
                     .with_hint("git add -A && git commit -m start, then kit race again")
             })?;
         let branch = git::git_opt(&root, &["symbolic-ref", "--short", "-q", "HEAD"]);
+        let left_out = git::uncommitted(&root);
         let run = view::race_runs(history) + 1;
         let dir = races_dir(&root)?.join(run.to_string());
         crate::atomic::create_dir_all(&dir)?;
@@ -257,6 +273,7 @@ impl<'a> Race<'a> {
             branch: branch.clone(),
             lanes,
             caps,
+            merge: opts.merge,
             pid: me.pid,
             host: me.host,
             command: me.command,
@@ -277,6 +294,18 @@ impl<'a> Race<'a> {
                 .iterations
                 .map_or(String::new(), |n| format!("; iterations {n} per lane")),
         ));
+        if !left_out.is_empty() {
+            const SHOWN: usize = 5;
+            let mut names = left_out.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+            if left_out.len() > SHOWN {
+                names.push_str(&format!(" and {} more", left_out.len() - SHOWN));
+            }
+            race.say(format!(
+                "race: the lanes start from {}: your uncommitted changes are not in them ({names}); \
+                 commit them and race again to include them",
+                git::short(&base)
+            ));
+        }
         Ok(race)
     }
 
@@ -289,8 +318,11 @@ impl<'a> Race<'a> {
         out: &'a mut dyn Write,
     ) -> Result<Race<'a>> {
         let me = lock::Holder::current();
+        // A race asked to merge keeps asking when it is resumed, with or without --merge.
+        let merge = opts.merge || first.merge;
         let start = RaceStart {
             resumed: true,
+            merge,
             pid: me.pid,
             host: me.host,
             command: me.command,
@@ -298,11 +330,14 @@ impl<'a> Race<'a> {
         };
         let journal = Journal::new(project.journal());
         journal.append(&Event::RaceStart(start.clone()))?;
-        let merge = opts.merge;
         let mut race = Race::new(project, journal, first, opts, out);
         race.merge = merge;
         for e in ended {
             if let Some(s) = race.slots.iter_mut().find(|s| s.lane.lane == e.lane) {
+                if e.outcome == NEEDS_YOU {
+                    s.asked = true;
+                    continue;
+                }
                 if e.outcome == "won" {
                     race.winner = Some(s.lane.lane as usize - 1);
                 }
@@ -342,7 +377,13 @@ impl<'a> Race<'a> {
         let slots = start
             .lanes
             .iter()
-            .map(|l| Slot { lane: l.clone(), worker: None, ended: None, stopping: None })
+            .map(|l| Slot {
+                lane: l.clone(),
+                worker: None,
+                ended: None,
+                stopping: None,
+                asked: false,
+            })
             .collect();
         Race {
             project,
@@ -390,7 +431,10 @@ impl<'a> Race<'a> {
             }
             let st = LaneState::read(&path)?;
             if let Some((outcome, _)) = &st.end {
-                if is_final(outcome) {
+                // A lane that waited for a person goes on once every decision is answered.
+                let answered =
+                    self.slots[i].asked && outcome == NEEDS_YOU && lane_decisions(&path).is_empty();
+                if is_final(outcome) && !answered {
                     finished.push((st.ended_at.clone(), i));
                 }
             }
@@ -557,6 +601,7 @@ impl<'a> Race<'a> {
         let verb = match outcome.as_str() {
             "won" => "won".to_string(),
             "stopped" => "stopped".to_string(),
+            NEEDS_YOU => "waits for a person".to_string(),
             o => format!("out ({o})"),
         };
         self.say(format!("race: lane {} `{}` {verb}: {reason}{reverts}", lane.lane, lane.agent));
@@ -630,9 +675,35 @@ impl<'a> Race<'a> {
                 }
             }
             (None, None) => {
-                end.outcome = "no_winner".into();
-                end.reason = "every lane ended without done".into();
-                EXIT_CAP
+                let asking: Vec<RaceLane> = self
+                    .slots
+                    .iter()
+                    .filter(|s| s.ended.as_ref().is_some_and(|e| e.outcome == NEEDS_YOU))
+                    .map(|s| s.lane.clone())
+                    .collect();
+                if asking.is_empty() {
+                    end.outcome = "no_winner".into();
+                    end.reason = "every lane ended without done".into();
+                    EXIT_CAP
+                } else {
+                    let names: Vec<String> = asking.iter().map(|l| l.lane.to_string()).collect();
+                    end.outcome = NEEDS_YOU.into();
+                    end.reason = format!(
+                        "no lane is done; lane{} {} wait{} for a person",
+                        if asking.len() == 1 { "" } else { "s" },
+                        names.join(", "),
+                        if asking.len() == 1 { "s" } else { "" },
+                    );
+                    for l in &asking {
+                        for d in lane_decisions(Path::new(&l.path)) {
+                            lines.push(format!(
+                                "race: lane {} `{}` needs you: {d}",
+                                l.lane, l.agent
+                            ));
+                        }
+                    }
+                    EXIT_NEEDS_YOU
+                }
             }
         };
         self.journal.append(&Event::RaceEnd(end.clone()))?;
@@ -653,6 +724,10 @@ impl<'a> Race<'a> {
                 format!("interrupted: {}; kit race --resume continues the race", end.reason)
             }
             "cap" => format!("cap: {}; no lane reached done; {clean}", end.reason),
+            NEEDS_YOU => format!(
+                "needs_you: {}: answer each decision above, then kit race continues the race",
+                end.reason
+            ),
             _ => format!("no winner: {}; {clean}", end.reason),
         });
         Ok(code)
