@@ -299,6 +299,11 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
     assert!(s.contains("race: 1 (won by lane 1 `fake:finish`, merged fast-forward)"), "{s}");
     let last = s.lines().last().unwrap();
     assert!(last.starts_with("outcome: race 1 won: lane 1 (`fake:finish`) is done"), "{s}");
+    // The report's outcome says the same, not "no loop has run yet".
+    kit_ok(root, &["report", "--out", ".git/report.html"]);
+    let page = std::fs::read_to_string(root.join(".git/report.html")).unwrap();
+    assert!(page.contains("race 1 won: lane 1"), "the report names the race's outcome");
+    assert!(!page.contains("no loop has run yet"));
 }
 
 /// A cap given to the race that may not be off names the race's help, not the loop's.

@@ -419,6 +419,9 @@ fn loop_body(s: &Status, rows: &[Row]) -> Markup {
         _ => "none".into(),
     };
     let outcome = match &s.outcome {
+        _ if s.race_last && s.owner.is_none() => {
+            s.race.as_ref().map(|r| r.outcome()).unwrap_or_default()
+        }
         Some(o) => format!(
             "{}: {}",
             o["outcome"].as_str().unwrap_or("?"),
