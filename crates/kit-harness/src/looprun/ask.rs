@@ -320,6 +320,28 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
     let all = decisions(&h.entries);
     let word = if opts.reject { "reject" } else { "approve" };
     let Some(d) = all.iter().find(|d| d.number == opts.number) else {
+        // A race's lanes keep their decisions in their own journals: name them.
+        if let Some((start, _)) = crate::longrun::race::open_race(&h) {
+            let waiting: Vec<String> = start
+                .lanes
+                .iter()
+                .flat_map(|l| {
+                    crate::longrun::race::lane_decisions(Path::new(&l.path))
+                        .into_iter()
+                        .map(move |d| format!("lane {}: {d}", l.lane))
+                })
+                .collect();
+            if !waiting.is_empty() {
+                return Err(Error::usage(format!(
+                    "no decision #{} in longrun/journal.jsonl: race {} waits for a person in its \
+                     lanes, each with its own journal and numbers:\n  {}",
+                    opts.number,
+                    start.run,
+                    waiting.join("\n  ")
+                ))
+                .with_hint("answer each lane with the command its line names, then kit race"));
+            }
+        }
         let open: Vec<String> =
             all.iter().filter(|d| d.answer.is_none()).map(|d| format!("#{}", d.number)).collect();
         return Err(Error::usage(format!(
