@@ -284,7 +284,7 @@ fn a_race_whose_lanes_wait_for_a_person_ends_needs_you_and_continues_after_appro
     // A plain kit approve in the user's repository names the lanes' decisions instead.
     let a = kit(root).args(["approve", "1"]).output().unwrap();
     assert_eq!(a.status.code(), Some(2), "{}", text(&a));
-    assert!(text(&a).contains(&format!("lane 2: #1 goal.md:")), "{}", text(&a));
+    assert!(text(&a).contains("lane 2: #1 goal.md:"), "{}", text(&a));
     assert!(text(&a).contains(&format!("kit -C {} approve 1", lane(1))), "{}", text(&a));
     // Answer lane 1 from the user's repository, as the race said.
     let a = kit(root).args(["-C", &lane(1), "approve", "1"]).output().unwrap();
