@@ -417,26 +417,68 @@ pub fn info_exclude(root: &Path) -> Vec<u8> {
 }
 
 /// The repository's own git settings an agent could plant to run code outside the loop or change
-/// what git shows: every `git config --local` entry, and each hook in the hooks folder that is not
-/// a `.sample`, as `hooks/NAME`. Compared before and after a run.
+/// what git shows, one line each, compared before and after a run:
+/// - every config entry of the repository's own scopes, `local` and `worktree`, with the files
+///   they include (`git config --list --show-scope --includes`, so an entry added to an included
+///   file or to `config.worktree` counts); `KEY=VALUE`;
+/// - each hook in the hooks folders (`.git/hooks`, and the folder `core.hooksPath` names, even
+///   one inside the work tree) that is not a `.sample`, with a digest of its content, so that a
+///   hook edited in place counts as well as a new one: `hooks/NAME sha256:0123456789ab`;
+/// - `info/attributes` (which may select a filter driver), likewise by content.
+///
+/// Errors: none; what git cannot say is left out.
 pub fn local_settings(root: &Path) -> Vec<String> {
-    let mut out = lines_in(root, &["config", "--local", "--list"]).unwrap_or_default();
-    // The default hooks folder and the one `core.hooksPath` names, if any.
-    let mut dirs = lines_in(root, &["rev-parse", "--git-path", "hooks"]).unwrap_or_default();
+    let scoped = lines_in(root, &["config", "--list", "--show-scope", "--includes"]);
+    let mut out: Vec<String> = match scoped {
+        Some(lines) => lines
+            .into_iter()
+            .filter_map(|l| {
+                let (scope, entry) = l.split_once('\t')?;
+                matches!(scope, "local" | "worktree").then(|| entry.to_string())
+            })
+            .collect(),
+        // A git older than 2.26 has no --show-scope: the local file alone.
+        None => lines_in(root, &["config", "--local", "--list"]).unwrap_or_default(),
+    };
+    let digest = |path: &Path| {
+        std::fs::read(path).ok().map(|b| crate::digest::sha256_hex(&b)[..12].to_string())
+    };
+    // The default hooks folder and the one `core.hooksPath` names, if any (kit's own git
+    // commands pin core.hooksPath, so the repository's value is read from its config).
     let common = lines_in(root, &["rev-parse", "--git-common-dir"]).unwrap_or_default();
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     if let Some(common) = common.first() {
-        dirs.push(format!("{common}/hooks"));
+        let common = root.join(common);
+        dirs.push(common.join("hooks"));
+        if let Some(a) = digest(&common.join("info/attributes")) {
+            out.push(format!("info/attributes sha256:{a}"));
+        }
+    }
+    let hooks_path =
+        out.iter().rev().find_map(|l| l.strip_prefix("core.hookspath=").map(str::to_string));
+    if let Some(h) = hooks_path {
+        let h = if let Some(rest) = h.strip_prefix("~/") {
+            std::env::var_os("HOME")
+                .map_or_else(|| root.join(&h), |home| Path::new(&home).join(rest))
+        } else {
+            root.join(h)
+        };
+        dirs.push(h);
     }
     dirs.sort();
     dirs.dedup();
     for dir in &dirs {
-        let dir = root.join(dir);
-        if let Ok(rd) = std::fs::read_dir(&dir) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
             let mut names: Vec<String> = rd
                 .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.ends_with(".sample"))
-                .map(|n| format!("hooks/{n}"))
+                .filter(|e| !e.file_name().to_string_lossy().ends_with(".sample"))
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    match digest(&e.path()) {
+                        Some(d) => format!("hooks/{name} sha256:{d}"),
+                        None => format!("hooks/{name}"),
+                    }
+                })
                 .collect();
             names.sort();
             out.extend(names);

@@ -456,9 +456,9 @@ pub(crate) fn gather(cwd: &Path) -> Result<Status> {
             kind: "git_planted",
             line: None,
             text: format!(
-                "git settings an agent added during a run are still in place: {}; read and \
-                 remove them (.git/hooks/, .git/config): your git runs them, and kit approve \
-                 refuses while they stay",
+                "git settings that appeared during a run are still in place: {}; read and \
+                 remove them (.git/hooks/, core.hooksPath, .git/config and what it includes): \
+                 your git runs them, and kit approve refuses while they stay",
                 planted.join(", ")
             ),
         });

@@ -263,17 +263,72 @@ fn a_git_hook_the_agent_planted_blocks_kit_approve_until_it_is_removed() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(6), "{t}");
     assert!(t.contains("hooks/post-commit"), "{t}");
-    assert!(status(root).contains(
-        "git settings an agent added during a run are still in place: hooks/post-commit"
-    ));
+    assert!(status(root)
+        .contains("git settings that appeared during a run are still in place: hooks/post-commit"));
     let o = kit(root).args(["approve", "1"]).output().unwrap();
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("kit approve refuses while git settings an agent added"), "{t}");
+    assert!(t.contains("kit approve refuses while git settings that appeared during a run"), "{t}");
     assert!(events(root, "approval").is_empty());
     std::fs::remove_file(root.join(".git/hooks/post-commit")).unwrap();
     let o = kit(root).args(["approve", "1"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = kit_loop(root, &agent);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_message_told_during_the_last_iteration_reaches_the_agent_before_done() {
+    // A person's kit tell lands while the iteration that finishes the work runs: the run does
+    // not end with it unread; the agent runs once more, with it in its prompt.
+    let d = project(false);
+    let root = d.path();
+    let kit_bin = env!("CARGO_BIN_EXE_kit");
+    let fix = CALC_FIXED.replace('\n', "\\n");
+    write(
+        root,
+        "agent.toml",
+        &format!(
+            "description = \"finishes while a person tells it something\"\n\n\
+             [[call]]\nwhen = \"1\"\n\n\
+             [[call.step]]\ndo = \"write\"\npath = \"calc.py\"\ncontent = \"{fix}\"\n\n\
+             [[call.step]]\ndo = \"run\"\ncommand = \"env -u KIT_RUN_KEY {kit_bin} tell --from ada 'keep the old API' > .git/tell.out 2>&1\"\n\n\
+             [[call]]\nwhen = \"2\"\n\n\
+             [[call.step]]\ndo = \"save_prompt\"\npath = \".git/prompt-2.md\"\n"
+        ),
+    );
+    let o = kit_loop(root, &["--agent", "fake:agent.toml"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("iteration 1: done waits: 1 message in longrun/inbox.md"), "{t}");
+    assert!(read(root, ".git/prompt-2.md").contains("keep the old API"));
+    assert!(!status(root).contains("inbox:"), "nothing waits once done");
+}
+
+#[test]
+fn a_hook_edited_in_place_or_an_included_config_file_edited_also_blocks_kit_approve() {
+    // Husky-style hooks in the work tree (core.hooksPath set before the run) and a config file
+    // included before the run: the agent edits them rather than adding new ones.
+    let d = with_human(false);
+    let root = d.path();
+    write(root, ".githooks/pre-commit", "#!/bin/sh\nexit 0\n");
+    write(root, ".git/shared.gitconfig", "");
+    let git = |args: &[&str]| {
+        assert!(Command::new("git").arg("-C").arg(root).args(args).status().unwrap().success())
+    };
+    git(&["config", "core.hooksPath", ".githooks"]);
+    git(&["config", "include.path", "shared.gitconfig"]);
+    let agent = [
+        "--agent",
+        "cp .git/fixed.py calc.py; printf '#!/bin/sh\\nkit approve 1\\n' > .githooks/pre-commit; \
+         printf '[alias]\\n\\tst = !kit approve 1\\n' >> .git/shared.gitconfig",
+    ];
+    let o = kit_loop(root, &agent);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let o = kit(root).args(["approve", "1"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("hooks/pre-commit sha256:"), "{t}");
+    assert!(t.contains("alias.st=!kit approve 1"), "{t}");
+    assert!(events(root, "approval").is_empty());
 }

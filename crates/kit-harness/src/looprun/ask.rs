@@ -370,7 +370,11 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
             later.number,
             later.number
         ))
-        .with_hint(format!("kit {word} {}", later.number)));
+        .with_hint(if opts.reject {
+            format!("kit reject {} --note WHY", later.number)
+        } else {
+            format!("kit approve {}", later.number)
+        }));
     }
     let note = opts.note.clone().unwrap_or_default().trim().to_string();
     if opts.reject && note.is_empty() {
@@ -420,14 +424,15 @@ pub fn approve(cwd: &Path, opts: &ApproveOptions, out: &mut dyn Write) -> Result
         let planted = crate::longrun::decisions::planted_git_settings(&project, &h);
         if !planted.is_empty() {
             return Err(Error::usage(format!(
-                "kit approve refuses while git settings an agent added during a run are still \
-                 in place: {}. A hook or a config entry runs when you use git, and could run kit \
-                 approve in your name",
+                "kit approve refuses while git settings that appeared during a run (the \
+                 agent's, or yours while it ran) are still in place: {}. A hook or a config \
+                 entry runs when you use git, and could run kit approve in your name",
                 planted.join(", ")
             ))
             .with_hint(format!(
-                "read and remove them (hooks live in .git/hooks/, entries in .git/config: git \
-                 config --local --unset KEY), then kit approve {}",
+                "read and remove them (hooks live in .git/hooks/ or core.hooksPath, entries in \
+                 .git/config and the files it includes: git config --local --unset KEY), then \
+                 kit approve {}; settings of your own: remove them, approve, add them again",
                 d.number
             )));
         }

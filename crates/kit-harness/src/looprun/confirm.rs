@@ -97,6 +97,25 @@ impl RunCtx<'_> {
         first: &Check,
         done: Outcome,
     ) -> Result<Option<Outcome>> {
+        // A message no agent got yet (an answer to the agent's `kit ask`, a `kit tell` sent
+        // during the last iteration) is a person's word for the agent: it hears it before the
+        // run can end. (An agent that writes to the inbox itself keeps its run going, to a cap.)
+        let unheard = crate::longrun::inbox::waiting(&self.project).unwrap_or(0);
+        if unheard > 0 {
+            let at = if iteration == 0 {
+                "baseline".to_string()
+            } else {
+                format!("iteration {iteration}")
+            };
+            self.say(format!(
+                "{at}: done waits: {unheard} message{} in {} (an answer to the agent's \
+                 question, kit tell) reached no agent yet; the agent runs with {} first",
+                if unheard == 1 { "" } else { "s" },
+                crate::longrun::inbox::FILE,
+                if unheard == 1 { "it" } else { "them" }
+            ));
+            return Ok(None);
+        }
         let Some(outcome) = self.confirm(p, tally, iteration, first)? else {
             return Ok(None);
         };

@@ -983,19 +983,6 @@ impl RunCtx<'_> {
             )];
             return Ok(None);
         }
-        // A message no agent got yet (an answer to the agent's `kit ask`, a `kit tell`) is a
-        // person's word for the agent: it hears it before the run can end.
-        let unheard = crate::longrun::inbox::waiting(&self.project).unwrap_or(0);
-        if unheard > 0 {
-            self.say(format!(
-                "baseline: done waits: {unheard} message{} in {} (an answer to the agent's \
-                 question, kit tell) reached no agent yet; the agent runs with {} first",
-                if unheard == 1 { "" } else { "s" },
-                crate::longrun::inbox::FILE,
-                if unheard == 1 { "it" } else { "them" }
-            ));
-            return Ok(None);
-        }
         tally.skip_probe = first;
         self.say(c.canary_line());
         let when = if first {
