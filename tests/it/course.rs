@@ -978,3 +978,37 @@ fn a_failure_at_a_step_the_task_does_not_reach_names_the_change_not_the_goal() {
     assert_eq!(v["cause"]["kind"], "outside-the-task");
     assert!(v["hint"].is_null(), "{v}");
 }
+
+#[test]
+fn a_handoff_stamped_in_another_copy_of_exercise_11_does_not_pass_here() {
+    // Two learners (or one learner's two labs) start exercise 11: each lab's start commit is its
+    // own (the lab's seed is in its message), so the handoff, journal and key saved in one lab,
+    // copied into the other, name a commit the other lab never had.
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let (lab_a, lab_b) = (a.path().join("lab"), b.path().join("lab"));
+    for (d, lab) in [(a.path(), &lab_a), (b.path(), &lab_b)] {
+        assert!(kit_in(d, lab, &["exercise", "start", "11"]).status.success());
+    }
+    let (ex_a, ex_b) = (lab_a.join("11-save-a-handoff"), lab_b.join("11-save-a-handoff"));
+    let head = |ex: &Path| {
+        let o = sh_in(ex, ex.parent().unwrap(), "git rev-parse HEAD");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_ne!(head(&ex_a), head(&ex_b), "each lab's start commit is its own");
+    let work =
+        "printf '# Handoff\\n\\n## Done\\n- sub in lib.py.\\n\\n## Next action\\nTest sub.\\n' \
+                > longrun/handoff.md && kit handoff save > /dev/null";
+    assert!(sh_in(&ex_a, &lab_a, work).status.success());
+    let pass = kit_in(&ex_a, &lab_a, &["exercise", "check"]);
+    assert!(pass.status.success(), "honest work passes: {}", text(&pass));
+    let copy = format!(
+        "rm -rf .home && cp -r {a}/.home . && cp {a}/longrun/handoff.md {a}/longrun/journal.jsonl longrun/",
+        a = ex_a.display()
+    );
+    assert!(sh_in(&ex_b, &lab_b, &copy).status.success());
+    let o = kit_in(&ex_b, &lab_b, &["exercise", "check"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("kit handoff verify"), "it fails at the verify step: {t}");
+}
