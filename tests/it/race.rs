@@ -372,3 +372,19 @@ fn kit_tell_during_a_race_reaches_every_running_lane() {
     let o = race.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", text(&o));
 }
+
+/// A hook a lane's agent plants lives in the repository every lane shares, and the user's git
+/// would run it: the race names it at its end, as `kit loop` does.
+#[test]
+fn a_hook_a_lane_planted_is_named_at_the_end_of_the_race() {
+    let d = project(true);
+    let root = d.path();
+    let plant = "h=\"$(git rev-parse --git-common-dir)/hooks/post-merge\"; printf '#!/bin/sh\\n' > \"$h\"; chmod +x \"$h\"";
+    let o = kit(root).args(["race", "--agent", plant, "--max-iterations", "1"]).output().unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("race: lane 1: git settings appeared during its run and outlive it: hooks/post-merge sha256:"),
+        "{t}"
+    );
+}

@@ -706,6 +706,21 @@ impl<'a> Race<'a> {
                 }
             }
         };
+        // What a lane's agent planted in git lives in the repository all lanes share: the
+        // lane's loop journaled it; say it here too, since your git runs it.
+        for slot in &self.slots {
+            let lane = Project::at(Path::new(&slot.lane.path));
+            let Ok(h) = History::read(&lane.journal()) else { continue };
+            let planted = crate::longrun::decisions::planted_git_settings(&lane, &h);
+            if !planted.is_empty() {
+                lines.push(format!(
+                    "race: lane {}: git settings appeared during its run and outlive it: {}; your \
+                     git runs them (kit's does not): check .git/config and .git/hooks",
+                    slot.lane.lane,
+                    planted.join(", ")
+                ));
+            }
+        }
         self.journal.append(&Event::RaceEnd(end.clone()))?;
         let table = view::lanes_table(
             &self.start.lanes,
