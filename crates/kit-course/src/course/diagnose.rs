@@ -197,7 +197,13 @@ fn start_commit(folder: &Path) -> Option<String> {
         .is_dir()
         .then(|| crate::git::lines_in(folder, &["--no-optional-locks", "log", "--format=%h %s"]))
         .flatten()
-        .and_then(|log| log.iter().find_map(|l| l.strip_suffix(" start").map(str::to_string)))
+        .and_then(|log| {
+            // `start (lab SEED)` (see `exercise::build_sandbox`), or `start` in an older lab.
+            log.iter().find_map(|l| {
+                let (hash, subject) = l.split_once(' ')?;
+                (subject == "start" || subject.starts_with("start (lab ")).then(|| hash.to_string())
+            })
+        })
 }
 
 /// Whether `rel` is among the files `ex`'s task edits (`edit`; a folder holds what is below it).
