@@ -395,6 +395,8 @@ pub struct RaceArgs {
     /// Only continue the unfinished race (plain kit race does too).
     #[arg(long)]
     pub resume: bool,
+    // The caps below parse as `kit loop`'s do (LoopArgs); their help differs: per lane, or the
+    // race's shared by its lanes.
     /// Cap on agent iterations, per lane (at least 1).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_iterations: Option<u32>,

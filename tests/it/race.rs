@@ -87,6 +87,21 @@ fn lane_journal(race_start: &Value, lane: usize) -> std::path::PathBuf {
     Path::new(race_start["lanes"][lane - 1]["path"].as_str().unwrap()).join("longrun/journal.jsonl")
 }
 
+/// The race's `race_start` in journal `j`, once both of its lanes' agents have started (60 s at
+/// most: the lanes' loops start their agents within a second or two).
+fn lanes_running(j: &Path) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(s) = events(j, "race_start").first() {
+            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
+                return s.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "the lanes' agents never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The golden race: lane 1 `fake:cheat` (its frozen-test edit reverted; one iteration,
 /// so it cannot do the work on a second), lane 2 `fake:finish` wins with every proof, lane 3
 /// `fake:hang` is stopped; `--merge` puts lane 2's work on the user's branch. Within 60 s.
@@ -196,17 +211,7 @@ fn a_race_killed_with_sigkill_resumes_every_lane() {
         .spawn()
         .unwrap();
     let j = root.join("longrun/journal.jsonl");
-    // Wait until both lanes' agents run.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let start = loop {
-        if let Some(s) = events(&j, "race_start").first() {
-            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
-                break s.clone();
-            }
-        }
-        assert!(Instant::now() < deadline, "the lanes' agents never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let start = lanes_running(&j);
     race.kill().unwrap();
     race.wait().unwrap();
     // Lane 2's loop dies as well (its agent keeps hanging, out of its group).
@@ -339,16 +344,7 @@ fn kit_tell_during_a_race_reaches_every_running_lane() {
         .spawn()
         .unwrap();
     let j = root.join("longrun/journal.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let start = loop {
-        if let Some(s) = events(&j, "race_start").first() {
-            if (1..=2).all(|n| !events(&lane_journal(s, n), "agent_start").is_empty()) {
-                break s.clone();
-            }
-        }
-        assert!(Instant::now() < deadline, "the lanes' agents never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let start = lanes_running(&j);
     let t = kit_ok(root, &["tell", "--from", "ada", "keep parse_duration in confload"]);
     let pid = |n: usize| events(&lane_journal(&start, n), "loop_start")[0]["pid"].clone();
     assert!(

@@ -105,6 +105,25 @@ pub fn decisions(entries: &[Entry]) -> Vec<Decision> {
     out
 }
 
+/// Whether decision `i` of `all` is superseded: a human criterion asked again later (for another
+/// tree) waits under its newer number, so only that one is answered.
+pub fn superseded(all: &[Decision], i: usize) -> bool {
+    let d = &all[i];
+    d.line.is_some() && all[i + 1..].iter().any(|l| l.line == d.line && l.text == d.text)
+}
+
+impl Decision {
+    /// What it asks, in words: `goal.md:14 (human: …) waits for your approval`, `the agent
+    /// asks: …`, or `ada asks: …` for a question asked from a shell.
+    pub fn what(&self) -> String {
+        match self.line {
+            Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", self.text),
+            None if self.from == "agent" => format!("the agent asks: {}", self.text),
+            None => format!("{} asks: {}", self.from, self.text),
+        }
+    }
+}
+
 /// The number the next `asked` gets: one more than the highest so far.
 pub fn next_number(entries: &[Entry]) -> u64 {
     entries

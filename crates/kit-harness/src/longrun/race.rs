@@ -65,17 +65,11 @@ pub fn lane_decisions(path: &Path) -> Vec<String> {
     let kit = format!("kit -C {}", path.display());
     let mut out = Vec::new();
     for (i, d) in all.iter().enumerate() {
-        // A human criterion asked again later (for another tree) waits under its newer number.
-        let superseded =
-            d.line.is_some() && all[i + 1..].iter().any(|l| l.line == d.line && l.text == d.text);
-        if superseded || d.answer.is_some() {
+        if crate::longrun::decisions::superseded(&all, i) || d.answer.is_some() {
             continue;
         }
         let n = d.number;
-        let what = match d.line {
-            Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", d.text),
-            None => format!("the agent asks: {}", d.text),
-        };
+        let what = d.what();
         out.push(format!("#{n} {what}; {kit} approve {n} (or {kit} reject {n} --note WHY)"));
     }
     out

@@ -6,24 +6,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 
-/// `git ARGS` in `dir` with kit's safe settings; its stdout trimmed.
+/// `git ARGS` in `dir` with kit's safe settings ([`crate::git::output_in`]); its stdout trimmed.
 ///
 /// Errors: [`Error::Internal`] naming the command and git's stderr.
 pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = crate::git::command_in(dir)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| Error::internal(format!("cannot run git: {e}")).with_hint("install git"))?;
-    if !out.status.success() {
-        return Err(Error::internal(format!(
-            "git {} failed in {}: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::git::output_in(dir, &[], args).map(|s| s.trim().to_string())
 }
 
 /// `git ARGS` in `dir`, None when it fails.

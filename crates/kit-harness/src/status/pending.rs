@@ -120,18 +120,11 @@ pub(crate) fn asks(entries: &[Entry]) -> Vec<Decision> {
     let all = crate::longrun::decisions::decisions(entries);
     let mut out = Vec::new();
     for (i, d) in all.iter().enumerate() {
-        // A human criterion asked again later (for another tree) waits under its newer number.
-        let superseded =
-            d.line.is_some() && all[i + 1..].iter().any(|l| l.line == d.line && l.text == d.text);
-        if superseded {
+        if crate::longrun::decisions::superseded(&all, i) {
             continue;
         }
         let n = d.number;
-        let what = match d.line {
-            Some(line) => format!("goal.md:{line} (human: {}) waits for your approval", d.text),
-            None if d.from == "agent" => format!("the agent asks: {}", d.text),
-            None => format!("{} asks: {}", d.from, d.text),
-        };
+        let what = d.what();
         if d.answer.is_none() {
             out.push(Decision {
                 kind: "ask",
