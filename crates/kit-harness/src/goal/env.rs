@@ -614,8 +614,10 @@ fn is_assignment(w: &str) -> bool {
     })
 }
 
+/// A pinned program's sha256, remembered for this process while the file keeps its identity
+/// (a loop pins its programs up to four times at its start and checks them at every done).
 fn file_sha256(p: &Path) -> Option<String> {
-    std::fs::read(p).ok().map(|b| crate::digest::sha256_hex(&b))
+    crate::digest::sha256_file_remembered(p).ok()
 }
 
 fn show(p: &Path) -> String {

@@ -193,6 +193,22 @@ impl Lint<'_> {
         if let Some(hit) = self.collected.get(&command) {
             return *hit;
         }
+        let identity = match runner.kind {
+            RunnerKind::Unittest => {
+                let (start, _, top) = runner.discovery();
+                let here = self.root.join(cwd);
+                let mut folders = vec![here.join(&start)];
+                if !top.is_empty() {
+                    folders.push(here.join(&top));
+                }
+                tree_identity(&folders)
+            }
+            _ => None,
+        };
+        if let Some(n) = identity.as_ref().and_then(|id| remembered(&command, id)) {
+            self.collected.insert(command, Some(n));
+            return Some(n);
+        }
         let probe = Criterion {
             line: 0,
             kind: Kind::Regression,
@@ -233,9 +249,85 @@ impl Lint<'_> {
                 super::cut(show_words(&plain_words(words)))
             ));
         }
+        if let (Some(n), Some(id)) = (count, identity) {
+            remember(&command, id, n);
+        }
         self.collected.insert(command, count);
         count
     }
+}
+
+/// Counts collected earlier in this process: (command, root's [`tree_identity`]) → tests. A
+/// loop rates its goal twice at its start (before and under the lock), and each rating would
+/// start the runner's collection again (a Python start and an import of every test module)
+/// on the same files.
+type Collected = std::sync::Mutex<Vec<(String, String, u64)>>;
+static COLLECTED: std::sync::OnceLock<Collected> = std::sync::OnceLock::new();
+
+fn remembered(command: &str, identity: &str) -> Option<u64> {
+    let seen = COLLECTED.get_or_init(Collected::default).lock().unwrap_or_else(|p| p.into_inner());
+    seen.iter().find(|(c, i, _)| c == command && i == identity).map(|(_, _, n)| *n)
+}
+
+fn remember(command: &str, identity: String, n: u64) {
+    let mut seen =
+        COLLECTED.get_or_init(Collected::default).lock().unwrap_or_else(|p| p.into_inner());
+    seen.push((command.to_string(), identity, n));
+}
+
+/// Most entries [`tree_identity`] looks at before it gives up (a test folder that large is
+/// not walked twice to save one collection).
+const IDENTITY_FILES: usize = 5000;
+
+/// What a unittest collection over `folders` (its start and top-level folders) reads besides
+/// the code they import, as one string: for every entry below each (but `__pycache__`), its
+/// path, mode, size, inode and modification and change times in nanoseconds (a write changes
+/// the change time, which nobody can set back) and the target of a link. None past
+/// [`IDENTITY_FILES`] entries, or when a folder cannot be read. The code under test is not in
+/// it: a change there that breaks an import makes the collection fail, and a failed
+/// collection is not remembered.
+fn tree_identity(folders: &[std::path::PathBuf]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = String::new();
+    let mut todo: Vec<std::path::PathBuf> =
+        folders.iter().map(|f| std::fs::canonicalize(f).ok()).collect::<Option<_>>()?;
+    let mut seen = 0;
+    while let Some(dir) = todo.pop() {
+        let mut entries: Vec<std::fs::DirEntry> =
+            std::fs::read_dir(&dir).ok()?.collect::<std::io::Result<_>>().ok()?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            seen += 1;
+            if seen > IDENTITY_FILES {
+                return None;
+            }
+            if e.file_name() == "__pycache__" {
+                continue;
+            }
+            let path = e.path();
+            let m = std::fs::symlink_metadata(&path).ok()?;
+            let link = if m.file_type().is_symlink() {
+                std::fs::read_link(&path).ok()?.display().to_string()
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "{} {:o} {} {} {}.{} {}.{} {link}\n",
+                path.display(),
+                m.mode(),
+                m.size(),
+                m.ino(),
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec()
+            ));
+            if m.is_dir() {
+                todo.push(path);
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The words of a command before its first redirection.
