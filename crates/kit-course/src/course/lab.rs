@@ -272,7 +272,7 @@ impl Pass {
 }
 
 /// `p` with links resolved when it exists, else as it is.
-fn canonical(p: &Path) -> PathBuf {
+pub(super) fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
