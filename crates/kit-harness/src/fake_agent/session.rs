@@ -231,6 +231,17 @@ impl Session {
         }
     }
 
+    /// The file a loop reads this agent's spending from while it runs: in `--codex` mode the
+    /// rollout, else the stream on stdout when stdout is a regular file (as `kit loop` gives it);
+    /// None otherwise (a terminal, a pipe).
+    pub(super) fn metered_file(&self) -> Option<PathBuf> {
+        if let Some(r) = &self.codex {
+            return r.path().map(Path::to_path_buf);
+        }
+        let out = std::fs::read_link("/proc/self/fd/1").ok()?;
+        std::fs::metadata(&out).ok().filter(|m| m.is_file()).map(|_| out)
+    }
+
     /// Record context a hook gave Claude, as Claude Code does: an `isMeta` user line holding a
     /// `<system-reminder>`. Its size joins the next call's cache write.
     pub(super) fn hook_context(&mut self, event: &str, text: &str) -> Result<()> {

@@ -396,11 +396,25 @@ impl<'a> Runner<'a> {
 
     /// `calls` `Read` calls of `path`, each costing `usd`, `pause_ms` of real time before each
     /// (the API's latency: the events of one call are printed, then nothing until the next).
+    ///
+    /// Under `kit loop` (`KIT_RUN_KEY` set) each call after the first also waits until the loop
+    /// has read the last one ([`ReadByLoop`]): the pause is then the time kit has to act on a
+    /// call it has seen, however late a loaded machine let it read, so that "stopped within one
+    /// API call" does not depend on the scheduler.
     fn spend(&mut self, calls: u32, usd: f64, pause_ms: u64, path: &str) -> Result<()> {
         let excerpt = read_excerpt(&self.cwd.join(path));
         let pause = Duration::from_millis(pause_ms);
-        for _ in 0..calls {
+        let watch = std::env::var_os("KIT_RUN_KEY")
+            .and(self.session.metered_file())
+            .and_then(|f| ReadByLoop::watch(&f));
+        for i in 0..calls {
+            if let Some(w) = watch.as_ref().filter(|_| i > 0) {
+                w.wait(READ_BY_LOOP_PATIENCE);
+            }
             std::thread::sleep(pause);
+            if let Some(w) = &watch {
+                w.drain();
+            }
             self.session.pass(pause);
             self.session.bill_next(usd);
             let abs = self.session.abs(path);
@@ -436,6 +450,41 @@ impl<'a> Runner<'a> {
             self.session.tool_result(&id, &excerpt, false, r)?;
         }
         Ok(())
+    }
+}
+
+/// How long [`ReadByLoop::wait`] waits for the loop to read (a loop polls every 25 ms; a
+/// stopped or starved one is given up on, and the calls go on at their pace).
+const READ_BY_LOOP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// An inotify watch for reads of the file a loop meters this agent from: a read that returns
+/// bytes raises `IN_ACCESS` (inotify(7)), a read at the end of the file none.
+struct ReadByLoop {
+    inotify: nix::sys::inotify::Inotify,
+}
+
+impl ReadByLoop {
+    fn watch(file: &Path) -> Option<ReadByLoop> {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        inotify.add_watch(file, AddWatchFlags::IN_ACCESS).ok()?;
+        Some(ReadByLoop { inotify })
+    }
+
+    /// Forget the reads seen so far (of what was written before).
+    fn drain(&self) {
+        while self.inotify.read_events().is_ok_and(|e| !e.is_empty()) {}
+    }
+
+    /// Wait until the file is read (since the last [`drain`](Self::drain)), at most `patience`.
+    fn wait(&self, patience: Duration) {
+        let until = std::time::Instant::now() + patience;
+        while std::time::Instant::now() < until {
+            if self.inotify.read_events().is_ok_and(|e| !e.is_empty()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
