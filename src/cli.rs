@@ -40,18 +40,24 @@ pub enum Command {
     /// Records each file's sha256, size and mode in longrun/frozen.toml and stores a copy in
     /// longrun/.frozen/objects/. A frozen folder also forbids new files under it.
     /// Exit status of --check: 0 clean, 1 drift found, 2 bad input. Freezing and --restore are
-    /// refused (exit 4) while a loop runs; --check is not.
+    /// refused (exit 4) while a loop runs; --check and --list are not.
     Freeze {
         /// Files or folders to freeze.
-        #[arg(required_unless_present_any = ["check", "restore"])]
+        #[arg(required_unless_present_any = ["check", "restore", "list"])]
         paths: Vec<PathBuf>,
         /// Report drift from the manifest instead of freezing (exit 1 when drift is found).
-        #[arg(long, conflicts_with_all = ["paths", "restore"])]
+        #[arg(long, conflicts_with_all = ["paths", "restore", "list"])]
         check: bool,
         /// Put every drifted frozen file back from its stored copy; remove new files under
         /// frozen folders.
-        #[arg(long, conflicts_with = "paths")]
+        #[arg(long, conflicts_with_all = ["paths", "list"])]
         restore: bool,
+        /// Print the frozen paths as longrun/frozen.toml records them, one per line, sorted:
+        /// each frozen folder with a trailing /, and each frozen file outside them (nothing when
+        /// nothing is frozen). Given them again, kit freeze freezes the same paths. A malformed
+        /// frozen.toml is an error naming its line (exit 2).
+        #[arg(long, conflicts_with = "paths")]
+        list: bool,
     },
     /// Run the agent in a headless loop until the goal's criteria pass or a cap is reached.
     Loop(LoopArgs),

@@ -85,9 +85,11 @@ pub fn execute(
             let project = Project::discover_initialised(&ctx.cwd)?;
             goal::check(&project, &goal::CheckOptions { json }, &ctx.theme, out)
         }
-        Command::Freeze { paths, check, restore } => {
+        Command::Freeze { paths, check, restore, list } => {
             let action = if check {
                 FreezeAction::Check
+            } else if list {
+                FreezeAction::List
             } else if restore {
                 FreezeAction::Restore
             } else {

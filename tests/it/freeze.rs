@@ -309,9 +309,26 @@ fn a_malformed_manifest_is_named_with_its_line() {
     let text = fs::read_to_string(&p).unwrap().replace("mode = \"100755\"", "mode = \"777\"");
     fs::write(&p, &text).unwrap();
     let line = text.lines().position(|l| l.contains("[files.\"tests/run.sh\"]")).unwrap() + 1;
-    let (code, out) = run_kit(d.path(), &["freeze", "--check"]);
-    assert_eq!(code, 2, "{out}");
-    assert!(out.contains(&format!("frozen.toml:{line}: tests/run.sh: mode")), "{out}");
+    for flag in ["--check", "--list"] {
+        let (code, out) = run_kit(d.path(), &["freeze", flag]);
+        assert_eq!(code, 2, "{flag}: {out}");
+        assert!(out.contains(&format!("frozen.toml:{line}: tests/run.sh: mode")), "{flag}: {out}");
+    }
+}
+
+#[test]
+fn freeze_list_names_each_frozen_folder_and_each_file_outside_them() {
+    let d = frozen_repo();
+    let root = d.path();
+    fs::write(root.join("setup.cfg"), "[tool]\n").unwrap();
+    assert_eq!(run_kit(root, &["freeze", "tests/data/helper.py", "setup.cfg"]).0, 0);
+    let (code, out) = run_kit(root, &["freeze", "--list"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out, "setup.cfg\ntests/\n");
+    // Given them again, kit freeze writes the same manifest.
+    let before = fs::read(root.join("longrun/frozen.toml")).unwrap();
+    assert_eq!(run_kit(root, &["freeze", "setup.cfg", "tests/"]).0, 0);
+    assert_eq!(fs::read(root.join("longrun/frozen.toml")).unwrap(), before);
 }
 
 // ---- the cheat catalogue -------------------------------------------------------------------

@@ -1,4 +1,5 @@
-//! `kit freeze PATH…`, `kit freeze --check` and `kit freeze --restore` (DESIGN §5).
+//! `kit freeze PATH…`, `kit freeze --check`, `kit freeze --restore` and `kit freeze --list`
+//! (DESIGN §5).
 //!
 //! Freezing records each file's sha256, size and git-style mode in `longrun/frozen.toml` and
 //! stores its content at `longrun/.frozen/objects/<sha256>`; a folder is walked (skipping `.git`,
@@ -13,7 +14,7 @@
 //! While a loop runs (it holds `longrun/.lock`), freezing and `--restore` refuse with exit 4
 //! naming the holder: the loop protects the manifest it loaded at its start, and a manifest
 //! changed under it — by the agent, or by hand — would turn the agent's edits into the frozen
-//! truth for the next run. `--check` only reads, so it stays allowed.
+//! truth for the next run. `--check` and `--list` only read, so they stay allowed.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -39,6 +40,8 @@ pub enum FreezeAction {
     Check,
     /// Put every drifted frozen file back from its stored copy.
     Restore,
+    /// Print the frozen paths, one per line (see [`list_paths`]).
+    List,
 }
 
 /// Run `kit freeze` in `cwd`, printing to `out`. Returns the exit status. `constraints` holds the
@@ -58,7 +61,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<u8> {
     let project = Project::discover_initialised(cwd)?;
-    if !matches!(action, FreezeAction::Check) {
+    if !matches!(action, FreezeAction::Check | FreezeAction::List) {
         if let Some(holder) = crate::longrun::running_loop(&project) {
             return Err(Error::Locked { path: project.lock(), holder: holder.describe() });
         }
@@ -84,7 +87,28 @@ pub fn run(
         FreezeAction::Freeze(paths) => freeze(&project, cwd, paths, constraints, theme, out),
         FreezeAction::Check => check(&project, theme, out),
         FreezeAction::Restore => restore(&project, theme, out),
+        FreezeAction::List => {
+            let m = Manifest::load(&project.frozen())?;
+            for p in list_paths(&m) {
+                writeln!(out, "{p}").at(Path::new("stdout"))?;
+            }
+            Ok(EXIT_OK)
+        }
     }
+}
+
+/// The paths `m` freezes as `kit freeze` was given them, for `kit freeze --list`: each frozen
+/// folder with a trailing `/`, and each frozen file that lies in no frozen folder (a folder
+/// names its files), sorted by path. `kit freeze` given these paths again freezes the same
+/// paths; nothing frozen gives none.
+pub fn list_paths(m: &Manifest) -> Vec<String> {
+    let mut out: Vec<String> = m.dirs.iter().map(|d| format!("{d}/")).collect();
+    out.extend(
+        m.files.keys().filter(|f| !m.dirs.iter().any(|d| manifest::is_under(f, d))).cloned(),
+    );
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Every drift of the tree from the manifest on disk: each frozen file (content and git-style
@@ -463,6 +487,35 @@ const NEXT_AFTER_DRIFT: &str = "next: kit freeze --restore puts them back from t
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_list_names_each_folder_and_each_file_outside_the_folders() {
+        let entry = || FileEntry { sha256: "a".repeat(64), size: 1, mode: "100644".into() };
+        // (dirs, files, the list)
+        let cases: &[(&[&str], &[&str], &[&str])] = &[
+            (&[], &[], &[]),
+            (&["tests", "tools"], &["tests/__init__.py", "tools/b.py"], &["tests/", "tools/"]),
+            (
+                &[],
+                &["tools/b.py", "tests/test_a.py", "tests/__init__.py"],
+                &["tests/__init__.py", "tests/test_a.py", "tools/b.py"],
+            ),
+            (
+                &["tests"],
+                &["tests/a.py", "tests2/b.py", "setup.cfg"],
+                &["setup.cfg", "tests/", "tests2/b.py"],
+            ),
+            (&["tests/unit"], &["tests/unit/a.py", "tests/b.py"], &["tests/b.py", "tests/unit/"]),
+            // A folder frozen with no file in it yet is still listed.
+            (&["fixtures"], &[], &["fixtures/"]),
+        ];
+        for (dirs, files, want) in cases {
+            let mut m = Manifest::new();
+            m.dirs = dirs.iter().map(|d| d.to_string()).collect();
+            m.files = files.iter().map(|f| (f.to_string(), entry())).collect();
+            assert_eq!(list_paths(&m), *want, "{dirs:?} {files:?}");
+        }
+    }
 
     #[test]
     fn a_frozen_path_is_named_by_itself_or_a_folder_above_it_as_a_word_of_its_own() {

@@ -4,6 +4,7 @@
 
 use super::runner::{looks_like_test, normalise, walk_matching, Target};
 use super::{abbreviate, Kind, Lint, IMPLICITLY_FROZEN};
+use crate::frozen::manifest;
 
 /// The frozen paths, normalised (`./tests/` → `tests`).
 pub(super) struct Frozen {
@@ -58,11 +59,12 @@ impl Lint<'_> {
         }
     }
 
-    pub(super) fn target(&mut self, line: usize, kind: Kind, t: &Target) {
-        let (Target::File(p)
-        | Target::Dir(p, _)
-        | Target::Script(p)
-        | Target::Config { path: p, .. }) = t;
+    /// Check that `t`, which the criterion at `line` runs, is frozen, and name it when it is
+    /// not. `inits` holds the unfrozen `__init__.py` files of the packages the criterion imports
+    /// (see [`Lint::package`]): a test file's shortcut names those of its own package in its
+    /// fix, and takes them out of `inits`.
+    pub(super) fn target(&mut self, line: usize, kind: Kind, t: &Target, inits: &mut Vec<String>) {
+        let p = t.path();
         if p == ".." || p.starts_with("../") {
             // Outside the repository: nothing kit can freeze.
             return;
@@ -97,13 +99,29 @@ impl Lint<'_> {
                         format!("{p} measures the limit but is not frozen: the agent could change what it measures"),
                         format!("kit freeze {p}"),
                     );
+                } else if script {
+                    self.flag(
+                        line,
+                        format!("{p} is run by this criterion but is not frozen: the agent could change what it checks"),
+                        format!("kit freeze {p}"),
+                    );
                 } else {
-                    let why = if script {
-                        "is run by this criterion but is not frozen: the agent could change what it checks"
+                    let mine = take_inits_under(inits, |folder| manifest::is_under(p, folder));
+                    let (also, more) = if mine.is_empty() {
+                        (String::new(), String::new())
                     } else {
-                        "is not frozen: the agent can edit the test until it passes"
+                        (
+                            format!(", nor {} (run when its package is imported)", mine.join(", ")),
+                            format!(" {}", mine.join(" ")),
+                        )
                     };
-                    self.flag(line, format!("{p} {why}"), format!("kit freeze {p}"));
+                    self.flag(
+                        line,
+                        format!(
+                            "{p} is not frozen{also}: the agent can edit the test until it passes"
+                        ),
+                        format!("kit freeze {p}{more}"),
+                    );
                 }
             }
             Target::Config { path, runner, must_exist } => {
@@ -123,6 +141,7 @@ impl Lint<'_> {
                     );
                 }
             }
+            Target::Package(_) => {}
             Target::Dir(d, patterns) => {
                 if self.frozen.covers(d) {
                     self.exercised.insert(format!("{d}/"));
@@ -150,7 +169,11 @@ impl Lint<'_> {
                 }
                 let folder = if d == "." { common_folder(&unfrozen) } else { Some(d.clone()) };
                 let fix = match folder {
-                    Some(f) => format!("kit freeze {f}/ (a frozen folder also catches new files)"),
+                    Some(f) => {
+                        // The folder takes the packages' `__init__.py` files inside it along.
+                        take_inits_under(inits, |i| manifest::is_under(i, &f));
+                        format!("kit freeze {f}/ (a frozen folder also catches new files)")
+                    }
                     None => format!("kit freeze {}", unfrozen.join(" ")),
                 };
                 let what = if unfrozen.len() == 1 {
@@ -169,6 +192,31 @@ impl Lint<'_> {
             }
         }
     }
+}
+
+impl Lint<'_> {
+    /// An unfrozen `__init__.py` at `p` that the criterion at `line` runs when it imports the
+    /// package of a test file (no test file of that package is named: they are frozen).
+    pub(super) fn package(&mut self, line: usize, p: &str) {
+        let folder = p.rsplit_once('/').map_or(".", |(f, _)| f);
+        self.flag(
+            line,
+            format!("{p} runs whenever the tests of its package are imported, but is not frozen: the agent could skip or rewrite the tests there without touching a test file"),
+            format!("kit freeze {p}, or the whole folder: kit freeze {folder}/ (a frozen folder also catches new files)"),
+        );
+    }
+}
+
+/// Remove from `inits` the `__init__.py` files whose path or folder `keep` accepts, and return
+/// them.
+fn take_inits_under(inits: &mut Vec<String>, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let (taken, left): (Vec<String>, Vec<String>) =
+        std::mem::take(inits).into_iter().partition(|i| {
+            let folder = i.rsplit_once('/').map_or(".", |(f, _)| f);
+            keep(folder) || keep(i)
+        });
+    *inits = left;
+    taken
 }
 
 /// The first folder shared by all `files`, if they share one.

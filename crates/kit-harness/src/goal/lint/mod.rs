@@ -167,18 +167,23 @@ impl Lint<'_> {
                 targets.extend(runner::stdin_script(simple, self.root));
             }
         }
-        // One check per path: what a runner found (with its file patterns) comes first.
+        // One check per path: what a runner found (with its file patterns) comes first. The
+        // packages' `__init__.py` files last: an unfrozen one is named in the shortcut of an
+        // unfrozen test file of its package (one fix for both), else on its own.
         let mut seen = BTreeSet::new();
-        for t in targets {
-            let key = match &t {
-                Target::File(p)
-                | Target::Dir(p, _)
-                | Target::Script(p)
-                | Target::Config { path: p, .. } => p.clone(),
-            };
-            if seen.insert(key) {
-                self.target(line, c.kind, &t);
-            }
+        targets.retain(|t| seen.insert(t.path().to_string()));
+        let (packages, targets): (Vec<Target>, Vec<Target>) =
+            targets.into_iter().partition(|t| matches!(t, Target::Package(_)));
+        let mut inits: Vec<String> = packages
+            .iter()
+            .map(|t| t.path().to_string())
+            .filter(|p| !self.frozen.covers(p))
+            .collect();
+        for t in &targets {
+            self.target(line, c.kind, t, &mut inits);
+        }
+        for p in inits {
+            self.package(line, &p);
         }
         let suite_count = self.whole_suite(c);
         self.adversary(c, suite_count);

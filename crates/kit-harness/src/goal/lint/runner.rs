@@ -19,6 +19,10 @@ pub(super) enum Target {
     /// `npm test`, `pytest.ini`, `.cargo/config.toml`), with the runner it configures. Must
     /// be frozen when it exists; `must_exist` when the command cannot run without it.
     Config { path: String, runner: &'static str, must_exist: bool },
+    /// The `__init__.py` of a package Python imports on its way to a test file the runner runs
+    /// (`tests/__init__.py` for `python -m unittest tests.test_x`): code that runs with the
+    /// tests, so it must be frozen as they are (see [`package_inits`]).
+    Package(String),
 }
 
 impl Target {
@@ -35,6 +39,18 @@ impl Target {
             Target::Config { path, runner, must_exist } => {
                 Target::Config { path: join(path), runner, must_exist }
             }
+            Target::Package(p) => Target::Package(join(p)),
+        }
+    }
+
+    /// The path it names, repo-relative.
+    pub(super) fn path(&self) -> &str {
+        match self {
+            Target::File(p)
+            | Target::Dir(p, _)
+            | Target::Script(p)
+            | Target::Config { path: p, .. }
+            | Target::Package(p) => p,
         }
     }
 }
@@ -356,27 +372,59 @@ impl Runner {
                 if self.positional.first().is_some_and(|p| p == "discover")
                     || self.positional.is_empty()
                 {
-                    let (start, pattern, _) = self.discovery();
-                    return vec![Target::Dir(start, vec![pattern])];
+                    // Discovery imports each test file as a module of the top-level folder
+                    // (`-t`, else the start folder): the packages between them run first.
+                    let (start, pattern, top) = self.discovery();
+                    let top = if top.is_empty() { start.clone() } else { normalise(&top) };
+                    let files = walk_matching(root, &start, std::slice::from_ref(&pattern));
+                    let mut out = vec![Target::Dir(start, vec![pattern])];
+                    out.extend(packages_of(root, &files, &top));
+                    return out;
                 }
-                self.positional.iter().map(|p| unittest_target(p, root)).collect()
+                let mut out = Vec::new();
+                for p in &self.positional {
+                    let t = unittest_target(p, root);
+                    // `tests.test_x` imports the package `tests` first; `tests` alone, its
+                    // `__init__.py` itself. A path (`tests/test_x.py`) is imported the same way.
+                    let module = match &t {
+                        Target::Dir(d, _) => Some(format!("{d}/__init__.py")),
+                        Target::File(f) if root.join(f).is_file() => Some(f.clone()),
+                        _ => None,
+                    };
+                    out.push(t);
+                    out.extend(packages_of(root, module.as_slice(), "."));
+                }
+                out
             }
             RunnerKind::Pytest => {
                 let patterns: Vec<String> = PYTEST_PATTERNS.iter().map(|s| s.to_string()).collect();
-                if self.positional.is_empty() {
-                    return vec![Target::Dir(".".into(), patterns)];
+                let mut out: Vec<Target> = if self.positional.is_empty() {
+                    vec![Target::Dir(".".into(), patterns.clone())]
+                } else {
+                    self.positional
+                        .iter()
+                        .map(|p| {
+                            let path = normalise(p.split("::").next().unwrap_or(p));
+                            if root.join(&path).is_dir() {
+                                Target::Dir(path, patterns.clone())
+                            } else {
+                                Target::File(path)
+                            }
+                        })
+                        .collect()
+                };
+                // pytest imports a test file inside a package (its default `prepend` import
+                // mode) as a module of the outermost package around it.
+                let mut files = Vec::new();
+                for t in &out {
+                    match t {
+                        Target::Dir(d, pats) => files.extend(walk_matching(root, d, pats)),
+                        Target::File(f) if root.join(f).is_file() => files.push(f.clone()),
+                        _ => {}
+                    }
                 }
-                self.positional
-                    .iter()
-                    .map(|p| {
-                        let path = normalise(p.split("::").next().unwrap_or(p));
-                        if root.join(&path).is_dir() {
-                            Target::Dir(path, patterns.clone())
-                        } else {
-                            Target::File(path)
-                        }
-                    })
-                    .collect()
+                out.extend(packages_of(root, &files, "."));
+                out
             }
             RunnerKind::Cargo => {
                 if let Some(name) = self.option(&["--test"]) {
@@ -451,7 +499,7 @@ pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLangu
                         files.push(p);
                     }
                 }
-                Target::Script(_) | Target::Config { .. } => {}
+                Target::Script(_) | Target::Config { .. } | Target::Package(_) => {}
                 Target::Dir(d, patterns) => {
                     for f in walk_matching(root, &d, &patterns) {
                         let direct =
@@ -508,6 +556,34 @@ fn python_module(args: &[String]) -> Option<(&str, &[String])> {
         }
     }
     None
+}
+
+/// The `__init__.py` files Python runs when it imports each of `files` (repo-relative test
+/// modules) as part of its package: in each folder from the file's own up to, not including,
+/// `top` (the folder the import starts from: `.` for the root, or discovery's top-level
+/// folder), as long as the folder has one (the first without is where the package ends). Each
+/// once, in the order found. Source: the import system's packages (a regular package's
+/// `__init__.py` runs on import), `unittest` discovery and pytest's `prepend` import mode.
+pub(super) fn packages_of(root: &Path, files: &[String], top: &str) -> Vec<Target> {
+    let top = normalise(top);
+    let mut out: Vec<Target> = Vec::new();
+    for f in files {
+        let mut at = f.as_str();
+        while let Some((folder, _)) = at.rsplit_once('/') {
+            if folder == top {
+                break;
+            }
+            let init = format!("{folder}/__init__.py");
+            if !root.join(&init).is_file() {
+                break;
+            }
+            if !out.iter().any(|t| t.path() == init) {
+                out.push(Target::Package(init));
+            }
+            at = folder;
+        }
+    }
+    out
 }
 
 /// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)

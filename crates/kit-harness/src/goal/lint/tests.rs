@@ -408,6 +408,96 @@ fn a_folder_named_twice_is_reported_once() {
     assert_eq!(rating.shortcuts.len(), 1, "{:#?}", rating.shortcuts);
 }
 
+/// A package's `__init__.py` runs whenever Python imports a test module of that package, so it
+/// is frozen with the tests: `python -m unittest tests.test_x` imports `tests`, discovery the
+/// packages below its top-level folder, pytest every package around a test file.
+#[test]
+fn the_init_files_of_the_packages_a_criterion_imports_must_be_frozen() {
+    let d = tempfile::tempdir().unwrap();
+    for f in [
+        "tests/__init__.py",
+        "tests/test_a.py",
+        "tests/test_b.py",
+        "tests/unit/__init__.py",
+        "tests/unit/test_c.py",
+        "flat/test_d.py",
+        "longrun/goal.md",
+    ] {
+        let p = d.path().join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "x\n").unwrap();
+    }
+    let files = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let leaves = files(&["tests/test_a.py", "tests/test_b.py", "tests/unit/test_c.py"]);
+    let with_top = files(&[
+        "tests/test_a.py",
+        "tests/test_b.py",
+        "tests/unit/test_c.py",
+        "tests/unit/__init__.py",
+    ]);
+    let dotted = "- function: `python3 -m unittest tests.test_a -v` → `Ran 3 tests` and `re:^OK$`";
+    let sub = "- function: `python3 -m unittest tests.unit.test_c` → `Ran 3 tests` and `re:^OK$`";
+    let discover =
+        "- regression: `python3 -m unittest discover -s tests` → `Ran 9 tests` and `re:^OK$`";
+    let discover_top =
+        "- regression: `python3 -m unittest discover -s tests -t .` → `Ran 9 tests` and `re:^OK$`";
+    let by_path = "- function: `python3 -m unittest tests/test_a.py` → `Ran 3 tests` and `re:^OK$`";
+    let pytest = "- function: `pytest tests/unit/test_c.py` → `3 passed`";
+    let flat = "- function: `python3 -m unittest flat.test_d` → `Ran 3 tests` and `re:^OK$`";
+    // (criterion, frozen, the unfrozen `__init__.py` files it must name, in order)
+    let cases: Vec<(&str, Vec<String>, &[&str])> = vec![
+        (dotted, files(&["tests/test_a.py"]), &["tests/__init__.py"]),
+        (dotted, files(&["tests/test_a.py", "tests/__init__.py"]), &[]),
+        (dotted, files(&["tests"]), &[]),
+        (by_path, files(&["tests/test_a.py"]), &["tests/__init__.py"]),
+        (sub, files(&["tests/unit/test_c.py"]), &["tests/unit/__init__.py", "tests/__init__.py"]),
+        (sub, files(&["tests/unit"]), &["tests/__init__.py"]),
+        // Discovery imports the files as modules of its start folder: the start folder's own
+        // `__init__.py` does not run, those of the packages below it do.
+        (discover, leaves.clone(), &["tests/unit/__init__.py"]),
+        (discover, with_top.clone(), &[]),
+        (discover_top, with_top.clone(), &["tests/__init__.py"]),
+        (
+            pytest,
+            files(&["tests/unit/test_c.py"]),
+            &["tests/unit/__init__.py", "tests/__init__.py"],
+        ),
+        // A folder without `__init__.py` is no package: nothing else runs.
+        (flat, files(&["flat/test_d.py"]), &[]),
+    ];
+    for (text, frozen, inits) in cases {
+        let rating = rate(&goal(text), &frozen, d.path());
+        let named: Vec<&str> = rating
+            .shortcuts
+            .iter()
+            .filter_map(|s| s.what.split(' ').next().filter(|p| p.ends_with("__init__.py")))
+            .collect();
+        assert_eq!(named, inits, "{text} with {frozen:?}: {:#?}", rating.shortcuts);
+        for s in &rating.shortcuts {
+            assert!(
+                s.what.contains("runs whenever the tests of its package are imported"),
+                "{s:?}"
+            );
+            let fix = s.what.split(FIX_SEP).nth(1).unwrap();
+            let folder = s.what.split(' ').next().unwrap().trim_end_matches("/__init__.py");
+            assert!(fix.contains(&format!("kit freeze {folder}/")), "{s:?}");
+        }
+        assert_eq!(rating.level <= 2, !inits.is_empty(), "{text}: level {}", rating.level);
+    }
+    // With the test file unfrozen too, one shortcut names both, and one command fixes both.
+    let rating = rate(&goal(dotted), &[], d.path());
+    let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
+    assert_eq!(
+        whats,
+        ["tests/test_a.py is not frozen, nor tests/__init__.py (run when its package is imported): the agent can edit the test until it passes; fix: kit freeze tests/test_a.py tests/__init__.py"]
+    );
+    // A folder's fix takes the packages inside it along.
+    let rating = rate(&goal(discover_top), &[], d.path());
+    let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
+    assert_eq!(whats.len(), 1, "{whats:#?}");
+    assert!(whats[0].ends_with("fix: kit freeze tests/ (a frozen folder also catches new files)"));
+}
+
 #[test]
 fn the_whole_tests_folder_frozen_covers_discover() {
     let root = repo();
