@@ -86,7 +86,8 @@ pub fn lay_new_lab(
 }
 
 /// Copy what `ex`'s `edit` names (a file, or a folder with what is below it) from the learner's
-/// lab `from` over the same path in `to`; a path `from` does not have is removed from `to`. A
+/// lab `from` over the same path in `to`; a path `from` does not have (or holds as neither a file,
+/// a folder nor a link) is removed from `to`. A
 /// link on the way that leaves the lab, and a file over [`MAX_COPIED_FILE`], are refused as
 /// [`copy_sandbox`] refuses them.
 ///
@@ -119,12 +120,14 @@ pub fn take_edited(ex: &Exercise, from: &Path, to: &Path) -> Result<()> {
         } else if meta.is_dir() {
             refuse_what_leaves(from, rel)?;
             super::copy_tree_filtered(&src, &dst, &|_, _| true)?;
-        } else {
+        } else if meta.is_file() {
             if meta.len() > MAX_COPIED_FILE {
                 return Err(too_big(rel, meta.len()));
             }
             std::fs::copy(&src, &dst).at(&src)?;
         }
+        // Anything else (a FIFO, a socket) is no answer: the new lab has none there, as the
+        // copy of a lab leaves such a file out.
     }
     Ok(())
 }
