@@ -491,6 +491,67 @@ fn a_handoff_the_learner_verifies_and_saves_in_the_sandbox_is_the_one_the_check_
 }
 
 #[test]
+fn exercise_13_judges_the_answer_in_a_lab_laid_out_anew_from_the_markers_seed() {
+    let (d, lab, sandbox) = started(13);
+    let marker = std::fs::read_to_string(sandbox.join(".git/kit-exercise")).unwrap();
+    assert!(marker.contains("seed = \""), "{marker}");
+    // The right answer, found with verify; then the lab turned upside down: every copy edited,
+    // a save committed (HEAD moved), the journal cut. The check judges the setup's copies.
+    let sort = sh_in(
+        &sandbox,
+        &lab,
+        include_str!("../../exercises/13-forged-handoff/solution/handoffs/sort.sh"),
+    );
+    assert!(sort.status.success(), "{}", text(&sort));
+    let mess = sh_in(
+        &sandbox,
+        &lab,
+        "for x in a b c d e f; do echo '- tampered' >> handoffs/$x.md; done && cp handoffs/a.md longrun/handoff.md && kit handoff save && git commit -qam moved && sed -i '$d' longrun/journal.jsonl",
+    );
+    assert!(mess.status.success(), "{}", text(&mess));
+    let o = kit_in(&sandbox, &lab, &["exercise", "check", "13"]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // Only the files `edit` names come from the lab: handoffs/answer.txt, not the copies; a link
+    // out is refused; an answer the lab does not have is none in the new lab either.
+    let ex13 = kit_course::course::exercise::load_all()
+        .unwrap()
+        .into_iter()
+        .find(|e| e.meta.id == 13)
+        .unwrap();
+    let to = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(to.path().join("handoffs")).unwrap();
+    std::fs::write(to.path().join("handoffs/a.md"), "the setup's\n").unwrap();
+    kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap();
+    assert_eq!(
+        std::fs::read(to.path().join("handoffs/answer.txt")).unwrap(),
+        std::fs::read(sandbox.join("handoffs/answer.txt")).unwrap()
+    );
+    assert_eq!(std::fs::read_to_string(to.path().join("handoffs/a.md")).unwrap(), "the setup's\n");
+    let answer = sandbox.join("handoffs/answer.txt");
+    std::fs::remove_file(&answer).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", &answer).unwrap();
+    let e = kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap_err();
+    assert!(e.to_string().contains("outside the exercise's folder"), "{e}");
+    std::fs::remove_file(&answer).unwrap();
+    kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap();
+    assert!(!to.path().join("handoffs/answer.txt").exists());
+
+    // The seed is under the marker's stamp: one edited by hand (to a lab whose answer is known)
+    // makes the marker not kit's, and the check refuses the folder.
+    let edited = marker
+        .lines()
+        .map(|l| if l.starts_with("seed = ") { "seed = \"kit-verify\"" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(sandbox.join(".git/kit-exercise"), edited).unwrap();
+    let o = kit_in(&sandbox, &lab, &["exercise", "check", "13"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("was not written there by kit exercise start 13"), "{}", text(&o));
+    drop(d);
+}
+
+#[test]
 fn check_copies_the_sandbox_without_nested_labs_or_other_sandboxes() {
     let (d, lab, sandbox) = started(1);
     // Another exercise laid out inside this sandbox, and a lab inside it: neither is exercise

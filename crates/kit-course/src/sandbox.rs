@@ -16,13 +16,18 @@
 //! schema = "kit.sandbox/1"
 //! exercise = 4
 //! slug = "04-a-goal-that-survives"
-//! stamp = "…"   # HMAC-SHA256 under the course key of schema, exercise, slug and this folder
+//! seed = "3f2a…"  # the lab's seed (`KIT_LAB_SEED`), which its setup drew from
+//! stamp = "…"   # HMAC-SHA256 under the course key of schema, exercise, slug, this folder
+//!               # and the seed
 //! ```
 //!
 //! `kit exercise check N` refuses a sandbox without a genuine marker of exercise N (a progress
 //! file redirected to another exercise's sandbox, a folder copied from elsewhere). A sandbox
 //! whose marker verifies also keeps its own kit state (the handoff key its setup made) in
-//! `.home/.local/state`: [`own_state_dir`].
+//! `.home/.local/state`: [`own_state_dir`]. The seed is what a check that lays the lab out anew
+//! (`check_in_new_lab`, exercise 13) lays it out from: it is under the stamp, so no file of the
+//! lab can change which lab the check rebuilds. (A marker of an older kit has no seed; its stamp
+//! covers the other fields.)
 
 use std::path::{Path, PathBuf};
 
@@ -85,7 +90,11 @@ pub(crate) struct Marker {
     pub exercise: u32,
     /// The exercise's folder name, `NN-slug`.
     pub slug: String,
-    /// [`keys::sign`] of schema, exercise, slug and the sandbox's canonical path.
+    /// The lab's seed (`KIT_LAB_SEED`) its setup ran with; absent in a marker of an older kit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+    /// [`keys::sign`] of schema, exercise, slug, the sandbox's canonical path and the seed (when
+    /// there is one).
     pub stamp: String,
 }
 
@@ -101,6 +110,8 @@ pub(crate) enum Found {
         id: u32,
         /// Whether the stamp verifies.
         genuine: bool,
+        /// The lab's seed it records (trust it only when `genuine`).
+        seed: Option<String>,
     },
 }
 
@@ -108,18 +119,30 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-fn fields(m: &Marker, sandbox: &Path) -> [String; 4] {
+fn fields(m: &Marker, sandbox: &Path) -> Vec<String> {
     let dir = canonical(sandbox).to_string_lossy().into_owned();
-    [m.schema.clone(), m.exercise.to_string(), m.slug.clone(), dir]
+    let mut f = vec![m.schema.clone(), m.exercise.to_string(), m.slug.clone(), dir];
+    f.extend(m.seed.clone());
+    f
 }
 
-/// Write the marker of exercise `id` (folder `slug`, `NN-slug`) into `sandbox` under `key`.
+fn strs(f: &[String]) -> Vec<&str> {
+    f.iter().map(String::as_str).collect()
+}
+
+/// Write the marker of exercise `id` (folder `slug`, `NN-slug`), laid out from the lab's `seed`,
+/// into `sandbox` under `key`.
 ///
 /// Errors: the file cannot be written.
-pub(crate) fn write(sandbox: &Path, id: u32, slug: &str, key: &[u8]) -> Result<()> {
-    let mut m = Marker { schema: SCHEMA.into(), exercise: id, slug: slug.into(), stamp: "".into() };
-    let f = fields(&m, sandbox);
-    m.stamp = keys::sign(key, &f.each_ref().map(String::as_str));
+pub(crate) fn write(sandbox: &Path, id: u32, slug: &str, seed: &str, key: &[u8]) -> Result<()> {
+    let mut m = Marker {
+        schema: SCHEMA.into(),
+        exercise: id,
+        slug: slug.into(),
+        seed: Some(seed.into()),
+        stamp: "".into(),
+    };
+    m.stamp = keys::sign(key, &strs(&fields(&m, sandbox)));
     let rel = if sandbox.join(".git").is_dir() { IN_GIT } else { IN_HOME };
     let path = sandbox.join(rel);
     if let Some(parent) = path.parent() {
@@ -142,16 +165,15 @@ pub(crate) fn read(sandbox: &Path, key: Option<&[u8]>) -> Found {
         return Found::Missing;
     };
     let f = fields(&m, sandbox);
-    let genuine = m.schema == SCHEMA
-        && key.is_some_and(|k| keys::verify(k, &f.each_ref().map(String::as_str), &m.stamp));
-    Found::Of { id: m.exercise, genuine }
+    let genuine = m.schema == SCHEMA && key.is_some_and(|k| keys::verify(k, &strs(&f), &m.stamp));
+    Found::Of { id: m.exercise, genuine, seed: m.seed }
 }
 
 /// The nearest folder at or above `cwd` whose genuine marker names an exercise, with its number.
 pub(crate) fn find_up(cwd: &Path, key: Option<&[u8]>) -> Option<(PathBuf, u32)> {
     let cwd = canonical(cwd);
     cwd.ancestors().find_map(|a| match read(a, key) {
-        Found::Of { id, genuine: true } => Some((a.to_path_buf(), id)),
+        Found::Of { id, genuine: true, .. } => Some((a.to_path_buf(), id)),
         _ => None,
     })
 }
@@ -165,5 +187,39 @@ pub fn own_state_dir(root: &Path) -> Option<PathBuf> {
     match read(root, Some(&key)) {
         Found::Of { genuine: true, .. } => Some(root.join(".home/.local/state")),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_keeps_the_seed_under_its_stamp() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join(".git")).unwrap();
+        write(d.path(), 13, "13-forged-handoff", "3f2a", b"k").unwrap();
+        let seed_of = |key: &[u8]| match read(d.path(), Some(key)) {
+            Found::Of { id: 13, genuine, seed } => (genuine, seed),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(seed_of(b"k"), (true, Some("3f2a".into())));
+        assert!(!seed_of(b"other").0, "another key's");
+        // A seed edited by hand: the stamp no longer verifies.
+        let path = d.path().join(IN_GIT);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"3f2a\"", "\"kit-verify\"")).unwrap();
+        assert_eq!(seed_of(b"k"), (false, Some("kit-verify".into())));
+        // An older kit's marker, without a seed: still genuine, and says it has none.
+        let mut m = Marker {
+            schema: SCHEMA.into(),
+            exercise: 13,
+            slug: "13-forged-handoff".into(),
+            seed: None,
+            stamp: String::new(),
+        };
+        m.stamp = keys::sign(b"k", &strs(&fields(&m, d.path())));
+        std::fs::write(&path, toml::to_string(&m).unwrap()).unwrap();
+        assert_eq!(seed_of(b"k"), (true, None));
     }
 }

@@ -1,6 +1,8 @@
 //! Running an exercise's `golden.md`: against a copy of the learner's sandbox (`kit exercise
 //! check`: the learner's files cannot influence the checker and the check never writes into the
-//! learner's folder), and against the start and the solution (`kit verify`).
+//! learner's folder) or, for an exercise whose work is only an answer (`check_in_new_lab`), a
+//! lab laid out anew from its seed with only the learner's edited files; and against the start
+//! and the solution (`kit verify`).
 
 use std::path::Path;
 
@@ -8,26 +10,135 @@ use super::exercise::{self, Exercise};
 use crate::error::{Error, IoContext, Result};
 use crate::golden::{self, Binaries, Outcome};
 
-/// Run `ex`'s golden in a temporary copy of `sandbox` ([`copy_sandbox`]).
-pub fn check_copy(ex: &Exercise, sandbox: &Path, bins: &Binaries) -> Result<Outcome> {
-    check_copy_with_progress(ex, sandbox, bins, &|_, _, _| {})
+/// Run `ex`'s golden in a temporary copy of `sandbox` ([`copy_sandbox`]), or, for an exercise
+/// with `check_in_new_lab`, in a lab laid out anew from `seed` with only the learner's edited
+/// files ([`lay_new_lab`]).
+///
+/// Errors: as [`check_copy_with_progress`].
+pub fn check_copy(
+    ex: &Exercise,
+    sandbox: &Path,
+    seed: Option<&str>,
+    bins: &Binaries,
+) -> Result<Outcome> {
+    check_copy_with_progress(ex, sandbox, seed, bins, &|_, _, _| {})
 }
 
 /// [`check_copy`], calling `progress` before each step ([`golden::run_case_with_progress`]).
+/// `seed` is the lab's seed as its genuine marker records it (`None`: a marker of an older kit).
+///
+/// Errors: [`Error::Usage`] when the exercise lays its lab out anew and `seed` is `None` (with
+/// the fix), or when [`copy_sandbox`] or [`lay_new_lab`] refuses a file; what the run returns.
 pub fn check_copy_with_progress(
     ex: &Exercise,
     sandbox: &Path,
+    seed: Option<&str>,
     bins: &Binaries,
     progress: &golden::ProgressFn<'_>,
 ) -> Result<Outcome> {
     let case = ex.case(&format!("exercise {}", ex.slug))?;
     // `golden::SandboxFn` is `'static`: the closures own what they use.
     let sandbox = sandbox.to_path_buf();
+    if ex.meta.check_in_new_lab {
+        let id = ex.meta.id;
+        let seed = seed.ok_or_else(|| {
+            Error::usage(format!(
+                "{}: its marker, made by an older kit, does not record the lab's seed, and \
+                 exercise {id}'s check judges your answer in the lab laid out anew from that seed",
+                sandbox.display()
+            ))
+            .with_hint(format!(
+                "kit exercise reset {id} --yes lays it out again (a new lab: find its answer anew)"
+            ))
+        })?;
+        let (owned, seed) = (ex.clone(), seed.to_string());
+        let lay = move |_kind: &str, dir: &Path, env: &[(String, String)]| {
+            lay_new_lab(&owned, &sandbox, &seed, dir, env)
+        };
+        return golden::run_case_with_progress(&case, bins, &lay, progress);
+    }
     let kind = ex.meta.sandbox.clone();
     let copy = move |_kind: &str, dir: &Path, _env: &[(String, String)]| {
         copy_sandbox(&sandbox, &kind, dir)
     };
     golden::run_case_with_progress(&case, bins, &copy, progress)
+}
+
+/// Lay `ex`'s lab out anew in `dir` (golden environment `env`) from the lab's `seed`, as `kit
+/// exercise start` laid out the learner's ([`exercise::build_sandbox`]), then take from the
+/// learner's lab `from` only the files `edit` names ([`take_edited`]). What the check judges
+/// (exercise 13's six handoffs, the journal and the commits they were stamped against) is then
+/// the setup's own, never a copy the learner made or changed: the learner's work is the answer.
+///
+/// Errors: the setup fails; [`take_edited`]'s.
+pub fn lay_new_lab(
+    ex: &Exercise,
+    from: &Path,
+    seed: &str,
+    dir: &Path,
+    env: &[(String, String)],
+) -> Result<()> {
+    let mut env = env.to_vec();
+    env.retain(|(k, _)| k != exercise::SEED_VAR);
+    env.push((exercise::SEED_VAR.into(), seed.into()));
+    exercise::build_sandbox(ex, dir, &env, &exercise::env_course_key(&env)?, false)?;
+    take_edited(ex, from, dir)
+}
+
+/// Copy what `ex`'s `edit` names (a file, or a folder with what is below it) from the learner's
+/// lab `from` over the same path in `to`; a path `from` does not have (or holds as neither a file,
+/// a folder nor a link) is removed from `to`. A
+/// link on the way that leaves the lab, and a file over [`MAX_COPIED_FILE`], are refused as
+/// [`copy_sandbox`] refuses them.
+///
+/// Errors: [`Error::Usage`] naming such a link or file; I/O errors naming the file.
+pub fn take_edited(ex: &Exercise, from: &Path, to: &Path) -> Result<()> {
+    for e in &ex.meta.edit {
+        let rel = Path::new(e.trim_end_matches('/'));
+        let mut on_the_way = std::path::PathBuf::new();
+        for c in rel.components() {
+            on_the_way.push(c);
+            let p = from.join(&on_the_way);
+            if let Ok(target) = std::fs::read_link(&p) {
+                if !stays_inside(&on_the_way, &target) {
+                    return Err(link_out(&on_the_way, &target));
+                }
+            }
+        }
+        let (src, dst) = (from.join(rel), to.join(rel));
+        let Ok(meta) = std::fs::symlink_metadata(&src) else {
+            remove(&dst)?;
+            continue;
+        };
+        remove(&dst)?;
+        if let Some(parent) = dst.parent() {
+            crate::atomic::create_dir_all(parent)?;
+        }
+        if meta.is_symlink() {
+            let target = std::fs::read_link(&src).at(&src)?;
+            std::os::unix::fs::symlink(target, &dst).at(&dst)?;
+        } else if meta.is_dir() {
+            refuse_what_leaves(from, rel)?;
+            super::copy_tree_filtered(&src, &dst, &|_, _| true)?;
+        } else if meta.is_file() {
+            if meta.len() > MAX_COPIED_FILE {
+                return Err(too_big(rel, meta.len()));
+            }
+            std::fs::copy(&src, &dst).at(&src)?;
+        }
+        // Anything else (a FIFO, a socket) is no answer: the new lab has none there, as the
+        // copy of a lab leaves such a file out.
+    }
+    Ok(())
+}
+
+/// Remove `p` (a file, a link or a folder) when it is there.
+fn remove(p: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(p).at(p),
+        Ok(_) => std::fs::remove_file(p).at(p),
+        Err(_) => Ok(()),
+    }
 }
 
 /// The largest file a check copies from the lab (16 MiB): no exercise's work comes near it, and a
@@ -92,34 +203,44 @@ fn refuse_what_leaves(root: &Path, rel: &Path) -> Result<()> {
         if ft.is_symlink() {
             let target = std::fs::read_link(entry.path()).at(&entry.path())?;
             if !stays_inside(&r, &target) {
-                return Err(Error::usage(format!(
-                    "{} is a link to {}, outside the exercise's folder: a check copies only what \
-                     is inside it, and never follows a link out",
-                    r.display(),
-                    target.display()
-                ))
-                .with_hint(format!(
-                    "remove the link (rm {}) or put the file itself there, then kit exercise check",
-                    r.display()
-                )));
+                return Err(link_out(&r, &target));
             }
         } else if ft.is_dir() {
             refuse_what_leaves(root, &r)?;
         } else if ft.is_file() {
             let len = entry.metadata().at(&entry.path())?.len();
             if len > MAX_COPIED_FILE {
-                return Err(Error::usage(format!(
-                    "{} is {} MiB: a check copies the exercise's folder and takes files up to {} \
-                     MiB, and no exercise needs a larger one",
-                    r.display(),
-                    len >> 20,
-                    MAX_COPIED_FILE >> 20
-                ))
-                .with_hint(format!("remove it (rm {}), then kit exercise check", r.display())));
+                return Err(too_big(&r, len));
             }
         }
     }
     Ok(())
+}
+
+/// The refusal of a link at `r` (relative to the lab) to `target`, outside the lab.
+fn link_out(r: &Path, target: &Path) -> Error {
+    Error::usage(format!(
+        "{} is a link to {}, outside the exercise's folder: a check copies only what is inside \
+         it, and never follows a link out",
+        r.display(),
+        target.display()
+    ))
+    .with_hint(format!(
+        "remove the link (rm {}) or put the file itself there, then kit exercise check",
+        r.display()
+    ))
+}
+
+/// The refusal of a file at `r` (relative to the lab) of `len` bytes, over [`MAX_COPIED_FILE`].
+fn too_big(r: &Path, len: u64) -> Error {
+    Error::usage(format!(
+        "{} is {} MiB: a check copies the exercise's folder and takes files up to {} MiB, and no \
+         exercise needs a larger one",
+        r.display(),
+        len >> 20,
+        MAX_COPIED_FILE >> 20
+    ))
+    .with_hint(format!("remove it (rm {}), then kit exercise check", r.display()))
 }
 
 /// Whether a link at `link` (relative to the lab) with `target` resolves inside the lab, by its

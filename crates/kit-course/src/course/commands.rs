@@ -292,14 +292,13 @@ pub fn check(
         ))
         .with_hint(not_started_hint(id, "check", &lab)));
     }
-    own_sandbox(ex, &folder, &key, &lab)?;
+    let seed = own_sandbox(ex, &folder, &key, &lab)?;
     let (bins, _bin_dir) = crate::golden::this_binaries()?;
     let digest = stamp::edited_digest(&folder, &ex.meta.edit)?;
     let outcome = {
         let line = crate::term::StepLine::on_stderr();
-        super::check::check_copy_with_progress(ex, &folder, &bins, &|n, total, cmd| {
-            line.show(n, total, cmd)
-        })?
+        let show = |n, total, cmd: &str| line.show(n, total, cmd);
+        super::check::check_copy_with_progress(ex, &folder, seed.as_deref(), &bins, &show)?
     };
     let passed = outcome.failure.is_none();
     if passed {
@@ -428,10 +427,11 @@ pub fn check(
 
 /// Refuse to check `folder` for `ex` unless it holds `ex`'s genuine marker (left by `kit
 /// exercise start`): a progress file pointed at another exercise's sandbox, or a folder copied
-/// or moved from elsewhere, is not this exercise's work.
+/// or moved from elsewhere, is not this exercise's work. Returns the lab's seed the marker
+/// records (`None`: a marker of an older kit).
 ///
 /// Errors: [`Error::Usage`] naming the folder and the fix.
-fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<()> {
+fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<Option<String>> {
     let id = ex.meta.id;
     let shown = folder.display();
     let from = lab::progress_path(lab);
@@ -439,7 +439,7 @@ fn own_sandbox(ex: &Exercise, folder: &Path, key: &[u8], lab: &Path) -> Result<(
         "kit exercise reset {id} --yes lays exercise {id} out again there (move your edits aside first)"
     );
     match marker::read(folder, Some(key)) {
-        Found::Of { id: m, genuine: true } if m == id => Ok(()),
+        Found::Of { id: m, genuine: true, seed } if m == id => Ok(seed),
         Found::Of { id: m, .. } if m != id => Err(Error::usage(format!(
             "{shown} is exercise {m}'s sandbox, not exercise {id}'s ({} points exercise {id} there)",
             from.display()

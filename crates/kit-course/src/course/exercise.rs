@@ -59,6 +59,15 @@ pub struct ExerciseToml {
     /// solution` shows them after the files; a proof with `solution = true` runs them too.
     #[serde(default)]
     pub solution_steps: Vec<String>,
+    /// Whether `kit exercise check` lays the lab out anew, from the seed its marker records (as
+    /// `kit exercise start` did), and takes only the files `edit` names from the learner's lab,
+    /// instead of copying the whole lab (default false). For an exercise whose work is only an
+    /// answer about what the setup made (13: which handoff is genuine, forged or stale): the
+    /// answer is judged against the lab as the setup left it, so nothing the learner did to the
+    /// lab while investigating (a save, a commit, an edited copy, a journal line) can change the
+    /// verdict, or be made to fit a chosen answer.
+    #[serde(default)]
+    pub check_in_new_lab: bool,
 }
 
 /// `[[step_hints]]`: when the failing step's command contains `step`, show hint `level`.
@@ -235,8 +244,8 @@ pub fn new_seed() -> Result<String> {
 
 /// Build exercise `ex`'s sandbox in `dir` with the golden environment `env`: base kind, `git
 /// init` where the kind has none, `start/`, `setup` commands (with [`SEED_VAR`] set: `env`'s,
-/// else [`VERIFY_SEED`]), commit `start`, the sandbox's
-/// marker ([`crate::sandbox`], stamped under `marker_key`) and, when `with_solution`,
+/// else [`VERIFY_SEED`]), commit `start`, the sandbox's marker ([`crate::sandbox`], with the
+/// seed, stamped under `marker_key`) and, when `with_solution`,
 /// `solution/` laid over it without a commit, then its `solution_steps` run.
 ///
 /// Errors: a setup command or a solution step failing ([`Error::Input`] naming `exercise.toml`),
@@ -288,7 +297,8 @@ pub fn build_sandbox(
             )));
         }
     }
-    crate::sandbox::write(dir, ex.meta.id, &ex.slug, marker_key)?;
+    let seed = setup_env.iter().find(|(k, _)| k == SEED_VAR).map_or("", |(_, v)| v.as_str());
+    crate::sandbox::write(dir, ex.meta.id, &ex.slug, seed, marker_key)?;
     if with_solution {
         crate::embedded::write_files(dir, &ex.solution)?;
         for cmd in &ex.meta.solution_steps {

@@ -18,6 +18,11 @@ pub struct Report {
     pub ok: Vec<String>,
     /// Problems, e.g. `lib.py changed since the handoff`; empty when the handoff verifies.
     pub problems: Vec<String>,
+    /// Whether the file itself is not what `kit handoff save` wrote: its stamp id is not kit's
+    /// keyed id (or there is no key, or the format is not keyed), the journal records no save
+    /// of it or another sha256, or text follows the block. Its summary is not kit's to vouch
+    /// for, whatever the tree says; `false` when only the tree moved on (HEAD, a file).
+    pub forged: bool,
 }
 
 /// The checks of `kit handoff verify` without the transcript proof (DESIGN §11): nothing
@@ -36,6 +41,7 @@ pub fn check(
     let mut r = Report::default();
     if !handoff.trailing.is_empty() {
         let first = handoff.trailing.lines().next().unwrap_or("");
+        r.forged = true;
         r.problems.push(format!(
             "text after the stamp block (line {}: `{}`): the stamp must end the file, so this text is not covered by it",
             handoff.trailing_line,
@@ -121,6 +127,7 @@ fn check_id(
     own_state_dir: key::OwnStateDir,
     r: &mut Report,
 ) -> Result<()> {
+    let before = r.problems.len();
     let saved = saved_event(project, &stamp.stamp);
     let summary_edited =
         saved.as_ref().is_some_and(|e| e.summary_sha256 != sha256_hex(handoff.summary.as_bytes()));
@@ -164,6 +171,7 @@ fn check_id(
             if summary_edited { "the summary was edited" } else { "the stamp block or the text around it was edited" }
         )),
     }
+    r.forged |= r.problems.len() > before;
     Ok(())
 }
 
@@ -247,7 +255,7 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
     for ok in &report.ok {
         w(out, format!("  ok   {ok}"))?;
     }
-    let mut problems = report.problems;
+    let (mut problems, forged) = (report.problems, report.forged);
     if let Some(src) = &opts.proof {
         let transcript = match src {
             ProofSource::Transcript(p) => p.clone(),
@@ -280,9 +288,19 @@ pub fn verify(opts: &VerifyOptions, out: &mut dyn Write) -> Result<u8> {
             None,
             format!("handoff {} does not verify ({} problem(s))", stamp.stamp, problems.len()),
         )
-        .with_hint("update the summary in longrun/handoff.md, then kit handoff save"))
+        .with_hint(if forged { FORGED_NEXT } else { STALE_NEXT }))
     }
 }
+
+/// What to do about a handoff that is not the file `kit handoff save` wrote ([`Report::forged`]):
+/// not to save it again, which would certify whatever summary is in it.
+const FORGED_NEXT: &str = "do not trust this handoff: it is not what `kit handoff save` wrote. \
+Check its summary against git log and longrun/journal.jsonl, and save again (kit handoff save) \
+only a summary you checked yourself";
+
+/// What to do about a handoff kit wrote whose tree moved on (HEAD, a file), or that another
+/// session saved.
+const STALE_NEXT: &str = "update the summary in longrun/handoff.md, then kit handoff save";
 
 pub(super) fn short(commit: &str) -> &str {
     &commit[..commit.len().min(7)]
