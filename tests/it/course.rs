@@ -517,7 +517,8 @@ fn check_copies_the_sandbox_without_nested_labs_or_other_sandboxes() {
     std::fs::write(s9.join(".home/.local/state/kit/handoff.key"), "k\n").unwrap();
     std::fs::write(s9.join(".home/notes.txt"), "x").unwrap();
     let to = tempfile::tempdir().unwrap();
-    kit_course::course::check::copy_sandbox(&s9, "transcripts", to.path()).unwrap();
+    let fence = kit_course::course::check::Fence::new([], &[]);
+    kit_course::course::check::copy_sandbox(&s9, "transcripts", to.path(), &fence).unwrap();
     let rel = one.strip_prefix(&s9).unwrap();
     assert_eq!(std::fs::read(to.path().join(rel)).unwrap(), pristine);
     assert!(to.path().join(".home/.local/state/kit/handoff.key").is_file());
