@@ -42,7 +42,7 @@ pub const CHECK_FOLDERS: [&str; 3] = [".check", ".kit-check", ".git/kit-check"];
 
 /// What of the lab a check copies is the learner's and what is the check's own (issue 21:
 /// nothing a check compares may be reachable from, or planted by, the work it judges).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Fence {
     /// Paths of the check's sandbox (relative) that are the check's own: [`CHECK_FOLDERS`], the
     /// sandbox's `.home/` and `.kit/` (laid anew, not copied), and where the golden's file blocks
