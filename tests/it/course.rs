@@ -519,10 +519,11 @@ fn exercise_13_judges_the_answer_in_a_lab_laid_out_anew_from_the_markers_seed() 
         .into_iter()
         .find(|e| e.meta.id == 13)
         .unwrap();
+    let fence = kit_course::course::check::Fence::of(&ex13.case("ex13").unwrap(), &ex13.meta.edit);
     let to = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(to.path().join("handoffs")).unwrap();
     std::fs::write(to.path().join("handoffs/a.md"), "the setup's\n").unwrap();
-    kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap();
+    kit_course::course::check::take_edited(&ex13, &sandbox, to.path(), &fence).unwrap();
     assert_eq!(
         std::fs::read(to.path().join("handoffs/answer.txt")).unwrap(),
         std::fs::read(sandbox.join("handoffs/answer.txt")).unwrap()
@@ -531,10 +532,10 @@ fn exercise_13_judges_the_answer_in_a_lab_laid_out_anew_from_the_markers_seed() 
     let answer = sandbox.join("handoffs/answer.txt");
     std::fs::remove_file(&answer).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", &answer).unwrap();
-    let e = kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap_err();
+    let e = kit_course::course::check::take_edited(&ex13, &sandbox, to.path(), &fence).unwrap_err();
     assert!(e.to_string().contains("outside the exercise's folder"), "{e}");
     std::fs::remove_file(&answer).unwrap();
-    kit_course::course::check::take_edited(&ex13, &sandbox, to.path()).unwrap();
+    kit_course::course::check::take_edited(&ex13, &sandbox, to.path(), &fence).unwrap();
     assert!(!to.path().join("handoffs/answer.txt").exists());
 
     // The seed is under the marker's stamp: one edited by hand (to a lab whose answer is known)
@@ -578,7 +579,8 @@ fn check_copies_the_sandbox_without_nested_labs_or_other_sandboxes() {
     std::fs::write(s9.join(".home/.local/state/kit/handoff.key"), "k\n").unwrap();
     std::fs::write(s9.join(".home/notes.txt"), "x").unwrap();
     let to = tempfile::tempdir().unwrap();
-    kit_course::course::check::copy_sandbox(&s9, "transcripts", to.path()).unwrap();
+    let fence = kit_course::course::check::Fence::new([], &[]);
+    kit_course::course::check::copy_sandbox(&s9, "transcripts", to.path(), &fence).unwrap();
     let rel = one.strip_prefix(&s9).unwrap();
     assert_eq!(std::fs::read(to.path().join(rel)).unwrap(), pristine);
     assert!(to.path().join(".home/.local/state/kit/handoff.key").is_file());

@@ -4,7 +4,7 @@
 //! lab laid out anew from its seed with only the learner's edited files; and against the start
 //! and the solution (`kit verify`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::exercise::{self, Exercise};
 use crate::error::{Error, IoContext, Result};
@@ -37,6 +37,7 @@ pub fn check_copy_with_progress(
     progress: &golden::ProgressFn<'_>,
 ) -> Result<Outcome> {
     let case = ex.case(&format!("exercise {}", ex.slug))?;
+    let fence = Fence::of(&case, &ex.meta.edit);
     // `golden::SandboxFn` is `'static`: the closures own what they use.
     let sandbox = sandbox.to_path_buf();
     if ex.meta.check_in_new_lab {
@@ -53,13 +54,13 @@ pub fn check_copy_with_progress(
         })?;
         let (owned, seed) = (ex.clone(), seed.to_string());
         let lay = move |_kind: &str, dir: &Path, env: &[(String, String)]| {
-            lay_new_lab(&owned, &sandbox, &seed, dir, env)
+            lay_new_lab(&owned, &sandbox, &seed, dir, env, &fence)
         };
         return golden::run_case_with_progress(&case, bins, &lay, progress);
     }
     let kind = ex.meta.sandbox.clone();
     let copy = move |_kind: &str, dir: &Path, _env: &[(String, String)]| {
-        copy_sandbox(&sandbox, &kind, dir)
+        copy_sandbox(&sandbox, &kind, dir, &fence)
     };
     golden::run_case_with_progress(&case, bins, &copy, progress)
 }
@@ -77,32 +78,30 @@ pub fn lay_new_lab(
     seed: &str,
     dir: &Path,
     env: &[(String, String)],
+    fence: &Fence,
 ) -> Result<()> {
     let mut env = env.to_vec();
     env.retain(|(k, _)| k != exercise::SEED_VAR);
     env.push((exercise::SEED_VAR.into(), seed.into()));
     exercise::build_sandbox(ex, dir, &env, &exercise::env_course_key(&env)?, false)?;
-    take_edited(ex, from, dir)
+    take_edited(ex, from, dir, fence)
 }
 
 /// Copy what `ex`'s `edit` names (a file, or a folder with what is below it) from the learner's
 /// lab `from` over the same path in `to`; a path `from` does not have (or holds as neither a file,
-/// a folder nor a link) is removed from `to`. A
-/// link on the way that leaves the lab, and a file over [`MAX_COPIED_FILE`], are refused as
-/// [`copy_sandbox`] refuses them.
+/// a folder nor a link) is removed from `to`. A link on the way (the check judges the file
+/// itself), and a file over [`MAX_COPIED_FILE`], are refused as [`copy_sandbox`] refuses them
+/// ([`refuse_links`], by `fence`).
 ///
 /// Errors: [`Error::Usage`] naming such a link or file; I/O errors naming the file.
-pub fn take_edited(ex: &Exercise, from: &Path, to: &Path) -> Result<()> {
+pub fn take_edited(ex: &Exercise, from: &Path, to: &Path, fence: &Fence) -> Result<()> {
     for e in &ex.meta.edit {
         let rel = Path::new(e.trim_end_matches('/'));
         let mut on_the_way = std::path::PathBuf::new();
         for c in rel.components() {
             on_the_way.push(c);
-            let p = from.join(&on_the_way);
-            if let Ok(target) = std::fs::read_link(&p) {
-                if !stays_inside(&on_the_way, &target) {
-                    return Err(link_out(&on_the_way, &target));
-                }
+            if std::fs::symlink_metadata(from.join(&on_the_way)).is_ok_and(|m| m.is_symlink()) {
+                refuse_links(from, &on_the_way, fence)?;
             }
         }
         let (src, dst) = (from.join(rel), to.join(rel));
@@ -118,7 +117,7 @@ pub fn take_edited(ex: &Exercise, from: &Path, to: &Path) -> Result<()> {
             let target = std::fs::read_link(&src).at(&src)?;
             std::os::unix::fs::symlink(target, &dst).at(&dst)?;
         } else if meta.is_dir() {
-            refuse_what_leaves(from, rel)?;
+            refuse_what_leaves(from, rel, fence)?;
             super::copy_tree_filtered(&src, &dst, &|_, _| true)?;
         } else if meta.is_file() {
             if meta.len() > MAX_COPIED_FILE {
@@ -145,25 +144,90 @@ fn remove(p: &Path) -> Result<()> {
 /// huge file planted in the lab must not cost every check its copy time and temporary space.
 pub const MAX_COPIED_FILE: u64 = 16 << 20;
 
+/// The folders a check keeps its own files in (its references, helpers and scratch files,
+/// docs/golden-format.md): never copied from the lab, so the check starts without them and
+/// makes its own; a link of the lab into them is refused.
+pub const CHECK_FOLDERS: [&str; 3] = [".check", ".kit-check", ".git/kit-check"];
+
+/// What of the lab a check copies is the learner's and what is the check's own (issue 21:
+/// nothing a check compares may be reachable from, or planted by, the work it judges).
+#[derive(Clone, Debug)]
+pub struct Fence {
+    /// Paths of the check's sandbox (relative) that are the check's own: [`CHECK_FOLDERS`], the
+    /// sandbox's `.home/` and `.kit/` (laid anew, not copied), and where the golden's file blocks
+    /// write (the top folder of each, a folder inside `.git/` for one under it, or the file
+    /// itself at the top).
+    owned: Vec<PathBuf>,
+    /// The paths the learner edits (`exercise.toml`'s `edit`; a folder ends with `/`): the check
+    /// judges them, so each must be the file itself, not a link.
+    judged: Vec<PathBuf>,
+}
+
+impl Fence {
+    /// The fence of a check running `case` on a lab whose learner edits `edit`.
+    pub fn of(case: &golden::Case, edit: &[String]) -> Fence {
+        let blocks = case.steps.iter().filter_map(|s| match s {
+            golden::Step::File { path, .. } => Some(path.as_str()),
+            golden::Step::Run { .. } => None,
+        });
+        Fence::new(blocks, edit)
+    }
+
+    /// The fence of a check whose golden writes the file blocks `blocks` (paths relative to the
+    /// sandbox) on a lab whose learner edits `edit`.
+    pub fn new<'a>(blocks: impl IntoIterator<Item = &'a str>, edit: &[String]) -> Fence {
+        let mut owned: Vec<PathBuf> =
+            CHECK_FOLDERS.iter().chain(&[".home", ".kit"]).map(PathBuf::from).collect();
+        for block in blocks {
+            let parts: Vec<_> = Path::new(block).components().collect();
+            let take = if parts.first().is_some_and(|c| c.as_os_str() == ".git") { 2 } else { 1 };
+            let top: PathBuf = parts.iter().take(take).collect();
+            if !top.as_os_str().is_empty() && !owned.contains(&top) {
+                owned.push(top);
+            }
+        }
+        let judged = edit.iter().map(|e| PathBuf::from(e.trim_end_matches('/'))).collect();
+        Fence { owned, judged }
+    }
+
+    /// The path of the check's own that `rel` is, or is inside, if any.
+    fn owner_of(&self, rel: &Path) -> Option<&Path> {
+        self.owned.iter().find(|o| rel.starts_with(o)).map(PathBuf::as_path)
+    }
+
+    /// Whether a link at `rel` would stand for a file the check judges: `rel` is an edited
+    /// path, inside an edited folder, or a folder holding one.
+    fn judges(&self, rel: &Path) -> bool {
+        self.judged.iter().any(|j| rel.starts_with(j) || j.starts_with(rel))
+    }
+
+    /// Whether `rel` is one of [`CHECK_FOLDERS`], `.home` or `.kit`: not copied from the lab.
+    fn not_copied(rel: &Path) -> bool {
+        rel == Path::new(".home")
+            || rel == Path::new(".kit")
+            || CHECK_FOLDERS.iter().any(|c| rel == Path::new(c))
+    }
+}
+
 /// Copy what a check of the sandbox `from` needs into `to`: the sandbox's own files and `.git`,
 /// without what is not the exercise's work: the sandbox's `.home/` is laid anew for its kind
 /// `kind` (the transcript fixtures come from the binary, not from the learner's copy) with only
 /// the sandbox's own kit state (`.home/.local/state/kit/handoff.key`, which its setup made), no
 /// nested lab (a folder with `.kit/progress.json`) or other exercise's sandbox (a folder with
 /// a marker), no leftovers of the learner's experiments that are not work (the fake agent's
-/// call counters `.git/fake-agent-*.count`, a loop's `longrun/.lock`).
+/// call counters `.git/fake-agent-*.count`, a loop's `longrun/.lock`), and none of the check's
+/// own folders ([`CHECK_FOLDERS`]: a `.check/` the learner made is not the check's).
 ///
-/// A symbolic link is copied as a link only when it stays inside the lab (relative, and not
-/// climbing out): a link that leaves the lab would let the check read or write the learner's
-/// own files (or anything else), so the check refuses it, naming it.
+/// A symbolic link is copied as a link only when it stays inside the lab and out of what the
+/// check owns ([`refuse_links`], by `fence`); a file over [`MAX_COPIED_FILE`] is refused.
 ///
-/// Errors: [`Error::Usage`] naming a link that leaves the lab or a file over
+/// Errors: [`Error::Usage`] naming a link [`refuse_links`] refuses or a file over
 /// [`MAX_COPIED_FILE`]; I/O errors naming the file.
-pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
+pub fn copy_sandbox(from: &Path, kind: &str, to: &Path, fence: &Fence) -> Result<()> {
     std::fs::create_dir_all(to.join(".home")).at(to)?;
-    refuse_what_leaves(from, Path::new(""))?;
+    refuse_what_leaves(from, Path::new(""), fence)?;
     super::copy_tree_filtered(from, to, &|rel: &Path, is_dir: bool| {
-        if rel == Path::new(".home") || rel == Path::new(".kit") {
+        if Fence::not_copied(rel) {
             return false;
         }
         if rel == Path::new("longrun/.lock") {
@@ -189,24 +253,24 @@ pub fn copy_sandbox(from: &Path, kind: &str, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Refuse (before anything is copied) a link under `root/rel` that leaves `root`, and a file
-/// larger than [`MAX_COPIED_FILE`]; `.home/` and `.kit/` are not copied and not looked at.
-fn refuse_what_leaves(root: &Path, rel: &Path) -> Result<()> {
+/// Refuse (before anything is copied) a link under `root/rel` that [`refuse_links`] refuses,
+/// and a file larger than [`MAX_COPIED_FILE`]; what is not copied ([`Fence::not_copied`]) is
+/// not looked at. Entries are taken in name order, so the same lab names the same file.
+fn refuse_what_leaves(root: &Path, rel: &Path, fence: &Fence) -> Result<()> {
     let dir = root.join(rel);
-    for entry in std::fs::read_dir(&dir).at(&dir)? {
-        let entry = entry.at(&dir)?;
+    let mut entries =
+        std::fs::read_dir(&dir).at(&dir)?.collect::<std::io::Result<Vec<_>>>().at(&dir)?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
         let r = rel.join(entry.file_name());
-        if r == Path::new(".home") || r == Path::new(".kit") {
+        if Fence::not_copied(&r) {
             continue;
         }
         let ft = entry.file_type().at(&entry.path())?;
         if ft.is_symlink() {
-            let target = std::fs::read_link(entry.path()).at(&entry.path())?;
-            if !stays_inside(&r, &target) {
-                return Err(link_out(&r, &target));
-            }
+            refuse_links(root, &r, fence)?;
         } else if ft.is_dir() {
-            refuse_what_leaves(root, &r)?;
+            refuse_what_leaves(root, &r, fence)?;
         } else if ft.is_file() {
             let len = entry.metadata().at(&entry.path())?.len();
             if len > MAX_COPIED_FILE {
@@ -215,20 +279,6 @@ fn refuse_what_leaves(root: &Path, rel: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The refusal of a link at `r` (relative to the lab) to `target`, outside the lab.
-fn link_out(r: &Path, target: &Path) -> Error {
-    Error::usage(format!(
-        "{} is a link to {}, outside the exercise's folder: a check copies only what is inside \
-         it, and never follows a link out",
-        r.display(),
-        target.display()
-    ))
-    .with_hint(format!(
-        "remove the link (rm {}) or put the file itself there, then kit exercise check",
-        r.display()
-    ))
 }
 
 /// The refusal of a file at `r` (relative to the lab) of `len` bytes, over [`MAX_COPIED_FILE`].
@@ -241,6 +291,132 @@ fn too_big(r: &Path, len: u64) -> Error {
         MAX_COPIED_FILE >> 20
     ))
     .with_hint(format!("remove it (rm {}), then kit exercise check", r.display()))
+}
+
+/// The most links [`resolve`] follows for one link (Linux's own limit, `ELOOP`).
+pub const MAX_LINK_HOPS: usize = 40;
+
+/// Refuse the link at `root/link` (`link` relative to the lab) when it leaves the lab (by its
+/// words, or through the links it passes), leads into what the check owns (`fence`: the
+/// check's own files would be judged against themselves, or read by the learner's code), or
+/// stands for a file the check judges (an edited path must be the file itself).
+///
+/// Errors: [`Error::Usage`] naming the link, where it leads and the fix.
+fn refuse_links(root: &Path, link: &Path, fence: &Fence) -> Result<()> {
+    let target = std::fs::read_link(root.join(link)).at(&root.join(link))?;
+    let fix = format!(
+        "remove the link (rm {}) and put the file itself there, then kit exercise check",
+        link.display()
+    );
+    let out = || {
+        Error::usage(format!(
+            "{} is a link to {}, outside the exercise's folder: a check copies only what is \
+             inside it, and never follows a link out",
+            link.display(),
+            target.display()
+        ))
+        .with_hint(fix.clone())
+    };
+    if !stays_inside(link, &target) {
+        return Err(out());
+    }
+    match resolve(root, link, fence)? {
+        Landing::Outside => Err(out()),
+        Landing::TooDeep => Err(Error::usage(format!(
+            "{} is a link that leads through more than {MAX_LINK_HOPS} links (a loop of links?)",
+            link.display()
+        ))
+        .with_hint(fix)),
+        Landing::Check(at) => Err(Error::usage(format!(
+            "{} is a link into the check's own files ({}): a check compares your work with \
+             files it writes there itself, so a link to them is not your work; write the file \
+             itself",
+            link.display(),
+            at.display()
+        ))
+        .with_hint(fix)),
+        Landing::Inside(_) if fence.judges(link) => Err(Error::usage(format!(
+            "{} is a link (to {}): the check judges {} itself, so it must be the file, not a \
+             link to one",
+            link.display(),
+            target.display(),
+            link.display()
+        ))
+        .with_hint(fix)),
+        Landing::Inside(_) => Ok(()),
+    }
+}
+
+/// Where a link of the lab leads ([`resolve`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Landing {
+    /// A path of the lab (relative), none of the check's own.
+    Inside(PathBuf),
+    /// Into a path the check owns: the path reached, with the rest of the words after it.
+    Check(PathBuf),
+    /// Above the lab's root.
+    Outside,
+    /// More than [`MAX_LINK_HOPS`] links on the way.
+    TooDeep,
+}
+
+/// Follow the link at `root/link` as the system would, by words and the lab's own links (each
+/// met on the way is followed, up to [`MAX_LINK_HOPS`]), never touching anything outside
+/// `root`: the first path reached that the check owns ([`Fence::owner_of`]) is where it lands,
+/// whatever words follow (the check's copy of that folder is not the lab's, so the lab cannot
+/// say where a link inside it would go).
+///
+/// Errors: a link that cannot be read.
+fn resolve(root: &Path, link: &Path, fence: &Fence) -> Result<Landing> {
+    use std::path::Component;
+    let mut at: Vec<std::ffi::OsString> = match link.parent() {
+        Some(p) => p.components().map(|c| c.as_os_str().to_os_string()).collect(),
+        None => vec![],
+    };
+    let first = std::fs::read_link(root.join(link)).at(&root.join(link))?;
+    let mut todo: std::collections::VecDeque<std::ffi::OsString> =
+        std::collections::VecDeque::new();
+    let mut hops = 0;
+    let mut pending = Some(first);
+    loop {
+        if let Some(target) = pending.take() {
+            hops += 1;
+            if hops > MAX_LINK_HOPS {
+                return Ok(Landing::TooDeep);
+            }
+            let mut parts = Vec::new();
+            for c in target.components() {
+                match c {
+                    Component::RootDir | Component::Prefix(_) => return Ok(Landing::Outside),
+                    Component::CurDir => {}
+                    Component::ParentDir | Component::Normal(_) => {
+                        parts.push(c.as_os_str().to_os_string())
+                    }
+                }
+            }
+            for p in parts.into_iter().rev() {
+                todo.push_front(p);
+            }
+        }
+        let Some(part) = todo.pop_front() else { break };
+        if part == ".." {
+            if at.pop().is_none() {
+                return Ok(Landing::Outside);
+            }
+            continue;
+        }
+        at.push(part);
+        let here: PathBuf = at.iter().collect();
+        if fence.owner_of(&here).is_some() {
+            return Ok(Landing::Check(here.join(todo.iter().collect::<PathBuf>())));
+        }
+        let full = root.join(&here);
+        if std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
+            at.pop();
+            pending = Some(std::fs::read_link(&full).at(&full)?);
+        }
+    }
+    Ok(Landing::Inside(at.iter().collect()))
 }
 
 /// Whether a link at `link` (relative to the lab) with `target` resolves inside the lab, by its
@@ -344,6 +520,93 @@ mod tests {
         }
     }
 
+    fn fence() -> Fence {
+        Fence::new(
+            [".check/judge.awk", ".git/kit-check/plain-git.sh", "green.sh"],
+            &["writers.txt".into(), "longrun/".into()],
+        )
+    }
+
+    /// Where a lab's link leads, followed as the system would through the lab's own links.
+    #[test]
+    fn a_link_is_followed_link_by_link_to_where_it_lands() {
+        let lab = tempfile::tempdir().unwrap();
+        let l = lab.path();
+        for d in ["d/e", "notes", ".git/hooks"] {
+            std::fs::create_dir_all(l.join(d)).unwrap();
+        }
+        let links: &[(&str, &str)] = &[
+            ("writers.txt", ".check/writers"),
+            ("notes/a.txt", "../.check/ref/longrun/goal.md"),
+            ("up", "."),
+            ("notes/via-up", "../up/.check/writers"),
+            ("d/e/top", "../.."),
+            ("notes/out", "../d/e/top/../x"),
+            ("notes/b.txt", "a.txt"),
+            ("notes/fine.txt", "../d/e/../plain.txt"),
+            ("loop1", "loop2"),
+            ("loop2", "loop1"),
+            ("notes/helper", "../.git/kit-check/plain-git.sh"),
+            ("notes/hooks", "../.git/hooks/x"),
+            ("notes/green", "../green.sh"),
+            ("notes/home", "../.home/.claude"),
+        ];
+        for (link, target) in links {
+            std::os::unix::fs::symlink(target, l.join(link)).unwrap();
+        }
+        let f = fence();
+        let at = |link: &str| resolve(l, Path::new(link), &f).unwrap();
+        let check = |p: &str| Landing::Check(PathBuf::from(p));
+        assert_eq!(at("writers.txt"), check(".check/writers"));
+        assert_eq!(at("notes/a.txt"), check(".check/ref/longrun/goal.md"));
+        assert_eq!(at("notes/via-up"), check(".check/writers"));
+        assert_eq!(at("notes/b.txt"), check(".check/ref/longrun/goal.md"));
+        assert_eq!(at("notes/out"), Landing::Outside);
+        assert_eq!(at("notes/fine.txt"), Landing::Inside(PathBuf::from("d/plain.txt")));
+        assert_eq!(at("loop1"), Landing::TooDeep);
+        assert_eq!(at("notes/helper"), check(".git/kit-check/plain-git.sh"));
+        assert_eq!(at("notes/hooks"), Landing::Inside(PathBuf::from(".git/hooks/x")));
+        assert_eq!(at("notes/green"), check("green.sh"));
+        assert_eq!(at("notes/home"), check(".home/.claude"));
+    }
+
+    /// A tester's cheats: the lab's files are links into what the check writes in its own
+    /// sandbox (`.check/ref`, `.check/writers`); the copy refuses them, naming the link.
+    #[test]
+    fn the_copy_refuses_links_into_the_checks_own_files_and_links_for_judged_files() {
+        let refused = |setup: &dyn Fn(&Path)| {
+            let lab = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(lab.path().join("longrun")).unwrap();
+            setup(lab.path());
+            let to = tempfile::tempdir().unwrap();
+            copy_sandbox(lab.path(), "git", to.path(), &fence()).err().map(|e| e.to_string())
+        };
+        let link = |target: &str, at: &str| {
+            let (target, at) = (target.to_string(), at.to_string());
+            move |l: &Path| std::os::unix::fs::symlink(&target, l.join(&at)).unwrap()
+        };
+        let e = refused(&link(".check/writers", "writers.txt")).unwrap();
+        assert!(
+            e.contains("writers.txt is a link into the check's own files (.check/writers)"),
+            "{e}"
+        );
+        let e = refused(&link("../.check/ref/longrun/goal.md", "longrun/goal.md")).unwrap();
+        assert!(e.contains("longrun/goal.md is a link into the check's own files"), "{e}");
+        let e = refused(&link("mine.txt", "writers.txt")).unwrap();
+        assert!(e.contains("the check judges writers.txt itself"), "{e}");
+        let e = refused(&link("other", "longrun/.frozen")).unwrap();
+        assert!(e.contains("the check judges longrun/.frozen itself"), "{e}");
+        // A link among the learner's own files, to their own files, is theirs.
+        assert_eq!(refused(&link("NOTES.md", "README.md")), None);
+        // The learner's .check/ is not the check's: not copied, links inside it not looked at.
+        let planted = |l: &Path| {
+            std::fs::create_dir_all(l.join(".check/ref")).unwrap();
+            std::os::unix::fs::symlink("/etc/passwd", l.join(".check/ref/x")).unwrap();
+            std::os::unix::fs::symlink("mine", l.join(".kit-check")).unwrap();
+        };
+        assert_eq!(refused(&planted), None);
+    }
+
     #[test]
     fn the_copy_refuses_a_link_out_and_a_huge_file_and_drops_leftovers() {
         let from = tempfile::tempdir().unwrap();
@@ -356,23 +619,28 @@ mod tests {
         std::fs::write(f.join("longrun/.lock"), "pid 1\n").unwrap();
         std::os::unix::fs::symlink("work.py", f.join("alias.py")).unwrap();
         let to = tempfile::tempdir().unwrap();
-        copy_sandbox(f, "git", to.path()).unwrap();
+        copy_sandbox(f, "git", to.path(), &fence()).unwrap();
         assert!(to.path().join("work.py").is_file());
         assert!(to.path().join(".git/HEAD").is_file());
         assert!(!to.path().join(".git/fake-agent-cheat.count").exists());
         assert!(!to.path().join("longrun/.lock").exists());
         assert_eq!(std::fs::read_link(to.path().join("alias.py")).unwrap(), Path::new("work.py"));
 
-        std::os::unix::fs::symlink(f.join("work.py"), f.join(".check")).unwrap();
+        std::fs::create_dir_all(f.join(".check")).unwrap();
+        std::fs::write(f.join(".check/writers"), "planted\n").unwrap();
+        std::os::unix::fs::symlink(f.join("work.py"), f.join("out.py")).unwrap();
         let to = tempfile::tempdir().unwrap();
-        let e = copy_sandbox(f, "git", to.path()).unwrap_err().to_string();
-        assert!(e.contains(".check is a link to"), "{e}");
-        std::fs::remove_file(f.join(".check")).unwrap();
+        let e = copy_sandbox(f, "git", to.path(), &fence()).unwrap_err().to_string();
+        assert!(e.contains("out.py is a link to"), "{e}");
+        std::fs::remove_file(f.join("out.py")).unwrap();
+        let to = tempfile::tempdir().unwrap();
+        copy_sandbox(f, "git", to.path(), &fence()).unwrap();
+        assert!(!to.path().join(".check").exists(), "the learner's .check/ is not copied");
 
         let big = std::fs::File::create(f.join("big.bin")).unwrap();
         big.set_len(MAX_COPIED_FILE + 1).unwrap();
         let to = tempfile::tempdir().unwrap();
-        let e = copy_sandbox(f, "git", to.path()).unwrap_err().to_string();
+        let e = copy_sandbox(f, "git", to.path(), &fence()).unwrap_err().to_string();
         assert!(e.contains("big.bin is 16 MiB"), "{e}");
     }
 }

@@ -1,0 +1,2 @@
+#!/bin/sh
+kit hook install
