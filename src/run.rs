@@ -286,14 +286,17 @@ fn mine_options(ctx: &Ctx, a: crate::cli::MineArgs) -> Result<crate::mine::MineO
 }
 
 fn measure_options(a: crate::cli::MeasureArgs) -> Result<crate::measure::MeasureOptions> {
-    // The ledger is read with the default roots (it holds their calls), and written with
-    // `--ledger`; a ledger folder kit cannot name is only an error when asked to write.
-    let ledger = match (a.ledger || a.paths.is_empty(), crate::transcript::ledger::default_dir()) {
+    // The ledger is read with the default roots (it holds their calls: those read from these
+    // roots complete them), and written with `--ledger`; a ledger folder kit cannot name is only
+    // an error when asked to write.
+    use crate::transcript::ledger as l;
+    let ledger = match (a.ledger || a.paths.is_empty(), l::default_dir()) {
         (false, _) => None,
         (true, Ok(dir)) => Some(crate::measure::ledger::LedgerUse {
             dir,
             append: a.ledger,
             read: a.paths.is_empty(),
+            roots: if a.paths.is_empty() { l::default_root_ids()? } else { Default::default() },
         }),
         (true, Err(e)) if a.ledger => return Err(e),
         (true, Err(_)) => None,

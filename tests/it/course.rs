@@ -758,6 +758,61 @@ fn lesson_lab_lays_out_the_lessons_sandbox_and_its_exports_make_kit_measure_see_
 }
 
 #[test]
+fn a_fake_loop_in_an_exercise_sandbox_stays_out_of_a_lesson_lab_and_of_the_learners_own_totals() {
+    // Exercise 14's loop, run as its task says (its exports first): the fake agent writes its
+    // transcript in the sandbox's .home, and the loop its calls to the ledger in the learner's
+    // HOME, which the exports do not move.
+    let d = tempfile::tempdir().unwrap();
+    let lab = d.path().join("lab");
+    let o = kit_in(d.path(), &lab, &["exercise", "start", "14"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let line = t.lines().find(|l| l.starts_with("its sessions are in ")).unwrap();
+    let export = &line[line.find("export ").unwrap()..line.find(" (unset").unwrap()];
+    let goal = root().join("exercises/14-loop-to-done/solution/longrun/goal.md");
+    let sandbox = lab.join("14-loop-to-done");
+    let out = sh_in(
+        &sandbox,
+        &lab,
+        &format!(
+            "unset CLAUDE_CONFIG_DIR CODEX_HOME; {export} && cp {} longrun/goal.md && kit loop --agent fake:finish",
+            goal.display()
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let ledger = d.path().join(".home/.local/share/kit/ledger");
+    let lines: usize = std::fs::read_dir(&ledger)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap().lines().count())
+        .sum();
+    assert!(lines > 0, "the loop wrote its calls to the learner's ledger");
+    // Its transcript deleted (the sandbox removed, say): exercise 14's measurement still counts
+    // them, from the ledger.
+    std::fs::remove_dir_all(sandbox.join(".home/.claude/projects")).unwrap();
+    let own = sh_in(
+        &sandbox,
+        &lab,
+        &format!("unset CLAUDE_CONFIG_DIR CODEX_HOME; {export} && kit measure"),
+    );
+    assert!(text(&own).contains("TOTAL    1 sessions"), "{}", text(&own));
+
+    // Lesson 4's lab shows its three sessions, nothing of the loop's.
+    let o = kit_in(d.path(), &lab, &["lesson", "4", "--lab"]);
+    let t = text(&o);
+    let four = lab.join("lesson-04-cache-idle");
+    let export = t.lines().find(|l| l.trim_start().starts_with("export ")).unwrap();
+    let out =
+        sh_in(&four, &lab, &format!("unset CLAUDE_CONFIG_DIR CODEX_HOME; {export} && kit measure"));
+    let t = text(&out);
+    assert!(t.contains("TOTAL    3 sessions") && !t.contains("ledger:"), "{t}");
+    // Nor do the learner's own roots.
+    let out = sh_in(d.path(), &lab, "unset CLAUDE_CONFIG_DIR CODEX_HOME; kit measure");
+    assert!(text(&out).starts_with("no sessions found"), "{}", text(&out));
+}
+
+#[test]
 fn a_solution_with_steps_shows_them_after_its_files() {
     // Exercise 20's solution is files and commands (exercise.toml's solution_steps): a freeze and
     // a commit that files alone cannot hold.

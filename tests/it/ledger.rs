@@ -210,3 +210,47 @@ fn an_empty_table_names_the_ledger_among_the_places_read() {
     let looked = text.lines().find(|l| l.trim_start().starts_with("looked in:")).unwrap();
     assert!(looked.ends_with(&t.ledger().display().to_string()), "{looked}");
 }
+
+#[test]
+fn a_call_from_another_root_is_not_part_of_this_measurement() {
+    // Two roots (a course lab's and the user's own) with copies of the same sessions, as the
+    // course's labs have, and one ledger in the user's data folder.
+    let (mine, lab) = (Tree::new(), Tree::new());
+    let in_lab = || {
+        let mut c = lab.kit();
+        c.env("KIT_LEDGER_DIR", mine.ledger());
+        c
+    };
+    let out = in_lab().args(["measure", "--json", "--ledger"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lab_doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = lab_doc["totals"]["api_calls"].as_u64().unwrap();
+    assert_eq!(lab_doc["ledger"]["appended"]["added"], calls);
+
+    // The user's root, its transcripts gone before it was ever measured: the lab's calls are not
+    // among its sessions.
+    mine.delete_all();
+    let alone = mine.measure(&[]);
+    assert_eq!(alone["totals"]["sessions"], 0, "{alone}");
+    assert!(alone.get("ledger").is_none(), "{alone}");
+
+    // The same calls read from the user's root are recorded for it too, and complete it once
+    // its transcripts are gone.
+    mine.put_back(|_| true);
+    let live = mine.measure(&["--ledger"]);
+    assert_eq!(live["ledger"]["appended"]["added"], calls, "the lab's lines are not the user's");
+    mine.delete_all();
+    let gone = mine.measure(&[]);
+    assert_eq!(totals(&gone), totals(&live));
+    assert_eq!(gone["ledger"]["ledger_only"]["calls"], calls);
+
+    // Both roots measured together, both emptied: each call once.
+    lab.delete_all();
+    let both =
+        format!("{},{}", mine.root.join("claude").display(), lab.root.join("claude").display());
+    let out =
+        mine.kit().env("CLAUDE_CONFIG_DIR", both).args(["measure", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(totals(&doc), totals(&live));
+}

@@ -16,4 +16,4 @@ pub mod transcript;
 // kit-core's modules under their old `crate::` paths (private: nothing is re-exported).
 #[cfg(test)]
 use kit_core::testing;
-use kit_core::{atomic, error, units, Error};
+use kit_core::{atomic, digest, error, units, Error};

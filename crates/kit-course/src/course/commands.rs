@@ -937,7 +937,8 @@ pub fn lesson_path(cwd: &Path, n: u32, out: &mut dyn Write) -> Result<u8> {
 /// `kit verify` builds it (`lesson.toml`'s `sandbox`: empty, git, rehearsal, transcripts) — in
 /// `<lab>/lesson-NN-slug/`, and print how to follow the lesson there: `cd` into it and point
 /// `CLAUDE_CONFIG_DIR` and `CODEX_HOME` at its `.home/`, so that `kit measure` reads the
-/// lesson's sessions and the fake agent's transcripts land there, not among the learner's own.
+/// lesson's sessions and the fake agent's transcripts land there, not among the learner's own
+/// (the ledger, in the learner's HOME, counts their calls only in a measurement of that root).
 ///
 /// Errors: [`Error::Usage`] when the folder is already laid out.
 pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
@@ -976,7 +977,7 @@ pub fn lesson_lab(cwd: &Path, n: u32, out: &mut dyn Write, err: &mut dyn Write) 
         .map_err(w)?;
     writeln!(
         out,
-        "kit measure then reads the lesson's sessions, and fake agents write theirs there, not among yours; when done: unset CLAUDE_CONFIG_DIR CODEX_HOME"
+        "kit measure then reads the lesson's sessions, and fake agents write theirs there, not among yours (kit's ledger counts their calls only here, never in your own totals); when done: unset CLAUDE_CONFIG_DIR CODEX_HOME"
     )
     .map_err(w)?;
     Ok(EXIT_OK)

@@ -10,6 +10,12 @@
 //!
 //! A command line is read as Claude Code. A failure to write the ledger never stops the loop: the
 //! iteration prints a warning, and `kit measure --ledger` adds the calls later.
+//!
+//! Each call is kept with the transcript root it was read from (the `$CLAUDE_CONFIG_DIR` or
+//! `$CODEX_HOME` the loop ran with), and counts only in a measurement of that root. The fake
+//! agent is no exception: a course lab's loop, its `export` line in force, writes its calls to
+//! the learner's ledger as a real agent would, and they complete the lab's `kit measure` (as the
+//! golden `loop_adds_each_iteration_to_the_ledger` shows), never the learner's own.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};

@@ -1,7 +1,9 @@
 //! What `kit measure` does with the ledger ([`crate::transcript::ledger`], issue 24): append the
 //! calls of the sessions it shows (`--ledger`), and, on a scan of the default roots, add the
 //! calls only the ledger holds (their transcripts are gone) to the figures, each API call counted
-//! once.
+//! once. Only the calls read from the roots measured are added ([`Ledger::completing`]): the
+//! ledger completes those roots with what was deleted from them, and a call from another root (a
+//! course lab's `.home`, where a fake agent wrote it) is not part of this measurement.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,9 @@ pub struct LedgerUse {
     pub append: bool,
     /// Count the calls only the ledger holds (a scan of the default roots).
     pub read: bool,
+    /// The ids of the roots measured ([`crate::transcript::ledger::default_root_ids`]): only
+    /// the calls read from one of them are counted. Empty unless `read`.
+    pub roots: HashSet<String>,
 }
 
 /// What the ledger added to a scan.
@@ -38,20 +43,22 @@ pub(crate) struct FromLedger {
     pub tokens: u64,
 }
 
-/// Add to `scan` the calls of `ledger` that no live transcript holds (`live`) and that pass
-/// `opts`' filters: a session still shown gets them in its figures (tokens, calls, cost,
-/// models); the others become rows of their own, measured by the engine from the calls alone
-/// (no turns, compactions or time between calls are known; `path` is the ledger's folder).
+/// Add to `scan` the calls of `ledger` read from one of the roots measured (`roots`, ids) that
+/// no live transcript holds (`live`) and that pass `opts`' filters: a session still shown gets
+/// them in its figures (tokens, calls, cost, models); the others become rows of their own,
+/// measured by the engine from the calls alone (no turns, compactions or time between calls are
+/// known; `path` is the ledger's folder).
 pub(crate) fn merge(
     scan: &mut Scan,
     ledger: &Ledger,
+    roots: &HashSet<String>,
     live: &HashSet<CallKey>,
     opts: &MeasureOptions,
     engine: EngineOptions<'_>,
     dir: &Path,
 ) -> FromLedger {
     let mut groups: BTreeMap<(Source, &str), Vec<&Record>> = BTreeMap::new();
-    for r in &ledger.records {
+    for r in ledger.completing(roots) {
         let (Some(source), Some(k)) = (r.source(), r.key()) else { continue };
         if live.contains(&k)
             || opts.source.is_some_and(|s| s != source)
@@ -171,7 +178,7 @@ pub(crate) fn apply(
             let live: HashSet<CallKey> = collected.live.into_iter().collect();
             outcome.skipped_lines = ledger.damage.skipped();
             outcome.files = ledger.files;
-            outcome.ledger_only = merge(scan, &ledger, &live, opts, engine, &use_.dir);
+            outcome.ledger_only = merge(scan, &ledger, &use_.roots, &live, opts, engine, &use_.dir);
         }
     }
     Ok(outcome)
@@ -205,7 +212,7 @@ mod tests {
         ] {
             let mut scan = Scan { sessions: vec![row.clone()], ..Scan::default() };
             let opts = MeasureOptions { since_ms: since, ..MeasureOptions::default() };
-            let got = merge(&mut scan, &led, &live, &opts, engine, d.path());
+            let got = merge(&mut scan, &led, &HashSet::new(), &live, &opts, engine, d.path());
             assert_eq!(
                 (got.calls, got.sessions, scan.sessions.len()),
                 (calls, own, rows),
@@ -218,7 +225,51 @@ mod tests {
         // A filter on the source or the project applies to the ledger's calls too.
         let mut scan = Scan::default();
         let opts = MeasureOptions { project: Some("other".into()), ..MeasureOptions::default() };
-        assert_eq!(merge(&mut scan, &led, &live, &opts, engine, d.path()).calls, 0);
+        assert_eq!(
+            merge(&mut scan, &led, &HashSet::new(), &live, &opts, engine, d.path()).calls,
+            0
+        );
+    }
+
+    #[test]
+    fn only_the_calls_of_the_roots_measured_complete_them() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |root: Option<&str>, session: &str, id: &str| Record {
+            root: root.map(str::to_string),
+            ..rec("claude", session, id, "2026-02-12T20:30:28.504Z", 5)
+        };
+        let led = Ledger {
+            records: vec![
+                at(Some("mine"), "gone", "msg_1"),
+                at(Some("lab"), "fake", "msg_2"),
+                at(None, "old", "msg_3"),
+                // The same call copied into two roots measured together: counted once.
+                at(Some("mine"), "copied", "msg_4"),
+                at(Some("also-mine"), "copied", "msg_4"),
+                // A call of the lab's that is also in a root measured: that root's.
+                at(Some("lab"), "both", "msg_5"),
+                at(Some("mine"), "both", "msg_5"),
+            ],
+            ..Ledger::default()
+        };
+        let engine = EngineOptions::standard();
+        // (case, roots measured, sessions from the ledger, in order)
+        let cases: [(&str, &[&str], &[&str]); 4] = [
+            ("my roots", &["mine", "also-mine"], &["both", "copied", "gone", "old"]),
+            ("one of them", &["mine"], &["both", "copied", "gone", "old"]),
+            ("the lab's", &["lab"], &["both", "fake", "old"]),
+            ("another", &["elsewhere"], &["old"]),
+        ];
+        for (name, roots, want) in cases {
+            let roots: HashSet<String> = roots.iter().map(|r| r.to_string()).collect();
+            let mut scan = Scan::default();
+            let opts = MeasureOptions::default();
+            let got = merge(&mut scan, &led, &roots, &HashSet::new(), &opts, engine, d.path());
+            let mut ids: Vec<&str> = scan.sessions.iter().map(|s| s.session_id.as_str()).collect();
+            ids.sort();
+            assert_eq!(ids, want, "{name}");
+            assert_eq!((got.calls, got.sessions), (want.len() as u64, want.len() as u64), "{name}");
+        }
     }
 
     #[test]

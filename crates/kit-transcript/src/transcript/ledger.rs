@@ -5,6 +5,15 @@
 //! API call once: a call in both is the transcript's; a call only in the ledger (its transcript
 //! is gone) is added, to its live session's row or to a row of its own.
 //!
+//! The ledger completes the roots being measured, and only those: each call remembers the
+//! transcript root it was read from (the Claude Code config folder, `$CLAUDE_CONFIG_DIR` or
+//! `~/.claude`, or the Codex home, `$CODEX_HOME` or `~/.codex`; [`root_of`]), and `kit measure`
+//! adds a call only the ledger holds when its root is one it measures now ([`Ledger::completing`]).
+//! One ledger serves every root a user's shells point at: a course lab's `.home/.claude`, where
+//! the fake agents of its loops write, adds nothing to the totals of `~/.claude`, nor the other
+//! way round. A call written before roots were recorded (no `root`) completes every measurement,
+//! as it always did.
+//!
 //! Where: `$KIT_LEDGER_DIR`, else `$XDG_DATA_HOME/kit/ledger`, else
 //! `~/.local/share/kit/ledger` (the XDG Base Directory spec's data folder, as toktrack and
 //! ccusage users keep their history; [`dir_in`]).
@@ -13,13 +22,17 @@
 //! the call's timestamp, `YYYY-MM.jsonl`; a line is
 //!
 //! ```json
-//! {"agent":"claude","session":"4d5611e5-…","project":"spotter","msg":"msg_01…","req":"req_01…",
-//!  "model":"claude-opus-4-5-20251101","ts":"2026-02-12T20:30:28.504Z","in":3,"cw5m":0,
-//!  "cw1h":3400,"cr":150000,"out":120,"usd":0.0951}
+//! {"agent":"claude","session":"4d5611e5-…","project":"spotter","root":"9c0f5e6a1d2b3c4d",
+//!  "msg":"msg_01…","req":"req_01…","model":"claude-opus-4-5-20251101",
+//!  "ts":"2026-02-12T20:30:28.504Z","in":3,"cw5m":0,"cw1h":3400,"cr":150000,"out":120,
+//!  "usd":0.0951}
 //! ```
 //!
 //! - `agent` `claude`|`codex`; `session` the session id; `project` the project's *name* (the
 //!   last part of the working directory, as the session table shows it: no other path);
+//! - `root`: the transcript root the call was read from, as an id, not a path: the first 16 hex
+//!   digits of the SHA-256 of the root folder's canonical path ([`root_id`]). Absent in lines
+//!   written before kit recorded it; such a line belongs to every root;
 //! - the dedup key: Claude's `msg` (`message.id`) and `req` (`requestId`, absent when the line
 //!   has none), the very key of the transcript engine ([`crate::transcript::dedup`]); Codex's
 //!   `seq`, the call's place (1-based) among the rollout's counted `token_count` records, with
@@ -49,9 +62,11 @@
 //! Appending the same calls again adds nothing: before a batch is written, the keys of its
 //! months' files are read, and only calls not there yet (or with a larger token total, a copy
 //! that was cut mid-response when first seen) are appended; readers keep, per key, the copy
-//! with the largest token total.
+//! with the largest token total. A key is the call's id within its root: the same call read
+//! from two roots (a transcript copied into a course lab) is a line for each, so that each root
+//! is completed on its own; a measurement of both still counts it once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -113,6 +128,9 @@ pub struct Record {
     pub session: String,
     /// The project's name.
     pub project: String,
+    /// The transcript root's id ([`root_id`]); None in lines written before kit recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     /// Claude: `message.id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub msg: Option<String>,
@@ -180,6 +198,11 @@ impl Record {
         self.key_text().map(|t| call_key(&t))
     }
 
+    /// The call's place in the ledger: its key within its root. None when it has no key.
+    fn slot(&self) -> Option<Slot> {
+        self.key().map(|k| (k, self.root.clone()))
+    }
+
     /// The call's tokens by kind.
     pub fn usage(&self) -> Usage {
         Usage {
@@ -225,6 +248,9 @@ impl Record {
     }
 }
 
+/// A call's place in the ledger: its key, and its root's id (None: a line without one).
+type Slot = (CallKey, Option<String>);
+
 fn codex_key_text(session: &str, seq: u64) -> String {
     format!("codex\u{0}{session}\u{0}{seq}")
 }
@@ -253,6 +279,7 @@ impl Collected {
 pub fn collect(s: &SessionSummary, main: &[ApiCall], subs: &[ApiCall], records: bool) -> Collected {
     let mut got = Collected::default();
     let project = project_name(&s.project);
+    let root = records.then(|| root_id(&root_of(s.source, &s.path)));
     for (n, c) in main.iter().chain(subs).enumerate() {
         let (msg, req, seq) = match s.source {
             Source::Claude => {
@@ -274,6 +301,7 @@ pub fn collect(s: &SessionSummary, main: &[ApiCall], subs: &[ApiCall], records: 
                 agent: s.source.name().to_string(),
                 session: s.session_id.clone(),
                 project: project.to_string(),
+                root: root.clone(),
                 msg,
                 req,
                 seq,
@@ -363,12 +391,12 @@ pub fn append(dir: &Path, records: Vec<Record>, now_ms: i64) -> Result<Appended>
     }
     for (name, recs) in months {
         let path = dir.join(&name);
-        let mut have: HashMap<CallKey, u64> = HashMap::new();
+        let mut have: HashMap<Slot, u64> = HashMap::new();
         let mut damage = Damage::default();
         for f in [path.clone(), dir.join(format!("{name}.zst"))] {
             if f.exists() {
                 read_file(&f, false, &mut damage, &mut |r| {
-                    if let Some(k) = r.key() {
+                    if let Some(k) = r.slot() {
                         let t = have.entry(k).or_default();
                         *t = (*t).max(r.tokens());
                     }
@@ -377,7 +405,7 @@ pub fn append(dir: &Path, records: Vec<Record>, now_ms: i64) -> Result<Appended>
         }
         let mut buf = Vec::new();
         for r in recs {
-            let Some(k) = r.key() else { continue };
+            let Some(k) = r.slot() else { continue };
             let tokens = r.tokens();
             match have.get(&k) {
                 Some(&t) if t >= tokens => done.present += 1,
@@ -463,7 +491,8 @@ fn read_file(
     }
 }
 
-/// The ledger as read: one record per key (the copy with the most tokens), in file order.
+/// The ledger as read: one record per key and root (the copy with the most tokens), in file
+/// order.
 #[derive(Debug, Default)]
 pub struct Ledger {
     /// The records.
@@ -474,8 +503,91 @@ pub struct Ledger {
     pub files: usize,
 }
 
-/// One ledger file's records with their keys, and its damage.
-type FileRead = (Vec<(CallKey, Record)>, Damage);
+impl Ledger {
+    /// The records that complete a measurement of the roots `roots` (ids, [`root_id`]): those
+    /// read from one of them, and those written before kit recorded a root; one per key (the
+    /// copy with the most tokens), in file order. A call read from a root not measured (a
+    /// course lab's, when measuring `~/.claude`) is not part of the measurement.
+    pub fn completing(&self, roots: &HashSet<String>) -> Vec<&Record> {
+        let mut got: Vec<&Record> = vec![];
+        let mut at: HashMap<CallKey, usize> = HashMap::new();
+        for r in &self.records {
+            let Some(k) = r.key() else { continue };
+            if r.root.as_ref().is_some_and(|id| !roots.contains(id)) {
+                continue;
+            }
+            match at.get(&k) {
+                Some(&i) if r.tokens() > got[i].tokens() => got[i] = r,
+                Some(_) => {}
+                None => {
+                    at.insert(k, got.len());
+                    got.push(r);
+                }
+            }
+        }
+        got
+    }
+}
+
+/// The folder of the transcript root a transcript file lives under: for Claude Code the
+/// folder holding `projects/` (`<root>/projects/<project>/<session>.jsonl`, a subagent deeper),
+/// for Codex the one holding `sessions/` or `archived_sessions/` (`$CODEX_HOME`). A file
+/// outside these layouts (a copy measured by its path) is its own folder's.
+pub fn root_of(source: Source, file: &Path) -> PathBuf {
+    let names: &[&str] = match source {
+        Source::Claude => &["projects"],
+        Source::Codex => &["sessions", "archived_sessions"],
+    };
+    file.ancestors()
+        .skip(1)
+        .find(|a| a.file_name().is_some_and(|n| names.iter().any(|x| n == *x)))
+        .and_then(Path::parent)
+        .or_else(|| file.parent())
+        .unwrap_or(file)
+        .to_path_buf()
+}
+
+/// A transcript root's id as the ledger writes it: the first 16 hex digits of the SHA-256 of the
+/// folder's canonical path (its longest existing part resolved, links and `..` included, the
+/// rest as written), so that `~/.claude` named through a link or with a trailing `/` is the
+/// same root, and no path is written in the ledger.
+pub fn root_id(root: &Path) -> String {
+    use std::path::Component;
+    let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let parts: Vec<Component> = abs.components().collect();
+    // The longest part that exists is resolved; below it nothing exists, so no link can be
+    // there and `..` is taken lexically.
+    let canonical = (1..=parts.len())
+        .rev()
+        .find_map(|n| {
+            let mut p = parts[..n].iter().collect::<PathBuf>().canonicalize().ok()?;
+            for c in &parts[n..] {
+                match c {
+                    Component::ParentDir => {
+                        p.pop();
+                    }
+                    Component::Normal(x) => p.push(x),
+                    _ => {}
+                }
+            }
+            Some(p)
+        })
+        .unwrap_or(abs);
+    let hex = crate::digest::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+    hex[..16].to_string()
+}
+
+/// The ids of the roots `kit measure` reads by default ([`discover::default_roots`]): each
+/// `$CLAUDE_CONFIG_DIR` folder (else `~/.claude`) and `$CODEX_HOME` (else `~/.codex`).
+///
+/// Errors: those of [`discover::default_roots`].
+pub fn default_root_ids() -> Result<HashSet<String>> {
+    let (claude, codex) = discover::default_roots()?;
+    Ok(claude.iter().chain(&codex).filter_map(|d| d.parent()).map(root_id).collect())
+}
+
+/// One ledger file's records with their places, and its damage.
+type FileRead = (Vec<(Slot, Record)>, Damage);
 
 /// Read the ledger in `dir`; None when the folder does not exist.
 ///
@@ -504,14 +616,14 @@ pub fn read(dir: &Path, strict: bool) -> Result<Option<Ledger>> {
         .map(|path| {
             let (mut got, mut damage) = (vec![], Damage::default());
             read_file(path, strict, &mut damage, &mut |rec| {
-                if let Some(k) = rec.key() {
+                if let Some(k) = rec.slot() {
                     got.push((k, rec));
                 }
             })?;
             Ok((got, damage))
         })
         .collect();
-    let mut at: HashMap<CallKey, usize> = HashMap::new();
+    let mut at: HashMap<Slot, usize> = HashMap::new();
     for r in per_file {
         let (got, damage) = r?;
         led.damage.merge(&damage);
@@ -636,6 +748,7 @@ pub mod testing {
             agent: agent.into(),
             session: session.into(),
             project: "proj".into(),
+            root: None,
             msg: (agent == "claude").then(|| id.to_string()),
             req: (agent == "claude").then(|| format!("req_{id}")),
             seq: (agent == "codex").then(|| id.parse().unwrap()),
@@ -750,6 +863,79 @@ mod tests {
         let outs: Vec<u64> = led.records.iter().map(|r| r.out).collect();
         assert_eq!(outs, [50, 7], "one record per key, the larger copy");
         assert!(read(&d.path().join("none"), false).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_call_is_kept_once_per_root() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |root: Option<&str>, out: u64| Record {
+            root: root.map(str::to_string),
+            ..rec("claude", "s", "msg_1", "2026-02-12T20:30:28.504Z", out)
+        };
+        // (case, batch, added, present)
+        let cases: Vec<(&str, Vec<Record>, u64, u64)> = vec![
+            ("from a lab", vec![at(Some("lab"), 5)], 1, 0),
+            ("the same call from my root", vec![at(Some("mine"), 5)], 1, 0),
+            ("again from either", vec![at(Some("lab"), 5), at(Some("mine"), 5)], 0, 2),
+            ("a line without a root is a place of its own", vec![at(None, 5)], 1, 0),
+        ];
+        for (name, batch, added, present) in cases {
+            let got = append(d.path(), batch, 0).unwrap();
+            assert_eq!((got.added, got.present), (added, present), "{name}");
+        }
+        let led = read(d.path(), true).unwrap().unwrap();
+        assert_eq!(led.records.len(), 3);
+        let roots = |ids: &[&str]| ids.iter().map(|r| r.to_string()).collect::<HashSet<_>>();
+        // Completing both roots, or one, or none: the call once, with the larger copy.
+        for ids in [&["lab", "mine"][..], &["mine"], &["elsewhere"]] {
+            assert_eq!(led.completing(&roots(ids)).len(), 1, "{ids:?}");
+        }
+        let led = Ledger { records: vec![at(Some("lab"), 9), at(Some("mine"), 5)], ..led };
+        assert_eq!(led.completing(&roots(&["lab", "mine"]))[0].out, 9);
+        assert_eq!(led.completing(&roots(&["mine"]))[0].out, 5);
+        assert!(led.completing(&roots(&["elsewhere"])).is_empty());
+    }
+
+    #[test]
+    fn a_transcript_belongs_to_the_folder_above_projects_or_sessions() {
+        let cases = [
+            (Source::Claude, "/h/.claude/projects/-home-me-x/s.jsonl", "/h/.claude"),
+            (
+                Source::Claude,
+                "/h/.claude/projects/-home-me-x/s/subagents/agent-a.jsonl",
+                "/h/.claude",
+            ),
+            (Source::Claude, "/lab/.home/.claude/projects/p/s.jsonl", "/lab/.home/.claude"),
+            (Source::Codex, "/h/.codex/sessions/2026/02/23/rollout-x.jsonl", "/h/.codex"),
+            (Source::Codex, "/h/.codex/archived_sessions/rollout-x.jsonl", "/h/.codex"),
+            (Source::Codex, "/sessions/c/sessions/2026/02/23/r.jsonl", "/sessions/c"),
+            (Source::Claude, "/tmp/copy/s.jsonl", "/tmp/copy"),
+            (Source::Codex, "/h/.claude/projects/p/r.jsonl", "/h/.claude/projects/p"),
+        ];
+        for (source, file, root) in cases {
+            assert_eq!(root_of(source, Path::new(file)), Path::new(root), "{file}");
+        }
+    }
+
+    #[test]
+    fn a_root_has_one_id_however_it_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir_all(real.join(".claude")).unwrap();
+        std::os::unix::fs::symlink(&real, d.path().join("link")).unwrap();
+        let id = |p: &Path| root_id(p);
+        let claude = real.join(".claude");
+        assert_eq!(id(&claude).len(), 16);
+        for same in [
+            d.path().join("link/.claude"),
+            PathBuf::from(format!("{}/", claude.display())),
+            real.join("x/../.claude"),
+        ] {
+            assert_eq!(id(&same), id(&claude), "{}", same.display());
+        }
+        // A root that does not exist (deleted) keeps its id, through the link too.
+        assert_eq!(id(&d.path().join("link/gone")), id(&real.join("gone")));
+        assert_ne!(id(&real.join("gone")), id(&claude));
     }
 
     #[test]
