@@ -1210,6 +1210,20 @@ fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     out
 }
 
+/// The next command for `kit exercise VERB N` on an exercise not started in `lab`: when the
+/// learner's lab is elsewhere (this folder has none, and kit remembers the one used last), going
+/// back there, not starting a second, empty lab here; else starting it.
+fn not_started_hint(id: u32, verb: &str, lab: &Path) -> String {
+    match super::lab::last_lab().filter(|last| super::lab::canonical(last) != super::lab::canonical(lab)) {
+        Some(last) => format!(
+            "cd {} (your lab), then kit exercise {verb} {id}; or kit exercise start {id} to begin it in a new lab here",
+            last.display()
+        ),
+        None if verb == "check" => format!("kit exercise start {id}"),
+        None => format!("kit exercise start {id}, then kit exercise {verb} {id}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1328,19 +1342,5 @@ mod tests {
     fn markdown_tables_keep_their_rows_and_align_columns() {
         let md = "Before.\n\n| who | file |\n|---|---|\n| you | `goal.md` |\n| kit only | journal.jsonl |\nAfter.\n";
         renders(md, 80, "Before.\n\n  who       file\n  --------  -------------\n  you       goal.md\n  kit only  journal.jsonl\nAfter.\n");
-    }
-}
-
-/// The next command for `kit exercise VERB N` on an exercise not started in `lab`: when the
-/// learner's lab is elsewhere (this folder has none, and kit remembers the one used last), going
-/// back there, not starting a second, empty lab here; else starting it.
-fn not_started_hint(id: u32, verb: &str, lab: &Path) -> String {
-    match super::lab::last_lab().filter(|last| super::lab::canonical(last) != super::lab::canonical(lab)) {
-        Some(last) => format!(
-            "cd {} (your lab), then kit exercise {verb} {id}; or kit exercise start {id} to begin it in a new lab here",
-            last.display()
-        ),
-        None if verb == "check" => format!("kit exercise start {id}"),
-        None => format!("kit exercise start {id}, then kit exercise {verb} {id}"),
     }
 }
