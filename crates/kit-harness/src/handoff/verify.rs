@@ -300,7 +300,7 @@ only a summary you checked yourself";
 
 /// What to do about a handoff kit wrote whose tree moved on (HEAD, a file), or that another
 /// session saved.
-const STALE_NEXT: &str = "update the summary in longrun/handoff.md, then kit handoff save";
+const STALE_NEXT: &str = "the tree moved on since the save: if that work is meant, update the summary in longrun/handoff.md, then kit handoff save; if not, undo it (git status and git diff show what changed)";
 
 pub(super) fn short(commit: &str) -> &str {
     &commit[..commit.len().min(7)]
