@@ -1,9 +1,13 @@
 //! Frozen coverage: which paths frozen.toml protects ([`Frozen`]), whether each test file,
-//! folder, script and runner configuration a criterion exercises is among them, and the files
-//! the agent writes itself (its notes, longrun/) that no criterion may read.
+//! folder, script and runner configuration a criterion exercises is among them, the programs a
+//! criterion runs that kit cannot see (so cannot check are frozen), and the files the agent
+//! writes itself (its notes, longrun/) that no criterion may read.
 
-use super::runner::{looks_like_test, normalise, walk_matching, Target};
-use super::{abbreviate, Kind, Lint, IMPLICITLY_FROZEN};
+use super::runner::{
+    is_interpreter, looks_like_test, normalise, repo_path, source, stdin_file, walk_matching,
+    Source, Target,
+};
+use super::{abbreviate, shell, show_words, Criterion, Kind, Lint, IMPLICITLY_FROZEN};
 use crate::frozen::manifest;
 
 /// The frozen paths, normalised (`./tests/` → `tests`).
@@ -57,6 +61,89 @@ impl Lint<'_> {
                 );
             }
         }
+    }
+
+    /// Programs the criterion runs whose text kit cannot see, so cannot check are frozen: an
+    /// interpreter that reads its program from a pipe (`cat tools/bench.py | python3 -`), and
+    /// a program, script or input file named by a variable or a command's output
+    /// (`B=tools/bench.py; python3 $B`, `python3 - < "$B"`). Whatever a frozen file would pin,
+    /// the agent could change by changing what runs. A program piped from `echo`/`printf` of
+    /// literal text is the goal's own text, which is frozen; `$PWD/…` is placed as a path.
+    pub(super) fn unseen_programs(&mut self, c: &Criterion) {
+        self.unseen_in(c.line, &c.command, 0);
+    }
+
+    fn unseen_in(&mut self, line: usize, script: &str, depth: usize) {
+        for list in shell::script(script) {
+            for pipe in &list.pipelines {
+                for (i, simple) in pipe.commands.iter().enumerate() {
+                    if depth < 4 {
+                        if let Some(inner) = shell::nested_script(&simple.words) {
+                            self.unseen_in(line, &inner, depth + 1);
+                            continue;
+                        }
+                    }
+                    let previous = i.checked_sub(1).map(|p| &pipe.commands[p]);
+                    self.unseen_program(line, simple, previous);
+                }
+            }
+        }
+    }
+
+    fn unseen_program(
+        &mut self,
+        line: usize,
+        simple: &shell::Simple,
+        previous: Option<&shell::Simple>,
+    ) {
+        let Some((prog, args)) = shell::program(&simple.words) else { return };
+        let shown = show_words(&simple.words);
+        let fix = "write the program's path in the command itself (`python3 tools/bench.py`), not through a variable, a command's output or a pipe, then kit freeze it";
+        if self.unseen(prog) {
+            self.flag(
+                line,
+                format!("`{shown}` runs a program named by `{prog}`: kit cannot see which file that is, so it cannot check that it is frozen"),
+                fix,
+            );
+            return;
+        }
+        let base = prog.rsplit('/').next().unwrap_or(prog);
+        if !is_interpreter(base) {
+            return;
+        }
+        let named = match source(base, args) {
+            Source::File(w) | Source::Module(w) => Some(w),
+            Source::Inline => return,
+            Source::Stdin => match stdin_file(simple) {
+                Some(r) => Some(r.target.as_str()),
+                None => {
+                    let Some(before) = previous.filter(|p| !literal_text(p)) else { return };
+                    let fix = match piped_file(before) {
+                        Some(f) => format!("run it by its path: `{prog} {f}`, then kit freeze {f}"),
+                        None => fix.to_string(),
+                    };
+                    self.flag(
+                        line,
+                        format!("`{shown}` runs the program it reads from a pipe: kit cannot see which file that is, so it cannot check that it is frozen"),
+                        fix,
+                    );
+                    return;
+                }
+            },
+        };
+        if let Some(w) = named.filter(|w| self.unseen(w)) {
+            self.flag(
+                line,
+                format!("`{shown}` runs a program named by `{w}`: kit cannot see which file that is, so it cannot check that it is frozen"),
+                fix,
+            );
+        }
+    }
+
+    /// Whether word `w` names a file through a variable or a command's output that
+    /// [`repo_path`] cannot place (`$B`, `${B}`, `$(…)`, backquotes; not `$PWD/…`).
+    fn unseen(&self, w: &str) -> bool {
+        w.contains(['$', '`']) && repo_path(w, self.root).is_none()
     }
 
     /// Check that `t`, which the criterion at `line` runs, is frozen, and name it when it is
@@ -226,4 +313,20 @@ fn common_folder(files: &[&str]) -> Option<String> {
         .iter()
         .all(|f| f.split_once('/').is_some_and(|(d, _)| d == first))
         .then(|| first.to_string())
+}
+
+/// Whether `simple` prints text written in the command itself: `echo`/`printf` with no
+/// variable or command output in its words (a program piped from it is the goal's own text).
+fn literal_text(simple: &shell::Simple) -> bool {
+    shell::program(&simple.words).is_some_and(|(p, args)| {
+        matches!(p, "echo" | "printf") && args.iter().all(|a| !a.contains(['$', '`']))
+    }) && simple.redirects.is_empty()
+}
+
+/// The one file `cat FILE` prints, for a fix text.
+fn piped_file(simple: &shell::Simple) -> Option<&str> {
+    match shell::program(&simple.words)? {
+        ("cat", [f]) if !f.starts_with('-') && !f.contains(['$', '`']) => Some(f.as_str()),
+        _ => None,
+    }
 }

@@ -128,6 +128,7 @@ impl Lint<'_> {
         let line = c.line;
         self.expectations(c);
         self.swallowed_failure(c);
+        self.unseen_programs(c);
         let commands = shell::simple_commands(&c.command);
         let pinned = c.expectations.iter().any(pins_a_count);
         for words in &commands {

@@ -634,7 +634,7 @@ pub(super) fn test_paths(words: &[String], root: &Path) -> Vec<Target> {
 /// The script or program from the repository a command runs: `./run_tests.sh`,
 /// `scripts/check`, `sh run_tests.sh`, `python3 tools/bench.py`, `node check.js` — whether or
 /// not it exists yet (a criterion that runs a file the agent will write is judged by the agent).
-/// Not `python3 -m MODULE` or `sh -c SCRIPT` (their own checks read those).
+/// Not `python3 -m unittest`/`pytest` or `sh -c SCRIPT` (their own checks read those).
 pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
     let (prog, args) = shell::program(words)?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
@@ -643,44 +643,120 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
         let s = args.first()?;
         return repo_path(s, root).map(Target::Script);
     }
-    // `python3 -m tools.check`: the module's file runs as the program.
-    if base.starts_with("python") {
-        if let Some((module, _)) = python_module(args) {
+    if !is_interpreter(base) {
+        return if prog.contains('/') { repo_path(prog, root).map(Target::Script) } else { None };
+    }
+    match source(base, args) {
+        // `python3 -m tools.check`: the module's file runs as the program.
+        Source::Module(module) => {
             if matches!(module, "unittest" | "pytest") {
                 return None;
             }
             let rel = module.replace('.', "/");
-            return [format!("{rel}.py"), format!("{rel}/__main__.py")]
+            [format!("{rel}.py"), format!("{rel}/__main__.py")]
                 .into_iter()
                 .find(|p| root.join(p).is_file())
-                .map(Target::Script);
+                .map(Target::Script)
         }
+        Source::File(s) => {
+            let known = [".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php"];
+            if !s.contains('/') && !known.iter().any(|e| s.ends_with(e)) {
+                return None;
+            }
+            repo_path(s, root).map(Target::Script)
+        }
+        Source::Inline | Source::Stdin => None,
     }
-    let interpreter = base.starts_with("python")
+}
+
+/// Whether `base` (a program's file name) is an interpreter that runs a program file given as
+/// an argument, or the program on its standard input when given none.
+pub(super) fn is_interpreter(base: &str) -> bool {
+    base.starts_with("python")
         || matches!(
             base,
             "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "deno" | "bun" | "php"
-        );
-    let script = if interpreter {
-        if args.iter().any(|a| {
-            a == "-c"
-                || a == "-m"
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
-        }) {
-            return None;
+        )
+}
+
+/// Where an interpreter's program comes from.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Source<'a> {
+    /// A file, the word as written: `python3 -X dev tools/bench.py`, `sh check.sh`.
+    File(&'a str),
+    /// `python3 -m MODULE`.
+    Module(&'a str),
+    /// Code written in the command itself: `-c CODE` (a short option cluster with `c`: `-ec`),
+    /// `-e`/`-p`/`--eval` for node, `-e`/`-E` for ruby and perl, `-r` for php.
+    Inline,
+    /// Its standard input: no program argument, `-`, or a shell's `-s`.
+    Stdin,
+}
+
+/// Where interpreter `base` (see [`is_interpreter`]) takes its program from, given its
+/// arguments: the first argument that is not an option (nor an option's value: `-X dev`,
+/// `-W ignore`, `-o pipefail`, `-r MODULE`) is the file, and what follows it is the file's.
+pub(super) fn source<'a>(base: &str, args: &'a [String]) -> Source<'a> {
+    let python = base.starts_with("python");
+    let shell = matches!(base, "sh" | "bash" | "dash" | "zsh");
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let a = a.as_str();
+        i += 1;
+        if a == "-" {
+            return Source::Stdin;
         }
-        let s = args.iter().find(|a| !a.starts_with('-'))?.as_str();
-        let known = [".py", ".sh", ".bash", ".js", ".mjs", ".ts", ".rb", ".pl", ".php"];
-        if !s.contains('/') && !known.iter().any(|e| s.ends_with(e)) {
-            return None;
+        if a == "--" {
+            return args.get(i).map_or(Source::Stdin, |s| Source::File(s));
         }
-        s
-    } else if prog.contains('/') {
-        prog
-    } else {
-        return None;
-    };
-    repo_path(script, root).map(Target::Script)
+        // `set +o pipefail` style options of a shell.
+        if shell && (a == "+o" || a == "+O") {
+            i += 1;
+            continue;
+        }
+        if !a.starts_with('-') {
+            return Source::File(a);
+        }
+        let cluster = !a.starts_with("--");
+        if python {
+            match a {
+                "-m" => return args.get(i).map_or(Source::Stdin, |m| Source::Module(m)),
+                "-X" | "-W" | "--check-hash-based-pycs" => i += 1,
+                _ if a.starts_with("-m") => return Source::Module(&a[2..]),
+                _ if a.starts_with("-X") || a.starts_with("-W") => {}
+                _ if cluster && a.contains('c') => return Source::Inline,
+                _ => {}
+            }
+        } else if shell {
+            match a {
+                "-o" | "-O" => i += 1,
+                _ if cluster && a.contains('c') => return Source::Inline,
+                _ if cluster && a.contains('s') => return Source::Stdin,
+                _ => {}
+            }
+        } else {
+            match base {
+                "node" | "deno" | "bun" => match a {
+                    "-e" | "-p" | "--eval" | "--print" => return Source::Inline,
+                    "-r" | "--require" | "--import" | "--loader" | "-C" | "--conditions" => i += 1,
+                    _ => {}
+                },
+                "ruby" | "perl" => match a {
+                    "-I" | "-r" | "-M" => i += 1,
+                    _ if cluster && (a.contains('e') || a.contains('E')) => return Source::Inline,
+                    _ => {}
+                },
+                "php" => match a {
+                    "-r" => return Source::Inline,
+                    "-f" => return args.get(i).map_or(Source::Stdin, |s| Source::File(s)),
+                    "-d" | "-c" => i += 1,
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    Source::Stdin
 }
 
 /// The script an interpreter reads from its standard input (`python3 - < tools/bench.py`,
@@ -689,14 +765,16 @@ pub(super) fn script_run(words: &[String], root: &Path) -> Option<Target> {
 pub(super) fn stdin_script(simple: &shell::Simple, here: &Path) -> Option<Target> {
     let (prog, _) = shell::program(&simple.words)?;
     let base = prog.rsplit('/').next().unwrap_or(prog);
-    let interpreter = base.starts_with("python")
-        || matches!(base, "sh" | "bash" | "dash" | "zsh" | "node" | "ruby" | "perl" | "php");
-    if !interpreter {
+    if !is_interpreter(base) {
         return None;
     }
-    let file =
-        simple.redirects.iter().rev().find(|r| r.op == "<" && r.fd.is_none_or(|fd| fd == 0))?;
+    let file = stdin_file(simple)?;
     repo_path(&file.target, here).map(Target::Script)
+}
+
+/// The last `<` redirection of standard input of `simple`, if any.
+pub(super) fn stdin_file(simple: &shell::Simple) -> Option<&shell::Redirect> {
+    simple.redirects.iter().rev().find(|r| r.op == "<" && r.fd.is_none_or(|fd| fd == 0))
 }
 
 /// A word of a command as a path relative to the folder `here` the command runs in, however it

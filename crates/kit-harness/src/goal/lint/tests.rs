@@ -384,6 +384,9 @@ fn unfrozen_test_files_are_named() {
         ("- limit: `python3 \"${PWD}/tools/bench_load.py\"` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ("- limit: `python3 - < tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ("- limit: `python3 <tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
+        // Past the interpreter's options and their values, and with options of its own.
+        ("- limit: `python3 -X utf8 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
+        ("- limit: `python3 -W ignore tools/bench_load.py -c 3` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ("- limit: `cd tests && python3 ../tools/bench_load.py` → `re:^p95_ms=[0-9]$`", none.clone(), "tools/bench_load.py measures the limit but is not frozen"),
         ("- regression: `python3 -m unittest discover -s tests/../tests` → `Ran 14 tests`", none.clone(), "kit freeze tests/"),
         ("- regression: `pytest $PWD/pyt/test_api.py` → `1 passed`", none.clone(), "pyt/test_api.py is not frozen"),
@@ -398,6 +401,98 @@ fn unfrozen_test_files_are_named() {
         let rating = rate(&goal(text), &frozen, root.path());
         let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
         assert!(whats.iter().any(|w| w.contains(phrase)), "{text}: no `{phrase}` in {whats:#?}");
+    }
+}
+
+/// A program whose text kit cannot see cannot be checked frozen (a tester's: the benchmark
+/// fed through `cat … | python3 -` or named by `$B`, tools/ left unfrozen, rated level 3):
+/// each way is a shortcut with everything frozen; the visible ways are not.
+#[test]
+fn a_program_kit_cannot_see_is_a_shortcut() {
+    let root = repo();
+    let pipe = "runs the program it reads from a pipe";
+    let named = |w: &'static str| -> String { format!("runs a program named by `{w}`") };
+    let cases: Vec<(&str, Option<String>)> = vec![
+        // The program from a pipe: standard input, `-`, a shell's `-s`.
+        ("- limit: `cat tools/bench_load.py | python3 -B -` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `cat tools/bench_load.py | python3` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `cat tools/bench_load.py | python3 -X dev -` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `cat tools/bench_load.py | sh -s` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `sed s/x/y/ tools/bench_load.py | python3 -` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `printf '%s' \"$(cat tools/bench_load.py)\" | python3 -` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        ("- limit: `sh -c 'cat tools/bench_load.py | python3 -'` → `re:^p95_ms=[0-9]$`", Some(pipe.into())),
+        // The program's path in a variable or a command's output.
+        ("- limit: `B=tools/bench_load.py; python3 -B $B` → `re:^p95_ms=[0-9]$`", Some(named("$B"))),
+        ("- limit: `B=tools/bench_load.py; python3 -B \"${B}\"` → `re:^p95_ms=[0-9]$`", Some(named("${B}"))),
+        ("- limit: `D=tools; python3 $D/bench_load.py` → `re:^p95_ms=[0-9]$`", Some(named("$D/bench_load.py"))),
+        ("- limit: `python3 \"$(ls tools/*.py)\"` → `re:^p95_ms=[0-9]$`", Some(named("$(ls tools/*.py)"))),
+        ("- limit: `B=tools/bench_load.py; python3 - < $B` → `re:^p95_ms=[0-9]$`", Some(named("$B"))),
+        ("- limit: `B=tools/bench_load.py; ./$B` → `re:^p95_ms=[0-9]$`", Some(named("./$B"))),
+        ("- limit: `P=python3; $P tools/bench_load.py` → `re:^p95_ms=[0-9]$`", Some(named("$P"))),
+        ("- limit: `B=tools/bench_load.py; sh -c \"python3 $B\"` → `re:^p95_ms=[0-9]$`", Some(named("$B"))),
+        ("- limit: `M=tools.bench_load; python3 -m $M` → `re:^p95_ms=[0-9]$`", Some(named("$M"))),
+        // Seen: by path, from a frozen file on standard input, the goal's own text.
+        ("- limit: `python3 -B tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+        ("- limit: `python3 -B - < tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+        ("- limit: `python3 < tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+        ("- limit: `python3 $PWD/tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+        ("- limit: `python3 -B tools/bench_load.py | python3 -c 'import sys; print(sys.stdin.read())'` → `re:^p95_ms=[0-9]$`", None),
+        ("- limit: `echo 'import runpy' | python3 -B - && python3 tools/bench_load.py` → `re:^p95_ms=[0-9]$`", None),
+        ("- function: `python3 -m unittest tests.test_durations -v 2>&1 | tee /dev/stderr | python3 tools/bench_load.py` → `Ran 9 tests` and `re:^OK$`", None),
+    ];
+    for (text, want) in &cases {
+        let rating = rate(&goal(text), &all_frozen(), root.path());
+        let whats: Vec<&str> = rating.shortcuts.iter().map(|s| s.what.as_str()).collect();
+        match want {
+            Some(phrase) => {
+                assert!(
+                    whats.iter().any(|w| w.contains(phrase.as_str()) && w.contains(FIX_SEP)),
+                    "{text}: no shortcut says `{phrase}`: {whats:#?}"
+                );
+                assert!(rating.level <= 2, "{text}: level {}", rating.level);
+            }
+            None => assert!(
+                !whats.iter().any(|w| w.contains("kit cannot see which file")),
+                "{text}: unexpected {whats:#?}"
+            ),
+        }
+    }
+    // The fix names the file a `cat` piped in.
+    let rating = rate(&goal(cases[0].0), &all_frozen(), root.path());
+    assert!(
+        rating.shortcuts.iter().any(|s| s.what.ends_with(
+            "fix: run it by its path: `python3 tools/bench_load.py`, then kit freeze tools/bench_load.py"
+        )),
+        "{:#?}",
+        rating.shortcuts
+    );
+}
+
+/// Where an interpreter's program comes from, whatever options come before it.
+#[test]
+fn an_interpreters_program_is_found_past_its_options() {
+    use super::runner::{source, Source};
+    let w = |s: &str| -> Vec<String> { s.split(' ').map(String::from).collect() };
+    let cases: Vec<(&str, &str, Source)> = vec![
+        ("python3", "-B tools/b.py", Source::File("tools/b.py")),
+        ("python3", "-X dev -W ignore tools/b.py -c 3", Source::File("tools/b.py")),
+        ("python3", "-Xdev tools/b.py", Source::File("tools/b.py")),
+        ("python3", "-B -m tools.b", Source::Module("tools.b")),
+        ("python3", "-c print(1)", Source::Inline),
+        ("python3", "-B -", Source::Stdin),
+        ("python3", "-B", Source::Stdin),
+        ("sh", "-e check.sh", Source::File("check.sh")),
+        ("bash", "-o pipefail check.sh", Source::File("check.sh")),
+        ("sh", "-ec true", Source::Inline),
+        ("sh", "-s", Source::Stdin),
+        ("node", "-r ts-node/register check.js", Source::File("check.js")),
+        ("node", "-e 1", Source::Inline),
+        ("perl", "-I lib bench.pl", Source::File("bench.pl")),
+        ("php", "-f bench.php", Source::File("bench.php")),
+    ];
+    for (base, args, want) in cases {
+        let args = w(args);
+        assert_eq!(source(base, &args), want, "{base} {args:?}");
     }
 }
 
