@@ -170,13 +170,8 @@ impl Job {
             Job::Solution(ex) => {
                 let owned = ex.clone();
                 let build = move |_: &str, dir: &Path, env: &[(String, String)]| {
-                    crate::course::exercise::build_sandbox(
-                        &owned,
-                        dir,
-                        env,
-                        &crate::course::exercise::env_course_key(env)?,
-                        true,
-                    )
+                    let key = crate::course::exercise::env_course_key(env)?;
+                    crate::course::exercise::build_sandbox(&owned, dir, env, &key, &key, true)
                 };
                 let name = self.name();
                 let case_of = |text: &str| ex.case_of(&name, text);

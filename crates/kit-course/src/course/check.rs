@@ -83,7 +83,10 @@ pub fn lay_new_lab(
     let mut env = env.to_vec();
     env.retain(|(k, _)| k != exercise::SEED_VAR);
     env.push((exercise::SEED_VAR.into(), seed.into()));
-    exercise::build_sandbox(ex, dir, &env, &exercise::env_course_key(&env)?, false)?;
+    // The lab's draw is the learner's: under the course key `kit exercise start` drew it with
+    // (this process's, as the marker's stamp is), not the key of the check's own environment.
+    let draw_key = super::stamp::key()?;
+    exercise::build_sandbox(ex, dir, &env, &exercise::env_course_key(&env)?, &draw_key, false)?;
     take_edited(ex, from, dir, fence)
 }
 
@@ -450,7 +453,8 @@ pub fn run_solution(ex: &Exercise, bins: &Binaries) -> Result<Outcome> {
     let case = ex.case(&format!("exercise {} solution", ex.slug))?;
     let owned = ex.clone();
     let build = move |_kind: &str, dir: &Path, env: &[(String, String)]| {
-        exercise::build_sandbox(&owned, dir, env, &exercise::env_course_key(env)?, true)
+        let key = exercise::env_course_key(env)?;
+        exercise::build_sandbox(&owned, dir, env, &key, &key, true)
     };
     golden::run_case(&case, bins, &build)
 }
@@ -463,7 +467,8 @@ pub fn run_start_fails(ex: &Exercise, bins: &Binaries) -> Result<Outcome> {
     let case = ex.case(&name)?;
     let owned = ex.clone();
     let build = move |_kind: &str, dir: &Path, env: &[(String, String)]| {
-        exercise::build_sandbox(&owned, dir, env, &exercise::env_course_key(env)?, false)
+        let key = exercise::env_course_key(env)?;
+        exercise::build_sandbox(&owned, dir, env, &key, &key, false)
     };
     let o = golden::run_case(&case, bins, &build)?;
     let toml = format!("exercises/{}/exercise.toml", ex.slug);

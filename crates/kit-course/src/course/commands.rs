@@ -157,7 +157,7 @@ fn lay_out(ex: &Exercise, lab: &Path, folder: &Path, err: &mut dyn Write) -> Res
         _ => exercise::new_seed()?,
     };
     env.push((exercise::SEED_VAR.into(), seed));
-    exercise::build_sandbox(ex, folder, &env, &key, false)?;
+    exercise::build_sandbox(ex, folder, &env, &key, &key, false)?;
     let mut progress = Progress::load(lab)?;
     progress.print_notes(err);
     let e = progress.entry(&ex.slug);

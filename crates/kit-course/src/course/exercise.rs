@@ -227,6 +227,21 @@ pub fn find(all: &[Exercise], n: u32) -> Result<&Exercise> {
 /// one ([`new_seed`]); a sandbox built with no seed in its environment gets [`VERIFY_SEED`].
 pub const SEED_VAR: &str = "KIT_LAB_SEED";
 
+/// The variable that gives an exercise's `setup` commands the lab's draw: 64 hex digits, kit's
+/// keyed hash ([`lab_draw`]) of the exercise and the lab's seed under the course key, which
+/// kit keeps outside the lab. What a setup hides from the learner (exercise 13: which handoff
+/// is genuine, forged or stale) is drawn from it, not from the seed: the seed is in plain text
+/// in the lab's marker, the draw is in no file of the lab, and without the course key the seed
+/// does not give it.
+pub const DRAW_VAR: &str = "KIT_LAB_DRAW";
+
+/// The lab's draw ([`DRAW_VAR`]) for exercise `slug` laid out from `seed` under `key` (the
+/// course key: the same learner, seed and exercise draw the same lab, so a check that lays the
+/// lab out anew lays out the learner's).
+pub fn lab_draw(key: &[u8], slug: &str, seed: &str) -> String {
+    crate::keys::sign(key, &["kit.lab-draw/1", slug, seed])
+}
+
 /// The seed of every lab `kit verify` lays out (its solution, start and proof cases), so that
 /// an exercise's stored answers fit its verify labs.
 pub const VERIFY_SEED: &str = "kit-verify";
@@ -246,7 +261,9 @@ pub fn new_seed() -> Result<String> {
 /// init` where the kind has none, `start/`, `setup` commands (with [`SEED_VAR`] set: `env`'s,
 /// else [`VERIFY_SEED`]), commit `start`, the sandbox's marker ([`crate::sandbox`], with the
 /// seed, stamped under `marker_key`) and, when `with_solution`,
-/// `solution/` laid over it without a commit, then its `solution_steps` run.
+/// `solution/` laid over it without a commit, then its `solution_steps` run. The setup commands
+/// also get [`DRAW_VAR`], the lab's draw under `draw_key` (the course key of the learner whose
+/// lab it is).
 ///
 /// Errors: a setup command or a solution step failing ([`Error::Input`] naming `exercise.toml`),
 /// git or I/O errors.
@@ -255,6 +272,7 @@ pub fn build_sandbox(
     dir: &Path,
     env: &[(String, String)],
     marker_key: &[u8],
+    draw_key: &[u8],
     with_solution: bool,
 ) -> Result<()> {
     std::fs::create_dir_all(dir.join(".home")).at(dir)?;
@@ -267,6 +285,11 @@ pub fn build_sandbox(
     if !setup_env.iter().any(|(k, _)| k == SEED_VAR) {
         setup_env.push((SEED_VAR.into(), VERIFY_SEED.into()));
     }
+    let seed = setup_env.iter().find(|(k, _)| k == SEED_VAR).map_or("", |(_, v)| v.as_str());
+    let draw = lab_draw(draw_key, &ex.slug, seed);
+    let seed = seed.to_string();
+    setup_env.retain(|(k, _)| k != DRAW_VAR);
+    setup_env.push((DRAW_VAR.into(), draw));
     for cmd in &ex.meta.setup {
         let out = sh(cmd, dir, &setup_env)?;
         if !out.status.success() {
@@ -297,8 +320,7 @@ pub fn build_sandbox(
             )));
         }
     }
-    let seed = setup_env.iter().find(|(k, _)| k == SEED_VAR).map_or("", |(_, v)| v.as_str());
-    crate::sandbox::write(dir, ex.meta.id, &ex.slug, seed, marker_key)?;
+    crate::sandbox::write(dir, ex.meta.id, &ex.slug, &seed, marker_key)?;
     if with_solution {
         crate::embedded::write_files(dir, &ex.solution)?;
         for cmd in &ex.meta.solution_steps {
