@@ -397,4 +397,31 @@ mod tests {
         assert!(ok.git);
         assert_eq!(ok.sandbox, "empty");
     }
+
+    /// The lines of `golden` that hand awk a value worked out by the shell (`-v said="$(kit …)"`,
+    /// `-v tool="$tool"`, `awk '…' s="$s"`): any process of the learner's reads a command line in
+    /// `/proc/PID/cmdline` while the check runs. A positional parameter (`-v want="$1"`, a
+    /// section's name) is the caller's word, not a truth.
+    fn truth_on_awk_command_line(golden: &str) -> Vec<String> {
+        let handed =
+            regex::Regex::new(r#"(-v\s+|'\s+)[A-Za-z_][A-Za-z0-9_]*=["']?\$(\(|\{?[A-Za-z_])"#)
+                .unwrap();
+        golden.lines().filter(|l| handed.is_match(l)).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn no_golden_hands_awk_its_truth_on_the_command_line() {
+        for bad in [
+            r#"awk -v said="$(kit_says)" '"#,
+            r#"awk -v said="$said" -v tool="$tool" '"#,
+            r#"      print "rewrote", $5}' s="$s""#,
+        ] {
+            assert_eq!(truth_on_awk_command_line(bad).len(), 1, "{bad}");
+        }
+        assert!(truth_on_awk_command_line(r#"awk -v want="$1" '"#).is_empty());
+        for ex in load_all().unwrap() {
+            let found = truth_on_awk_command_line(ex.golden);
+            assert!(found.is_empty(), "exercises/{}/golden.md: {found:?}", ex.slug);
+        }
+    }
 }
