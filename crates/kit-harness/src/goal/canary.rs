@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::criteria::run_until;
 use super::env::CriteriaEnv;
-use super::lint::{runner_test_files, TestLanguage};
+use super::lint::{canary_plan, TestLanguage};
 use super::{Criterion, Goal};
 
 /// The outcome of the canary for one criterion.
@@ -85,22 +85,23 @@ fn one(
         outcome: "skipped".into(),
         why: why.into(),
     };
-    if c.exit != 0 {
-        return Ok(skipped("the criterion expects a failing exit status"));
-    }
-    let Some((lang, files)) = runner_test_files(c, root) else {
-        return Ok(skipped("kit does not know which test files this command runs"));
+    // The linter's rule: a criterion `kit goal check` says kit cannot canary is skipped here,
+    // never refused.
+    let plan = match canary_plan(c, root) {
+        Ok(plan) => plan,
+        Err(why) => return Ok(skipped(&format!("kit cannot canary it: {why}"))),
     };
+    let lang = plan.lang;
     let tag = format!("{:08x}", splitmix(seed) as u32);
     let n = 1000 + (splitmix(seed ^ 0x5eed) % 9000) as i64;
     let mut originals: Vec<(String, Vec<u8>, u32)> = Vec::new();
     let mut planted = Vec::new();
-    for rel in &files {
+    for (rel, selected) in &plan.files {
         let abs = root.join(rel);
         let (Ok(bytes), Ok(meta)) = (std::fs::read(&abs), std::fs::metadata(&abs)) else {
             continue;
         };
-        let Some(with) = with_canary(lang, &bytes, &tag, n) else { continue };
+        let Some(with) = with_canary(lang, &bytes, &tag, n, selected) else { continue };
         originals.push((rel.clone(), bytes, meta.permissions().mode()));
         if std::fs::write(&abs, with).is_ok() {
             planted.push(rel.clone());
@@ -137,8 +138,16 @@ fn one(
 }
 
 /// The file's bytes with a failing test added, or None when it cannot take one (not UTF-8, or a
-/// Go file that does not import `testing`).
-fn with_canary(lang: TestLanguage, bytes: &[u8], tag: &str, n: i64) -> Option<Vec<u8>> {
+/// Go file that does not import `testing`). `selected`: the attribute paths the criterion runs
+/// in the file (Python only; empty for the whole file): a class selected gets a failing test
+/// method, a test selected is replaced by a failing one (it cannot take a sibling that runs).
+fn with_canary(
+    lang: TestLanguage,
+    bytes: &[u8],
+    tag: &str,
+    n: i64,
+    selected: &[Vec<String>],
+) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut text = text.to_string();
     if !text.ends_with('\n') && !text.is_empty() {
@@ -146,10 +155,26 @@ fn with_canary(lang: TestLanguage, bytes: &[u8], tag: &str, n: i64) -> Option<Ve
     }
     match lang {
         TestLanguage::Python => {
-            let canary = format!(
-                "\n\nimport unittest as _kit_canary_{tag}\n\n\nclass TestKitCanary{tag}(_kit_canary_{tag}.TestCase):\n    def test_kit_canary_{tag}(self):\n        self.assertEqual({n}, {})\n\n\n",
-                n + 1
-            );
+            let canary = if selected.is_empty() {
+                format!(
+                    "\n\nimport unittest as _kit_canary_{tag}\n\n\nclass TestKitCanary{tag}(_kit_canary_{tag}.TestCase):\n    def test_kit_canary_{tag}(self):\n        self.assertEqual({n}, {})\n\n\n",
+                    n + 1
+                )
+            } else {
+                // Planted by the module itself once its classes exist: resolving the name at run
+                // time needs no parse of the class body, and works for an inherited test too.
+                let calls: String = selected
+                    .iter()
+                    .map(|path| {
+                        let quoted: Vec<String> = path.iter().map(|p| format!("{p:?}")).collect();
+                        format!("_kit_canary_{tag}_plant([{}])\n", quoted.join(", "))
+                    })
+                    .collect();
+                format!(
+                    "\n\ndef _kit_canary_{tag}_plant(path):\n    import unittest\n\n    def test(*args):\n        if args and isinstance(args[0], unittest.TestCase):\n            args[0].assertEqual({n}, {m})\n        else:\n            raise AssertionError(\"kit canary: {n} != {m}\")\n\n    parent, name, obj = None, path[0], globals().get(path[0])\n    for part in path[1:]:\n        parent, name, obj = obj, part, getattr(obj, part, None)\n    if isinstance(obj, type):\n        test.__name__ = \"test_kit_canary_{tag}\"\n        setattr(obj, test.__name__, test)\n    elif parent is None:\n        test.__name__ = name\n        globals()[name] = test\n    else:\n        test.__name__ = name\n        setattr(parent, name, test)\n\n\n{calls}\n\n",
+                    m = n + 1
+                )
+            };
             // Before a top-level `if __name__ == "__main__":`, so a file run as a script runs it.
             let at = text
                 .match_indices("\nif __name__")
@@ -256,13 +281,13 @@ mod tests {
 
     #[test]
     fn the_canary_is_valid_rust_and_go() {
-        let rs = with_canary(TestLanguage::Rust, b"#[test]\nfn a() {}", "ab", 5).unwrap();
+        let rs = with_canary(TestLanguage::Rust, b"#[test]\nfn a() {}", "ab", 5, &[]).unwrap();
         assert!(String::from_utf8(rs)
             .unwrap()
             .contains("fn kit_canary_ab() {\n    assert_eq!(5, 6"));
-        assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5).is_none());
+        assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5, &[]).is_none());
         let go =
-            with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5).unwrap();
+            with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5, &[]).unwrap();
         assert!(String::from_utf8(go).unwrap().contains("func TestKitCanaryab(t *testing.T)"));
     }
 }
