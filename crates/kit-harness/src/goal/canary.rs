@@ -272,6 +272,115 @@ mod tests {
         }
     }
 
+    const TWO_CLASSES: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n\nclass OtherTest(unittest.TestCase):\n    def test_other(self):\n        self.assertEqual(1, 1)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+    const HONEST: &str = "def add(a, b):\n    return a + b\n";
+    const PATCHED: &str = "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\ndef add(a, b):\n    return a + b\n";
+
+    #[test]
+    fn a_class_or_one_test_selected_gets_the_canary_where_the_selection_runs_it() {
+        // Exercise 14: `tests.test_x.Class` ran none of a top-level canary class, so an honest
+        // runner exited 0 and the loop refused done forever.
+        for cmd in [
+            "python3 -B -m unittest tests.test_calc.AddTest -v",
+            "python3 -B -m unittest tests.test_calc.AddTest.test_small -v",
+            "python3 -B -m unittest tests.test_calc.AddTest.test_small tests.test_calc.OtherTest -v",
+            "PYTHONPATH=. python3 -B tests/test_calc.py AddTest -v",
+            "PYTHONPATH=. python3 -B tests/test_calc.py AddTest.test_zero",
+        ] {
+            let (r, _) = outcome(HONEST, TWO_CLASSES, cmd);
+            assert_eq!(r.outcome, "caught", "{cmd}: {r:?}");
+            assert_eq!(r.files, vec!["tests/test_calc.py"], "{cmd}");
+            // And a runner the code under test patched still exits 0: missed, as it must be.
+            let (r, _) = outcome(PATCHED, TWO_CLASSES, cmd);
+            assert!(r.missed(), "{cmd}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn the_selected_test_is_replaced_and_a_class_gets_a_method() {
+        let sel = |p: &[&str]| vec![p.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        let class = String::from_utf8(
+            with_canary(TestLanguage::Python, TWO_CLASSES.as_bytes(), "ab", 5, &sel(&["AddTest"]))
+                .unwrap(),
+        )
+        .unwrap();
+        // Before `if __name__`, after the classes it names.
+        let plant = class.find("_kit_canary_ab_plant([\"AddTest\"])").unwrap();
+        assert!(class.find("class OtherTest").unwrap() < plant);
+        assert!(plant < class.find("if __name__").unwrap());
+        assert!(class.contains("args[0].assertEqual(5, 6)"));
+        let one = String::from_utf8(
+            with_canary(
+                TestLanguage::Python,
+                TWO_CLASSES.as_bytes(),
+                "ab",
+                5,
+                &sel(&["AddTest", "test_small"]),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(one.contains("_kit_canary_ab_plant([\"AddTest\", \"test_small\"])"));
+        // The runs fail on the canary itself, not on an error in it.
+        for (text, name, expect) in [
+            (&class, "tests.test_calc.AddTest", ["Ran 3 tests", "FAIL: test_kit_canary_ab", "AssertionError: 5 != 6"]),
+            (&one, "tests.test_calc.AddTest.test_small", ["Ran 1 test", "FAIL: test_small", "AssertionError: 5 != 6"]),
+        ] {
+            let (d, _) = setup(HONEST, text, "true");
+            let out = std::process::Command::new("python3")
+                .args(["-B", "-m", "unittest", name, "-v"])
+                .current_dir(d.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{err}");
+            for e in expect {
+                assert!(err.contains(e), "{name}: no {e:?} in {err}");
+            }
+            assert!(err.contains("FAILED (failures=1)"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pytest_selections_are_canaried_where_they_run() {
+        if !std::process::Command::new("python3")
+            .args(["-c", "import pytest"])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return; // pytest is not installed here
+        }
+        let plain = "from calc import add\n\n\nclass TestAdd:\n    def test_small(self):\n        assert add(1, 2) == 3\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n";
+        for cmd in [
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::TestAdd",
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::TestAdd::test_small",
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::test_zero",
+        ] {
+            let (r, _) = outcome(HONEST, plain, cmd);
+            assert_eq!(r.outcome, "caught", "{cmd}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn a_selection_kit_cannot_canary_is_skipped_with_the_linters_reason() {
+        for (cmd, why) in [
+            ("python3 -m unittest tests.test_calc -k small -v", "`-k small` selects"),
+            ("python3 -m pytest -q tests/test_calc.py -k small", "`-k small` selects"),
+            ("python3 -m pytest -q tests/test_calc.py::test_x[1]", "`test_x[1]` selects"),
+            ("python3 tests/test_calc.py -k small", "`-k` selects"),
+            ("python3 -m unittest tests.AddTest", "inside the package tests"),
+            ("cargo test parse", "`a test name filter parse` selects"),
+            ("go test ./... -run TestParse", "`-run TestParse` selects"),
+        ] {
+            let (d, g) = setup(HONEST, TEST, cmd);
+            let why_lint = canary_plan(&g.criteria[0], d.path()).unwrap_err();
+            assert!(why_lint.contains(why), "{cmd}: {why_lint}");
+            let r = run(&g, d.path(), Duration::from_secs(5), None, 1, &|| false).unwrap();
+            assert_eq!(r[0].outcome, "skipped", "{cmd}: {r:?}");
+            assert!(r[0].why.contains(&why_lint), "{cmd}: {r:?}");
+        }
+    }
+
     #[test]
     fn criteria_kit_cannot_read_are_skipped_not_failed() {
         let (d, g) = setup("", TEST, "sh run_tests.sh");
