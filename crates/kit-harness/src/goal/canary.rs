@@ -5,7 +5,11 @@
 //! code finds every way to do that; a test that must fail does. For each criterion whose command
 //! runs a runner kit knows (unittest, pytest, cargo test, go test) and expects exit status 0, kit
 //! appends to every test file the criterion runs one test that fails (`assertEqual(N, N + 1)`
-//! with a fresh N), runs the criterion once more, and puts each file back byte for byte. The run
+//! with a fresh N) — where the criterion selects one class (`tests.test_x.Class`,
+//! `file::Class`) a failing method added to that class, where it selects one test the test
+//! replaced by a failing one — runs the criterion once more, and puts each file back byte for
+//! byte. Which criteria kit can canary is one rule, [`canary_plan`], that the linter's level 4
+//! uses too: a criterion it cannot canary is skipped here, never refused. The run
 //! must exit non-zero: a runner that still exits 0 with a failing test in its files does not
 //! report failures, and its "passed" proves nothing.
 //!
@@ -323,8 +327,16 @@ mod tests {
         assert!(one.contains("_kit_canary_ab_plant([\"AddTest\", \"test_small\"])"));
         // The runs fail on the canary itself, not on an error in it.
         for (text, name, expect) in [
-            (&class, "tests.test_calc.AddTest", ["Ran 3 tests", "FAIL: test_kit_canary_ab", "AssertionError: 5 != 6"]),
-            (&one, "tests.test_calc.AddTest.test_small", ["Ran 1 test", "FAIL: test_small", "AssertionError: 5 != 6"]),
+            (
+                &class,
+                "tests.test_calc.AddTest",
+                ["Ran 3 tests", "FAIL: test_kit_canary_ab", "AssertionError: 5 != 6"],
+            ),
+            (
+                &one,
+                "tests.test_calc.AddTest.test_small",
+                ["Ran 1 test", "FAIL: test_small", "AssertionError: 5 != 6"],
+            ),
         ] {
             let (d, _) = setup(HONEST, text, "true");
             let out = std::process::Command::new("python3")
@@ -395,8 +407,8 @@ mod tests {
             .unwrap()
             .contains("fn kit_canary_ab() {\n    assert_eq!(5, 6"));
         assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5, &[]).is_none());
-        let go =
-            with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5, &[]).unwrap();
+        let go = with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5, &[])
+            .unwrap();
         assert!(String::from_utf8(go).unwrap().contains("func TestKitCanaryab(t *testing.T)"));
     }
 }

@@ -547,26 +547,25 @@ pub(crate) fn canary_plan(c: &Criterion, root: &Path) -> Result<CanaryPlan, Stri
     let unknown = || "no unittest, pytest, cargo test or go test run kit can add a failing test to";
     let mut lang = None;
     let mut files: Vec<(String, Option<Vec<Vec<String>>>)> = Vec::new();
-    let add = |files: &mut Vec<(String, Option<Vec<Vec<String>>>)>,
-                   p: String,
-                   rest: Vec<String>| {
-        let at = match files.iter().position(|(f, _)| *f == p) {
-            Some(i) => i,
-            None => {
-                files.push((p, Some(Vec::new())));
-                files.len() - 1
+    let add =
+        |files: &mut Vec<(String, Option<Vec<Vec<String>>>)>, p: String, rest: Vec<String>| {
+            let at = match files.iter().position(|(f, _)| *f == p) {
+                Some(i) => i,
+                None => {
+                    files.push((p, Some(Vec::new())));
+                    files.len() - 1
+                }
+            };
+            match (&mut files[at].1, rest.is_empty()) {
+                (sel, true) => *sel = None,
+                (Some(sel), false) => {
+                    if !sel.contains(&rest) {
+                        sel.push(rest)
+                    }
+                }
+                (None, false) => {}
             }
         };
-        match (&mut files[at].1, rest.is_empty()) {
-            (sel, true) => *sel = None,
-            (Some(sel), false) => {
-                if !sel.contains(&rest) {
-                    sel.push(rest)
-                }
-            }
-            (None, false) => {}
-        }
-    };
     for (cwd, words) in in_folders(&shell::simple_commands(&c.command)) {
         let Some(runner) = Runner::of(words) else {
             // `python3 tests/test_x.py [NAME…]`: a test file run as a script (unittest.main()),
@@ -611,7 +610,9 @@ pub(crate) fn canary_plan(c: &Criterion, root: &Path) -> Result<CanaryPlan, Stri
                 Some(v) => format!("{flag} {v}"),
                 None => flag.clone(),
             };
-            return Err(format!("`{shown}` selects the tests to run, so a test kit adds may not be one of them"));
+            return Err(format!(
+                "`{shown}` selects the tests to run, so a test kit adds may not be one of them"
+            ));
         }
         let this = match runner.kind {
             RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
@@ -691,7 +692,8 @@ fn attribute_path(name: &str) -> Result<Vec<String>, String> {
         p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
             && p.chars().all(|c| c.is_alphanumeric() || c == '_')
     };
-    let parts: Vec<String> = name.split(['.', ':']).filter(|p| !p.is_empty()).map(str::to_string).collect();
+    let parts: Vec<String> =
+        name.split(['.', ':']).filter(|p| !p.is_empty()).map(str::to_string).collect();
     if parts.is_empty() || !parts.iter().all(|p| ident(p)) {
         return Err(format!("`{name}` selects a test kit cannot add a failing test beside"));
     }
