@@ -5,7 +5,11 @@
 //! code finds every way to do that; a test that must fail does. For each criterion whose command
 //! runs a runner kit knows (unittest, pytest, cargo test, go test) and expects exit status 0, kit
 //! appends to every test file the criterion runs one test that fails (`assertEqual(N, N + 1)`
-//! with a fresh N), runs the criterion once more, and puts each file back byte for byte. The run
+//! with a fresh N) — where the criterion selects one class (`tests.test_x.Class`,
+//! `file::Class`) a failing method added to that class, where it selects one test the test
+//! replaced by a failing one — runs the criterion once more, and puts each file back byte for
+//! byte. Which criteria kit can canary is one rule, [`canary_plan`], that the linter's level 4
+//! uses too: a criterion it cannot canary is skipped here, never refused. The run
 //! must exit non-zero: a runner that still exits 0 with a failing test in its files does not
 //! report failures, and its "passed" proves nothing.
 //!
@@ -24,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::criteria::run_until;
 use super::env::CriteriaEnv;
-use super::lint::{runner_test_files, TestLanguage};
+use super::lint::{canary_plan, TestLanguage};
 use super::{Criterion, Goal};
 
 /// The outcome of the canary for one criterion.
@@ -85,22 +89,23 @@ fn one(
         outcome: "skipped".into(),
         why: why.into(),
     };
-    if c.exit != 0 {
-        return Ok(skipped("the criterion expects a failing exit status"));
-    }
-    let Some((lang, files)) = runner_test_files(c, root) else {
-        return Ok(skipped("kit does not know which test files this command runs"));
+    // The linter's rule: a criterion `kit goal check` says kit cannot canary is skipped here,
+    // never refused.
+    let plan = match canary_plan(c, root) {
+        Ok(plan) => plan,
+        Err(why) => return Ok(skipped(&format!("kit cannot canary it: {why}"))),
     };
+    let lang = plan.lang;
     let tag = format!("{:08x}", splitmix(seed) as u32);
     let n = 1000 + (splitmix(seed ^ 0x5eed) % 9000) as i64;
     let mut originals: Vec<(String, Vec<u8>, u32)> = Vec::new();
     let mut planted = Vec::new();
-    for rel in &files {
+    for (rel, selected) in &plan.files {
         let abs = root.join(rel);
         let (Ok(bytes), Ok(meta)) = (std::fs::read(&abs), std::fs::metadata(&abs)) else {
             continue;
         };
-        let Some(with) = with_canary(lang, &bytes, &tag, n) else { continue };
+        let Some(with) = with_canary(lang, &bytes, &tag, n, selected) else { continue };
         originals.push((rel.clone(), bytes, meta.permissions().mode()));
         if std::fs::write(&abs, with).is_ok() {
             planted.push(rel.clone());
@@ -137,8 +142,16 @@ fn one(
 }
 
 /// The file's bytes with a failing test added, or None when it cannot take one (not UTF-8, or a
-/// Go file that does not import `testing`).
-fn with_canary(lang: TestLanguage, bytes: &[u8], tag: &str, n: i64) -> Option<Vec<u8>> {
+/// Go file that does not import `testing`). `selected`: the attribute paths the criterion runs
+/// in the file (Python only; empty for the whole file): a class selected gets a failing test
+/// method, a test selected is replaced by a failing one (it cannot take a sibling that runs).
+fn with_canary(
+    lang: TestLanguage,
+    bytes: &[u8],
+    tag: &str,
+    n: i64,
+    selected: &[Vec<String>],
+) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut text = text.to_string();
     if !text.ends_with('\n') && !text.is_empty() {
@@ -146,10 +159,26 @@ fn with_canary(lang: TestLanguage, bytes: &[u8], tag: &str, n: i64) -> Option<Ve
     }
     match lang {
         TestLanguage::Python => {
-            let canary = format!(
-                "\n\nimport unittest as _kit_canary_{tag}\n\n\nclass TestKitCanary{tag}(_kit_canary_{tag}.TestCase):\n    def test_kit_canary_{tag}(self):\n        self.assertEqual({n}, {})\n\n\n",
-                n + 1
-            );
+            let canary = if selected.is_empty() {
+                format!(
+                    "\n\nimport unittest as _kit_canary_{tag}\n\n\nclass TestKitCanary{tag}(_kit_canary_{tag}.TestCase):\n    def test_kit_canary_{tag}(self):\n        self.assertEqual({n}, {})\n\n\n",
+                    n + 1
+                )
+            } else {
+                // Planted by the module itself once its classes exist: resolving the name at run
+                // time needs no parse of the class body, and works for an inherited test too.
+                let calls: String = selected
+                    .iter()
+                    .map(|path| {
+                        let quoted: Vec<String> = path.iter().map(|p| format!("{p:?}")).collect();
+                        format!("_kit_canary_{tag}_plant([{}])\n", quoted.join(", "))
+                    })
+                    .collect();
+                format!(
+                    "\n\ndef _kit_canary_{tag}_plant(path):\n    import unittest\n\n    def test(*args):\n        if args and isinstance(args[0], unittest.TestCase):\n            args[0].assertEqual({n}, {m})\n        else:\n            raise AssertionError(\"kit canary: {n} != {m}\")\n\n    parent, name, obj = None, path[0], globals().get(path[0])\n    for part in path[1:]:\n        parent, name, obj = obj, part, getattr(obj, part, None)\n    if isinstance(obj, type):\n        test.__name__ = \"test_kit_canary_{tag}\"\n        setattr(obj, test.__name__, test)\n    elif parent is None:\n        test.__name__ = name\n        globals()[name] = test\n    else:\n        test.__name__ = name\n        setattr(parent, name, test)\n\n\n{calls}\n\n",
+                    m = n + 1
+                )
+            };
             // Before a top-level `if __name__ == "__main__":`, so a file run as a script runs it.
             let at = text
                 .match_indices("\nif __name__")
@@ -247,6 +276,123 @@ mod tests {
         }
     }
 
+    const TWO_CLASSES: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n\nclass OtherTest(unittest.TestCase):\n    def test_other(self):\n        self.assertEqual(1, 1)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+    const HONEST: &str = "def add(a, b):\n    return a + b\n";
+    const PATCHED: &str = "import unittest\nunittest.TestCase.assertEqual = lambda *a, **k: None\ndef add(a, b):\n    return a + b\n";
+
+    #[test]
+    fn a_class_or_one_test_selected_gets_the_canary_where_the_selection_runs_it() {
+        // Exercise 14: `tests.test_x.Class` ran none of a top-level canary class, so an honest
+        // runner exited 0 and the loop refused done forever.
+        for cmd in [
+            "python3 -B -m unittest tests.test_calc.AddTest -v",
+            "python3 -B -m unittest tests.test_calc.AddTest.test_small -v",
+            "python3 -B -m unittest tests.test_calc.AddTest.test_small tests.test_calc.OtherTest -v",
+            "PYTHONPATH=. python3 -B tests/test_calc.py AddTest -v",
+            "PYTHONPATH=. python3 -B tests/test_calc.py AddTest.test_zero",
+        ] {
+            let (r, _) = outcome(HONEST, TWO_CLASSES, cmd);
+            assert_eq!(r.outcome, "caught", "{cmd}: {r:?}");
+            assert_eq!(r.files, vec!["tests/test_calc.py"], "{cmd}");
+            // And a runner the code under test patched still exits 0: missed, as it must be.
+            let (r, _) = outcome(PATCHED, TWO_CLASSES, cmd);
+            assert!(r.missed(), "{cmd}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn the_selected_test_is_replaced_and_a_class_gets_a_method() {
+        let sel = |p: &[&str]| vec![p.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        let class = String::from_utf8(
+            with_canary(TestLanguage::Python, TWO_CLASSES.as_bytes(), "ab", 5, &sel(&["AddTest"]))
+                .unwrap(),
+        )
+        .unwrap();
+        // Before `if __name__`, after the classes it names.
+        let plant = class.find("_kit_canary_ab_plant([\"AddTest\"])").unwrap();
+        assert!(class.find("class OtherTest").unwrap() < plant);
+        assert!(plant < class.find("if __name__").unwrap());
+        assert!(class.contains("args[0].assertEqual(5, 6)"));
+        let one = String::from_utf8(
+            with_canary(
+                TestLanguage::Python,
+                TWO_CLASSES.as_bytes(),
+                "ab",
+                5,
+                &sel(&["AddTest", "test_small"]),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(one.contains("_kit_canary_ab_plant([\"AddTest\", \"test_small\"])"));
+        // The runs fail on the canary itself, not on an error in it.
+        for (text, name, expect) in [
+            (
+                &class,
+                "tests.test_calc.AddTest",
+                ["Ran 3 tests", "FAIL: test_kit_canary_ab", "AssertionError: 5 != 6"],
+            ),
+            (
+                &one,
+                "tests.test_calc.AddTest.test_small",
+                ["Ran 1 test", "FAIL: test_small", "AssertionError: 5 != 6"],
+            ),
+        ] {
+            let (d, _) = setup(HONEST, text, "true");
+            let out = std::process::Command::new("python3")
+                .args(["-B", "-m", "unittest", name, "-v"])
+                .current_dir(d.path())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{err}");
+            for e in expect {
+                assert!(err.contains(e), "{name}: no {e:?} in {err}");
+            }
+            assert!(err.contains("FAILED (failures=1)"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pytest_selections_are_canaried_where_they_run() {
+        if !std::process::Command::new("python3")
+            .args(["-c", "import pytest"])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return; // pytest is not installed here
+        }
+        let plain = "from calc import add\n\n\nclass TestAdd:\n    def test_small(self):\n        assert add(1, 2) == 3\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n";
+        for cmd in [
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::TestAdd",
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::TestAdd::test_small",
+            "python3 -B -m pytest -q -p no:cacheprovider tests/test_calc.py::test_zero",
+        ] {
+            let (r, _) = outcome(HONEST, plain, cmd);
+            assert_eq!(r.outcome, "caught", "{cmd}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn a_selection_kit_cannot_canary_is_skipped_with_the_linters_reason() {
+        for (cmd, why) in [
+            ("python3 -m unittest tests.test_calc -k small -v", "`-k small` selects"),
+            ("python3 -m pytest -q tests/test_calc.py -k small", "`-k small` selects"),
+            ("python3 -m pytest -q tests/test_calc.py::test_x[1]", "`test_x[1]` selects"),
+            ("python3 tests/test_calc.py -k small", "`-k` selects"),
+            ("python3 -m unittest tests.AddTest", "inside the package tests"),
+            ("cargo test parse", "`a test name filter parse` selects"),
+            ("go test ./... -run TestParse", "`-run TestParse` selects"),
+        ] {
+            let (d, g) = setup(HONEST, TEST, cmd);
+            let why_lint = canary_plan(&g.criteria[0], d.path()).unwrap_err();
+            assert!(why_lint.contains(why), "{cmd}: {why_lint}");
+            let r = run(&g, d.path(), Duration::from_secs(5), None, 1, &|| false).unwrap();
+            assert_eq!(r[0].outcome, "skipped", "{cmd}: {r:?}");
+            assert!(r[0].why.contains(&why_lint), "{cmd}: {r:?}");
+        }
+    }
+
     #[test]
     fn criteria_kit_cannot_read_are_skipped_not_failed() {
         let (d, g) = setup("", TEST, "sh run_tests.sh");
@@ -256,13 +402,13 @@ mod tests {
 
     #[test]
     fn the_canary_is_valid_rust_and_go() {
-        let rs = with_canary(TestLanguage::Rust, b"#[test]\nfn a() {}", "ab", 5).unwrap();
+        let rs = with_canary(TestLanguage::Rust, b"#[test]\nfn a() {}", "ab", 5, &[]).unwrap();
         assert!(String::from_utf8(rs)
             .unwrap()
             .contains("fn kit_canary_ab() {\n    assert_eq!(5, 6"));
-        assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5).is_none());
-        let go =
-            with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5).unwrap();
+        assert!(with_canary(TestLanguage::Go, b"package x\n", "ab", 5, &[]).is_none());
+        let go = with_canary(TestLanguage::Go, b"package x\nimport \"testing\"\n", "ab", 5, &[])
+            .unwrap();
         assert!(String::from_utf8(go).unwrap().contains("func TestKitCanaryab(t *testing.T)"));
     }
 }

@@ -51,7 +51,7 @@ mod suite;
 mod tests;
 
 pub use adversary::Trial;
-pub(crate) use runner::{runner_test_files, TestLanguage};
+pub(crate) use runner::{canary_plan, TestLanguage};
 pub(super) use scale::rate;
 
 use coverage::Frozen;

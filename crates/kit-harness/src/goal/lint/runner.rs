@@ -516,6 +516,190 @@ pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLangu
     (!files.is_empty()).then_some((lang, files))
 }
 
+/// Where the canary ([`crate::goal::canary`]) adds its failing test so that the criterion's own
+/// selection runs it: the test files, each with the names selected in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CanaryPlan {
+    /// The language of the files.
+    pub(crate) lang: TestLanguage,
+    /// Repo-relative test files, each with the attribute paths the criterion selects in it
+    /// (`["LoaderDurationTest"]` for `tests.test_durations.LoaderDurationTest`,
+    /// `["ParseDurationTest", "test_seconds"]` for one test); empty when the whole file runs.
+    pub(crate) files: Vec<(String, Vec<Vec<String>>)>,
+}
+
+/// THE rule of which criteria kit can canary, shared by the linter (level 4 needs every function
+/// and regression criterion canaried) and the loop (which refuses done only when a canary it
+/// could plant is missed, and skips the rest): Ok with where the failing test goes, or Err with
+/// why kit cannot canary the criterion, in a phrase. kit can canary a criterion that expects exit
+/// status 0 and runs unittest, pytest, cargo test or go test over test files kit finds, either
+/// whole or selected by name down to a class or one test (`tests.test_x.Class`,
+/// `tests.test_x.Class.test_y`, `tests/test_x.py::Class::test_y`, `python3 tests/test_x.py
+/// Class`): a failing method is added to a selected class, and a selected test is replaced by
+/// a failing one for the run. It cannot when the run selects by pattern, mark or earlier
+/// results (`-k`, `-m`, `--lf`, a cargo test name filter, `go test -run`, `--ignored`), a
+/// parametrised case (`test_y[1]`), or a name inside a package rather than a file: no test
+/// kit adds is sure to be run there.
+pub(crate) fn canary_plan(c: &Criterion, root: &Path) -> Result<CanaryPlan, String> {
+    if c.exit != 0 {
+        return Err("the criterion expects a failing exit status".into());
+    }
+    let unknown = || "no unittest, pytest, cargo test or go test run kit can add a failing test to";
+    let mut lang = None;
+    let mut files: Vec<(String, Option<Vec<Vec<String>>>)> = Vec::new();
+    let add =
+        |files: &mut Vec<(String, Option<Vec<Vec<String>>>)>, p: String, rest: Vec<String>| {
+            let at = match files.iter().position(|(f, _)| *f == p) {
+                Some(i) => i,
+                None => {
+                    files.push((p, Some(Vec::new())));
+                    files.len() - 1
+                }
+            };
+            match (&mut files[at].1, rest.is_empty()) {
+                (sel, true) => *sel = None,
+                (Some(sel), false) => {
+                    if !sel.contains(&rest) {
+                        sel.push(rest)
+                    }
+                }
+                (None, false) => {}
+            }
+        };
+    for (cwd, words) in in_folders(&shell::simple_commands(&c.command)) {
+        let Some(runner) = Runner::of(words) else {
+            // `python3 tests/test_x.py [NAME…]`: a test file run as a script (unittest.main()),
+            // whose arguments select as unittest's do.
+            let Some((prog, args)) = shell::program(words) else { continue };
+            let base = prog.rsplit('/').next().unwrap_or(prog);
+            let Some(at) = args.iter().position(|a| !a.starts_with('-')) else { continue };
+            let script = &args[at];
+            if !(base.starts_with("python") && script.ends_with(".py")) {
+                continue;
+            }
+            let p = normalise(&format!("{cwd}/{script}"));
+            let p = p.trim_start_matches("./").to_string();
+            if !(looks_like_test(&p) && root.join(&p).is_file()) {
+                continue;
+            }
+            if lang.is_some_and(|l| l != TestLanguage::Python) {
+                continue;
+            }
+            lang = Some(TestLanguage::Python);
+            let mut names = Vec::new();
+            for a in &args[at + 1..] {
+                if a == "-k" || (a.starts_with("-k") && !a.starts_with("--")) {
+                    return Err("`-k` selects tests by pattern".into());
+                }
+                if !a.starts_with('-') && !a.contains(['<', '>']) {
+                    names.push(a);
+                }
+            }
+            if names.is_empty() {
+                add(&mut files, p.clone(), Vec::new());
+            }
+            for n in names {
+                add(&mut files, p.clone(), attribute_path(n)?);
+            }
+            continue;
+        };
+        if let Some((flag, value)) = runner.selecting.iter().find(|(f, _)| {
+            !matches!(f.as_str(), "--deselect" | "--ignore" | "--ignore-glob" | "--skip" | "-skip")
+        }) {
+            let shown = match value {
+                Some(v) => format!("{flag} {v}"),
+                None => flag.clone(),
+            };
+            return Err(format!(
+                "`{shown}` selects the tests to run, so a test kit adds may not be one of them"
+            ));
+        }
+        let this = match runner.kind {
+            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
+            RunnerKind::Cargo => TestLanguage::Rust,
+            RunnerKind::Go => TestLanguage::Go,
+        };
+        if lang.is_some_and(|l| l != this) {
+            continue;
+        }
+        lang = Some(this);
+        let here = root.join(&cwd);
+        let selected: Vec<(Target, Vec<String>)> = if runner.names_modules() {
+            let mut out = Vec::new();
+            for p in &runner.positional {
+                let (t, rest) = unittest_split(p, &here);
+                out.push((t, rest.iter().map(|s| s.to_string()).collect()));
+            }
+            out
+        } else if runner.kind == RunnerKind::Pytest
+            && runner.positional.iter().any(|p| p.contains("::"))
+        {
+            let mut out = Vec::new();
+            for p in &runner.positional {
+                let mut parts = p.split("::");
+                let path = normalise(parts.next().unwrap_or(p));
+                let rest: Vec<String> = parts.map(str::to_string).collect();
+                let t = if here.join(&path).is_dir() {
+                    Target::Dir(path, PYTEST_PATTERNS.iter().map(|s| s.to_string()).collect())
+                } else {
+                    Target::File(path)
+                };
+                out.push((t, rest));
+            }
+            out
+        } else {
+            runner.targets(&here).into_iter().map(|t| (t, Vec::new())).collect()
+        };
+        for (t, rest) in selected {
+            let rest = if rest.is_empty() { Vec::new() } else { attribute_path(&rest.join("."))? };
+            match t.under(&cwd) {
+                Target::File(p) => {
+                    if root.join(&p).is_file() {
+                        add(&mut files, p, rest);
+                    }
+                }
+                Target::Script(_) | Target::Config { .. } | Target::Package(_) => {}
+                Target::Dir(d, patterns) => {
+                    if !rest.is_empty() {
+                        return Err(format!(
+                            "`{}` names a test inside the package {d}, not in a test file",
+                            rest.join(".")
+                        ));
+                    }
+                    for f in walk_matching(root, &d, &patterns) {
+                        let direct =
+                            f.strip_prefix(&format!("{d}/")).is_some_and(|r| !r.contains('/'));
+                        if this != TestLanguage::Rust || direct {
+                            add(&mut files, f, Vec::new());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let lang = lang.ok_or_else(|| unknown().to_string())?;
+    if files.is_empty() {
+        return Err(unknown().into());
+    }
+    let files = files.into_iter().map(|(f, sel)| (f, sel.unwrap_or_default())).collect();
+    Ok(CanaryPlan { lang, files })
+}
+
+/// `Class.test_y` → `["Class", "test_y"]`, each a Python identifier; Err for a parametrised id
+/// (`test_y[1]`) or anything else kit cannot plant a test at.
+fn attribute_path(name: &str) -> Result<Vec<String>, String> {
+    let ident = |p: &str| {
+        p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    let parts: Vec<String> =
+        name.split(['.', ':']).filter(|p| !p.is_empty()).map(str::to_string).collect();
+    if parts.is_empty() || !parts.iter().all(|p| ident(p)) {
+        return Err(format!("`{name}` selects a test kit cannot add a failing test beside"));
+    }
+    Ok(parts)
+}
+
 /// The simple commands (from [`shell::simple_commands`]) other than `cd`, each with the folder
 /// the `cd DIR` commands before it moved to, relative to the root ("" for the root itself). A
 /// `cd` to an absolute path, to one with `..` or to nowhere goes back to the root: kit looks
@@ -589,20 +773,26 @@ pub(super) fn packages_of(root: &Path, files: &[String], top: &str) -> Vec<Targe
 /// `tests.test_durations.TestX.test_y` → the longest prefix that is a file (`tests/test_durations.py`)
 /// or a package folder; a path (`tests/test_a.py`) as is.
 fn unittest_target(name: &str, root: &Path) -> Target {
+    unittest_split(name, root).0
+}
+
+/// [`unittest_target`] with the rest of the name: the attributes selected inside the module
+/// (`["TestX", "test_y"]`), empty when the whole module or package runs.
+fn unittest_split<'a>(name: &'a str, root: &Path) -> (Target, Vec<&'a str>) {
     if name.ends_with(".py") || name.contains('/') {
-        return Target::File(normalise(name));
+        return (Target::File(normalise(name)), Vec::new());
     }
     let parts: Vec<&str> = name.split('.').collect();
     for k in (1..=parts.len()).rev() {
         let base = parts[..k].join("/");
         if root.join(format!("{base}.py")).is_file() {
-            return Target::File(format!("{base}.py"));
+            return (Target::File(format!("{base}.py")), parts[k..].to_vec());
         }
         if root.join(&base).is_dir() {
-            return Target::Dir(base, vec![UNITTEST_PATTERN.into()]);
+            return (Target::Dir(base, vec![UNITTEST_PATTERN.into()]), parts[k..].to_vec());
         }
     }
-    Target::File(format!("{}.py", parts.join("/")))
+    (Target::File(format!("{}.py", parts.join("/"))), Vec::new())
 }
 
 /// Paths in a command's words that name a test (a component containing `test`) and exist.

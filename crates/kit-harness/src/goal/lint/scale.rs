@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::coverage::Frozen;
-use super::runner::runner_test_files;
+use super::runner::canary_plan;
 use super::{abbreviate, count, Goal, Kind, Lint, Rating};
 
 /// Rate `goal`. `frozen` holds the repo-relative paths (files and folders, `tests` or `tests/`)
@@ -40,13 +40,14 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
     let missing: Vec<&str> =
         Kind::ALL.iter().map(|k| k.as_str()).filter(|k| !kinds.contains(k)).collect();
 
-    // Function and regression criteria whose runner kit cannot canary (a script, `make
-    // test`, an expected failure): their pass may be printed by the code under work.
-    let uncanaried: Vec<&super::Criterion> = goal
+    // Function and regression criteria kit cannot canary (a script, `make test`, an expected
+    // failure, a selection by pattern): their pass may be printed by the code under work. The
+    // same rule ([`canary_plan`]) decides what the loop canaries before done.
+    let uncanaried: Vec<(&super::Criterion, String)> = goal
         .criteria
         .iter()
         .filter(|c| c.kind != Kind::Limit)
-        .filter(|c| c.exit != 0 || runner_test_files(c, root).is_none())
+        .filter_map(|c| canary_plan(c, root).err().map(|why| (c, why)))
         .collect();
     let level: u8 = if commands == 0 && prose == 0 {
         0
@@ -136,11 +137,19 @@ pub(crate) fn rate(goal: &Goal, frozen: &[String], root: &Path) -> Rating {
         format!("no shortcut: not yet — {}", parts.join("; "))
     });
     reasons.push(if level == 3 && missing.is_empty() && !uncanaried.is_empty() {
-        let lines: Vec<String> = uncanaried.iter().map(|c| format!("goal.md:{}", c.line)).collect();
+        let lines: Vec<String> =
+            uncanaried.iter().map(|(c, _)| format!("goal.md:{}", c.line)).collect();
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut whys: Vec<&str> = Vec::new();
+        for (_, why) in &uncanaried {
+            if !whys.contains(&why.as_str()) {
+                whys.push(why);
+            }
+        }
         format!(
-            "coverage: function, regression and limit are there, but kit cannot canary {} (no unittest, pytest, cargo test or go test run kit can add a failing test to), so the code under work could print its pass; level 4 needs every function and regression criterion run by one of those runners",
-            abbreviate(&lines, 3)
+            "coverage: function, regression and limit are there, but kit cannot canary {} ({}), so the code under work could print its pass; level 4 needs every function and regression criterion run by unittest, pytest, cargo test or go test over whole test files, a class or one test",
+            abbreviate(&lines, 3),
+            whys.join("; ")
         )
     } else if missing.is_empty() {
         if level >= 4 {

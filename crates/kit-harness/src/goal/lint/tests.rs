@@ -954,6 +954,53 @@ fn goals_on_the_lesson_2_lab_are_rated_as_their_author_meant() {
     }
 }
 
+/// Exercise 14: an extra function criterion that selects one class or one test of a module is
+/// canaried where the selection runs (level 4), and the loop's canary plans it by the same rule;
+/// a selection kit cannot canary caps the goal at 3 and says why.
+#[test]
+fn a_class_or_one_test_selected_is_canaried_and_a_pattern_is_not() {
+    let root = lab();
+    let tt: Vec<String> = vec!["tests".into(), "tools".into()];
+    for (extra, level, plan) in [
+        (
+            "- function: `python3 -B -m unittest tests.test_durations.LoaderDurationTest -v` → `Ran 2 tests` and `re:^OK$`",
+            4,
+            Some(vec!["LoaderDurationTest"]),
+        ),
+        (
+            "- function: `python3 -B -m unittest tests.test_durations.ParseDurationTest.test_seconds -v` → `Ran 1 test` and `re:^OK$`",
+            4,
+            Some(vec!["ParseDurationTest", "test_seconds"]),
+        ),
+        (
+            "- function: `python3 -B -m unittest tests.ParseDurationTest -v` → `Ran 7 tests` and `re:^OK$`",
+            3,
+            None,
+        ),
+    ] {
+        let g = goal(&format!("{F}\n{R}\n{L}\n{extra}"));
+        let rating = rate(&g, &tt, root.path());
+        assert_eq!(rating.level, level, "{extra}\n{:#?}\n{:#?}", rating.shortcuts, rating.reasons);
+        let planned = super::canary_plan(&g.criteria[3], root.path());
+        match plan {
+            Some(path) => {
+                let p = planned.unwrap();
+                let want: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+                assert_eq!(p.files, vec![("tests/test_durations.py".to_string(), vec![want])]);
+            }
+            None => {
+                let why = planned.unwrap_err();
+                assert!(
+                    rating.reasons[3].contains("kit cannot canary goal.md:7")
+                        && rating.reasons[3].contains(&why),
+                    "{why}\n{:#?}",
+                    rating.reasons
+                );
+            }
+        }
+    }
+}
+
 /// Each adversarial shortcut names the output it accepted; the trials are kept for --json.
 #[test]
 fn an_adversarial_shortcut_names_the_output_it_accepted() {
