@@ -40,6 +40,14 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 ///
 /// Errors: [`crate::Error::Io`] naming `path` when it cannot be read.
 pub fn sha256_file_remembered(path: &Path) -> Result<String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    remembered_at(path, now)
+}
+
+/// [`sha256_file_remembered`] with the clock's `now` (Unix seconds) given.
+fn remembered_at(path: &Path, now: i64) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     type Seen = std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (Identity, String)>>;
     #[derive(PartialEq, Clone, Copy)]
@@ -65,9 +73,6 @@ pub fn sha256_file_remembered(path: &Path) -> Result<String> {
     }
     let hash = sha256_file(path)?;
     let after = std::fs::metadata(path).at(path)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
     if identity(&before) == identity(&after) && now - after.ctime() > 2 {
         seen.lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -94,6 +99,7 @@ mod tests {
 
     #[test]
     fn a_remembered_hash_follows_every_change_of_the_file() {
+        use std::os::unix::fs::MetadataExt;
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("prog");
         std::fs::write(&p, "abc").unwrap();
@@ -111,6 +117,16 @@ mod tests {
         std::fs::rename(&q, &p).unwrap();
         assert_eq!(sha256_file_remembered(&p).unwrap(), sha256_hex(b"xyz"));
         assert!(sha256_file_remembered(&d.path().join("missing")).is_err());
+        // Remembered (hashed "an hour later"), then rewritten with the same size and its
+        // modification time set back: the change time moved, so the new content is hashed.
+        std::fs::write(&p, "one").unwrap();
+        let hour_later = std::fs::metadata(&p).unwrap().ctime() + 3600;
+        assert_eq!(remembered_at(&p, hour_later).unwrap(), sha256_hex(b"one"));
+        let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&p, "two").unwrap();
+        std::fs::File::options().write(true).open(&p).unwrap().set_modified(mtime).unwrap();
+        assert_eq!(remembered_at(&p, hour_later).unwrap(), sha256_hex(b"two"));
         // A program on this machine, unchanged for long: the same hash twice, as sha256_file.
         let sh = Path::new("/bin/sh");
         if sh.exists() {

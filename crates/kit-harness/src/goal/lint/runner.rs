@@ -134,6 +134,17 @@ pub(super) enum RunnerKind {
     Go,
 }
 
+impl RunnerKind {
+    /// The language of the test files this runner runs.
+    fn language(&self) -> TestLanguage {
+        match self {
+            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
+            RunnerKind::Cargo => TestLanguage::Rust,
+            RunnerKind::Go => TestLanguage::Go,
+        }
+    }
+}
+
 impl Runner {
     pub(super) fn of(words: &[String]) -> Option<Runner> {
         let (prog, args) = shell::program(words)?;
@@ -483,11 +494,7 @@ pub(crate) fn runner_test_files(c: &Criterion, root: &Path) -> Option<(TestLangu
             }
             continue;
         };
-        let this = match runner.kind {
-            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
-            RunnerKind::Cargo => TestLanguage::Rust,
-            RunnerKind::Go => TestLanguage::Go,
-        };
+        let this = runner.kind.language();
         if lang.is_some_and(|l| l != this) {
             continue;
         }
@@ -614,11 +621,7 @@ pub(crate) fn canary_plan(c: &Criterion, root: &Path) -> Result<CanaryPlan, Stri
                 "`{shown}` selects the tests to run, so a test kit adds may not be one of them"
             ));
         }
-        let this = match runner.kind {
-            RunnerKind::Unittest | RunnerKind::Pytest => TestLanguage::Python,
-            RunnerKind::Cargo => TestLanguage::Rust,
-            RunnerKind::Go => TestLanguage::Go,
-        };
+        let this = runner.kind.language();
         if lang.is_some_and(|l| l != this) {
             continue;
         }

@@ -283,7 +283,9 @@ const IDENTITY_FILES: usize = 5000;
 /// the code they import, as one string: for every entry below each (but `__pycache__`), its
 /// path, mode, size, inode and modification and change times in nanoseconds (a write changes
 /// the change time, which nobody can set back) and the target of a link. None past
-/// [`IDENTITY_FILES`] entries, or when a folder cannot be read. The code under test is not in
+/// [`IDENTITY_FILES`] entries, or when a folder cannot be read. Two writes within one tick of
+/// the file system's clock (a few ms) with the same size are not told apart; the count is the
+/// linter's check of a goal, and the loop's own criteria run after it. The code under test is not in
 /// it: a change there that breaks an import makes the collection fail, and a failed
 /// collection is not remembered.
 fn tree_identity(folders: &[std::path::PathBuf]) -> Option<String> {
@@ -371,4 +373,31 @@ fn frozen_drift(root: &std::path::Path) -> Option<String> {
         crate::frozen::inspect(root, rel, &e.sha256, crate::frozen::ModeRule::Git(&e.mode))
             .map(|_| rel.clone())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tree_identity;
+
+    #[test]
+    fn the_identity_of_a_test_folder_follows_every_change_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let tests = d.path().join("tests");
+        std::fs::create_dir_all(tests.join("__pycache__")).unwrap();
+        std::fs::write(tests.join("test_a.py"), "x = 1\n").unwrap();
+        let folders = vec![tests.clone()];
+        let first = tree_identity(&folders).unwrap();
+        assert_eq!(tree_identity(&folders).unwrap(), first, "nothing changed");
+        // Bytecode Python writes is not part of it.
+        std::fs::write(tests.join("__pycache__/test_a.cpython-311.pyc"), "b").unwrap();
+        assert_eq!(tree_identity(&folders).unwrap(), first, "__pycache__ is left out");
+        // Past the file system's timestamp granularity (a few ms), as any real edit is.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(tests.join("test_a.py"), "x = 2\n").unwrap();
+        let edited = tree_identity(&folders).unwrap();
+        assert_ne!(edited, first, "an edit, same size");
+        std::fs::write(tests.join("test_b.py"), "").unwrap();
+        assert_ne!(tree_identity(&folders).unwrap(), edited, "a new file");
+        assert!(tree_identity(&[d.path().join("missing")]).is_none());
+    }
 }
