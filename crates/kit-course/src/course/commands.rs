@@ -287,7 +287,7 @@ pub fn check(
     let folder = sandbox_of(&progress, &lab, ex);
     if !folder.is_dir() {
         return Err(Error::usage(format!(
-            "exercise {id} is not started ({} does not exist)",
+            "exercise {id} is not started in this lab ({} does not exist)",
             folder.display()
         ))
         .with_hint(not_started_hint(id, "check", &lab)));
@@ -739,7 +739,7 @@ pub fn watch(
     let folder = sandbox_of(&progress, &lab, &ex);
     if !folder.is_dir() {
         return Err(Error::usage(format!(
-            "exercise {id} is not started ({} does not exist)",
+            "exercise {id} is not started in this lab ({} does not exist)",
             folder.display()
         ))
         .with_hint(not_started_hint(id, "watch", &lab)));
